@@ -1,0 +1,161 @@
+"""XLA's primitive element types: names, bit widths, kinds and NumPy dtypes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from .errors import ShapeError
+
+# Kinds of element type.
+PRED = "pred"
+SIGNED = "signed"
+UNSIGNED = "unsigned"
+FLOAT = "float"
+COMPLEX = "complex"
+TOKEN = "token"
+OPAQUE = "opaque"
+TUPLE = "tuple"
+
+
+@dataclass(frozen=True)
+class ElementType:
+    """One XLA primitive type, e.g. ``bf16``: 16 bits, a float, NumPy dtype ``ml_dtypes.bfloat16``."""
+
+    name: str
+    bits: int
+    kind: str
+    proto_number: int | None
+    numpy_name: str | None
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"ElementType({self.name!r})"
+
+    @property
+    def is_array_type(self) -> bool:
+        """True for types an array can hold (not token, opaque or tuple)."""
+        return self.kind not in (TOKEN, OPAQUE, TUPLE)
+
+    @property
+    def is_integral(self) -> bool:
+        """True for signed and unsigned integers (not pred)."""
+        return self.kind in (SIGNED, UNSIGNED)
+
+    @property
+    def is_signed(self) -> bool:
+        """True for signed integers, floats and complex types."""
+        return self.kind in (SIGNED, FLOAT, COMPLEX)
+
+    @property
+    def is_floating(self) -> bool:
+        """True for real floating-point types."""
+        return self.kind == FLOAT
+
+    @property
+    def is_complex(self) -> bool:
+        """True for c64 and c128."""
+        return self.kind == COMPLEX
+
+    @property
+    def is_sub_byte(self) -> bool:
+        """True for array types narrower than a byte (s1, u2, s4, f4e2m1fn ...)."""
+        return self.is_array_type and 0 < self.bits < 8
+
+    @property
+    def byte_width(self) -> int:
+        """Bytes one unpacked element occupies (XLA's ByteSizeOfPrimitiveType: sub-byte types take 1)."""
+        return (self.bits + 7) // 8
+
+    @property
+    def numpy_dtype(self) -> np.dtype[Any]:
+        """The NumPy dtype holding one element (ml_dtypes for bf16, fp8, int4 ...)."""
+        if self.numpy_name is None:
+            raise ShapeError(f"element type {self.name} has no NumPy dtype")
+        found = getattr(np, self.numpy_name, None) or getattr(ml_dtypes, self.numpy_name, None)
+        if found is None:
+            raise ShapeError(f"element type {self.name} needs ml_dtypes.{self.numpy_name}; upgrade ml_dtypes")
+        return np.dtype(found)
+
+
+_TABLE: tuple[tuple[str, int, str, int | None, str | None], ...] = (
+    ("pred", 8, PRED, 1, "bool_"),
+    ("s1", 1, SIGNED, 30, "int1"),
+    ("s2", 2, SIGNED, 26, "int2"),
+    ("s4", 4, SIGNED, 21, "int4"),
+    ("s8", 8, SIGNED, 2, "int8"),
+    ("s16", 16, SIGNED, 3, "int16"),
+    ("s32", 32, SIGNED, 4, "int32"),
+    ("s64", 64, SIGNED, 5, "int64"),
+    ("u1", 1, UNSIGNED, 31, "uint1"),
+    ("u2", 2, UNSIGNED, 27, "uint2"),
+    ("u4", 4, UNSIGNED, 22, "uint4"),
+    ("u8", 8, UNSIGNED, 6, "uint8"),
+    ("u16", 16, UNSIGNED, 7, "uint16"),
+    ("u32", 32, UNSIGNED, 8, "uint32"),
+    ("u64", 64, UNSIGNED, 9, "uint64"),
+    ("f16", 16, FLOAT, 10, "float16"),
+    ("bf16", 16, FLOAT, 16, "bfloat16"),
+    ("f32", 32, FLOAT, 11, "float32"),
+    ("f64", 64, FLOAT, 12, "float64"),
+    ("c64", 64, COMPLEX, 15, "complex64"),
+    ("c128", 128, COMPLEX, 18, "complex128"),
+    ("f8e5m2", 8, FLOAT, 19, "float8_e5m2"),
+    ("f8e4m3fn", 8, FLOAT, 20, "float8_e4m3fn"),
+    ("f8e4m3b11fnuz", 8, FLOAT, 23, "float8_e4m3b11fnuz"),
+    ("f8e5m2fnuz", 8, FLOAT, 24, "float8_e5m2fnuz"),
+    ("f8e4m3fnuz", 8, FLOAT, 25, "float8_e4m3fnuz"),
+    ("f8e4m3", 8, FLOAT, 28, "float8_e4m3"),
+    ("f8e3m4", 8, FLOAT, 29, "float8_e3m4"),
+    ("f4e2m1fn", 4, FLOAT, 32, "float4_e2m1fn"),
+    ("f8e8m0fnu", 8, FLOAT, 33, "float8_e8m0fnu"),
+    ("f6e2m3fn", 6, FLOAT, None, "float6_e2m3fn"),
+    ("f6e3m2fn", 6, FLOAT, None, "float6_e3m2fn"),
+    ("token", 0, TOKEN, 17, None),
+    ("opaque", 0, OPAQUE, 14, None),
+    ("tuple", 0, TUPLE, 13, None),
+)
+
+ELEMENT_TYPES: dict[str, ElementType] = {row[0]: ElementType(*row) for row in _TABLE}
+"""Every XLA primitive type by its lowercase HLO name."""
+
+TUPLE_TYPE = ELEMENT_TYPES["tuple"]
+TOKEN_TYPE = ELEMENT_TYPES["token"]
+OPAQUE_TYPE = ELEMENT_TYPES["opaque"]
+
+# Names the shape text accepts as an element type (tuples are written with parentheses instead).
+TEXT_TYPE_NAMES = frozenset(name for name in ELEMENT_TYPES if name != "tuple")
+
+
+def element_type(spec: str | ElementType | Any) -> ElementType:
+    """The ElementType named by ``spec``: an HLO name (``"bf16"``), an ElementType, or a NumPy dtype.
+
+    >>> element_type("bf16").bits
+    16
+    """
+    if isinstance(spec, ElementType):
+        return spec
+    if isinstance(spec, str):
+        if spec in ELEMENT_TYPES:
+            return ELEMENT_TYPES[spec]
+        raise ShapeError(f"unknown element type {spec!r}; expected one of {', '.join(ELEMENT_TYPES)}")
+    try:
+        dtype = np.dtype(spec)
+    except (TypeError, ValueError):
+        raise ShapeError(f"unknown element type {spec!r}; expected one of {', '.join(ELEMENT_TYPES)}") from None
+    for candidate in ELEMENT_TYPES.values():
+        if candidate.numpy_name is not None and _same_dtype(candidate, dtype):
+            return candidate
+    raise ShapeError(f"NumPy dtype {dtype} has no XLA element type")
+
+
+def _same_dtype(candidate: ElementType, dtype: np.dtype[Any]) -> bool:
+    try:
+        return candidate.numpy_dtype == dtype
+    except ShapeError:
+        return False

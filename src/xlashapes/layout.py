@@ -1,0 +1,305 @@
+"""XLA layouts: dimension order, tiles, padding, element size, memory space and the rest of LayoutProto."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from .dtypes import ElementType, element_type
+from .errors import ShapeError
+
+if TYPE_CHECKING:
+    from .shape import Shape
+
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+COMBINE_DIMENSION = INT64_MIN
+"""A ``*`` in a tile: that dimension is merged into the next more minor one before tiling."""
+
+DIM_LEVEL_TYPES = ("D", "C", "S", "H")
+"""Dense, compressed, singleton and loose-compressed dimension level types (``D(...)``)."""
+
+MEMORY_SPACE_NAMES = {
+    0: "device memory (HBM), the default",
+    1: "on-chip fast memory (VMEM on TPU)",
+    5: "host memory",
+}
+
+
+def memory_space_name(space: int) -> str:
+    """A person's name for memory space ``space``: ``S(1)`` is VMEM on TPU, ``S(5)`` host memory."""
+    return MEMORY_SPACE_NAMES.get(space, f"device-specific memory space {space}")
+
+
+def checked_int(value: Any, what: str) -> int:
+    """``value`` as a Python int within int64, or ShapeError naming ``what``."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ShapeError(f"{what} must be an integer, got {value!r}")
+    number = int(value.__index__())
+    if not INT64_MIN <= number <= INT64_MAX:
+        raise ShapeError(f"{what} = {number} does not fit in int64")
+    return number
+
+
+def checked_ints(values: Iterable[Any], what: str) -> tuple[int, ...]:
+    """A tuple of int64 values, or ShapeError naming ``what`` and the offending entry."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ShapeError(f"{what} must be a sequence of integers, got {values!r}")
+    return tuple(checked_int(v, f"{what}[{i}]") for i, v in enumerate(values))
+
+
+def checked_product(values: Iterable[int], what: str) -> int:
+    """The product of ``values``, or ShapeError when it overflows int64."""
+    product = 1
+    for v in values:
+        product *= v
+        if product > INT64_MAX:
+            raise ShapeError(f"{what} overflows int64")
+    return product
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    """``SC(dim:i,j,...)``: dimension ``dimension`` is split at ``split_indices``."""
+
+    dimension: int
+    split_indices: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dimension", checked_int(self.dimension, "split config dimension"))
+        object.__setattr__(self, "split_indices", checked_ints(self.split_indices, "split indices"))
+
+
+def _optional_type(value: Any, what: str) -> ElementType | None:
+    if value is None:
+        return None
+    try:
+        return element_type(value)
+    except ShapeError as err:
+        raise ShapeError(f"{what}: {err}") from None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How an array's elements are laid out in memory; the fields of XLA's Layout/LayoutProto.
+
+    >>> Layout((1, 0), tiles=((8, 128),)).tiles
+    ((8, 128),)
+    """
+
+    minor_to_major: tuple[int, ...]
+    tiles: tuple[tuple[int, ...], ...] = ()
+    tail_padding_alignment_in_elements: int = 1
+    index_primitive_type: ElementType | None = None
+    pointer_primitive_type: ElementType | None = None
+    element_size_in_bits: int = 0
+    memory_space: int = 0
+    split_configs: tuple[SplitConfig, ...] = ()
+    dynamic_shape_metadata_prefix_bytes: int = 0
+    dim_level_types: tuple[str, ...] = ()
+    dim_unique: tuple[bool, ...] = ()
+    dim_ordered: tuple[bool, ...] = ()
+    padded_dimensions: tuple[int, ...] | None = None
+    padding_value: float = 0
+    physical_shape: Shape | None = field(default=None, compare=True)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "minor_to_major", checked_ints(self.minor_to_major, "minor_to_major"))
+        if isinstance(self.tiles, (str, bytes)) or not isinstance(self.tiles, Iterable):
+            raise ShapeError(f"tiles must be a sequence of tuples, got {self.tiles!r}")
+        set_(self, "tiles", tuple(checked_ints(t, f"tile {i}") for i, t in enumerate(self.tiles)))
+        for name in ("tail_padding_alignment_in_elements", "element_size_in_bits", "memory_space",
+                     "dynamic_shape_metadata_prefix_bytes"):
+            set_(self, name, checked_int(getattr(self, name), name))
+        set_(self, "index_primitive_type", _optional_type(self.index_primitive_type, "index_primitive_type"))
+        set_(self, "pointer_primitive_type", _optional_type(self.pointer_primitive_type, "pointer_primitive_type"))
+        configs = tuple(c if isinstance(c, SplitConfig) else SplitConfig(*c) for c in self.split_configs)
+        set_(self, "split_configs", configs)
+        levels = tuple(str(t) for t in self.dim_level_types)
+        for level in levels:
+            if level not in DIM_LEVEL_TYPES:
+                raise ShapeError(f"dim_level_types: {level!r} is not one of {', '.join(DIM_LEVEL_TYPES)}")
+        set_(self, "dim_level_types", levels)
+        set_(self, "dim_unique", tuple(bool(u) for u in self.dim_unique))
+        set_(self, "dim_ordered", tuple(bool(o) for o in self.dim_ordered))
+        if self.padded_dimensions is not None:
+            set_(self, "padded_dimensions", checked_ints(self.padded_dimensions, "padded_dimensions"))
+
+    def __str__(self) -> str:
+        from .text import layout_text
+
+        return layout_text(self)
+
+    def replace(self, **changes: Any) -> Layout:
+        """A copy with some fields changed: ``layout.replace(memory_space=1)``."""
+        return replace(self, **changes)
+
+    @property
+    def major_to_minor(self) -> tuple[int, ...]:
+        """Dimension numbers from the most major (slowest varying) to the most minor."""
+        return self.minor_to_major[::-1]
+
+    @property
+    def memory_space_name(self) -> str:
+        """What ``memory_space`` means: HBM, VMEM, host memory or device-specific."""
+        return memory_space_name(self.memory_space)
+
+    @property
+    def is_dense(self) -> bool:
+        """True unless some dimension has a sparse level type (C, S or H)."""
+        return all(level == "D" for level in self.dim_level_types)
+
+    @property
+    def is_tiled(self) -> bool:
+        """True when the layout has at least one tile."""
+        return bool(self.tiles)
+
+
+def default_layout(rank: int) -> Layout:
+    """XLA's default layout for ``rank`` dimensions: major-to-minor, minor_to_major = (rank-1, ..., 0)."""
+    return Layout(tuple(range(rank - 1, -1, -1)))
+
+
+def validate_layout(layout: Layout, shape: Shape) -> None:
+    """Check ``layout`` against the array ``shape``; raise ShapeError naming the offending field."""
+    rank = shape.rank
+    mtm = layout.minor_to_major
+    where = f"layout {layout} of {shape.element_type}{list(shape.dimensions)}"
+    if len(mtm) != rank:
+        raise ShapeError(f"{where}: minor_to_major has {len(mtm)} entries but the shape has rank {rank}")
+    if sorted(mtm) != list(range(rank)):
+        bad = next((d for d in mtm if not 0 <= d < rank), None)
+        detail = f"dimension {bad} is out of range" if bad is not None else "a dimension repeats"
+        raise ShapeError(f"{where}: minor_to_major {list(mtm)} is not a permutation of 0..{rank - 1} ({detail})")
+    for i, tile in enumerate(layout.tiles):
+        for j, size in enumerate(tile):
+            if size != COMBINE_DIMENSION and size < 1:
+                raise ShapeError(f"{where}: tile {i} dimension {j} is {size}; tile sizes must be positive or '*'")
+        if tile and tile[-1] == COMBINE_DIMENSION:
+            raise ShapeError(f"{where}: tile {i} ends in '*', which has no more minor dimension to merge into")
+    if layout.tail_padding_alignment_in_elements < 1:
+        raise ShapeError(f"{where}: tail padding alignment L({layout.tail_padding_alignment_in_elements}) must be >= 1")
+    _validate_element_size(layout, shape, where)
+    for name in ("index_primitive_type", "pointer_primitive_type"):
+        kind = getattr(layout, name)
+        if kind is not None and not kind.is_integral:
+            raise ShapeError(f"{where}: {name} {kind} is not an integer type")
+    if layout.memory_space < 0:
+        raise ShapeError(f"{where}: memory space S({layout.memory_space}) must be >= 0")
+    if layout.dynamic_shape_metadata_prefix_bytes < 0:
+        raise ShapeError(f"{where}: M({layout.dynamic_shape_metadata_prefix_bytes}) must be >= 0")
+    _validate_split_configs(layout, shape, where)
+    _validate_dim_levels(layout, rank, where)
+    _validate_padding(layout, shape, where)
+
+
+def _validate_element_size(layout: Layout, shape: Shape, where: str) -> None:
+    bits = layout.element_size_in_bits
+    if bits == 0:
+        return
+    if bits < 0:
+        raise ShapeError(f"{where}: element size E({bits}) must be >= 0")
+    if bits < shape.element_type.bits:
+        raise ShapeError(
+            f"{where}: element size E({bits}) is smaller than {shape.element_type}'s {shape.element_type.bits} bits"
+        )
+
+
+def _validate_split_configs(layout: Layout, shape: Shape, where: str) -> None:
+    for config in layout.split_configs:
+        if not 0 <= config.dimension < shape.rank:
+            raise ShapeError(f"{where}: split config dimension {config.dimension} is out of range")
+        size = shape.dimensions[config.dimension]
+        previous = 0
+        for index in config.split_indices:
+            if not previous < index < size:
+                raise ShapeError(
+                    f"{where}: split indices {list(config.split_indices)} of dimension {config.dimension} "
+                    f"must increase strictly within 1..{size - 1}"
+                )
+            previous = index
+
+
+def _validate_dim_levels(layout: Layout, rank: int, where: str) -> None:
+    for name in ("dim_level_types", "dim_unique", "dim_ordered"):
+        values = getattr(layout, name)
+        if values and len(values) != rank:
+            raise ShapeError(f"{where}: {name} has {len(values)} entries but the shape has rank {rank}")
+    if not layout.is_dense and layout.tiles:
+        raise ShapeError(f"{where}: a sparse layout cannot have tiles")
+
+
+def _validate_padding(layout: Layout, shape: Shape, where: str) -> None:
+    padded = layout.padded_dimensions
+    if padded is None:
+        return
+    if len(padded) != shape.rank:
+        raise ShapeError(f"{where}: padded_dimensions has {len(padded)} entries but the shape has rank {shape.rank}")
+    for dim, (size, pad) in enumerate(zip(shape.dimensions, padded)):
+        if pad < size:
+            raise ShapeError(f"{where}: padded_dimensions[{dim}] = {pad} is smaller than dimension {dim} = {size}")
+
+
+def tiled_dimensions(dimensions: Sequence[int], layout: Layout) -> tuple[int, ...]:
+    """The physical dims, major to minor, after dimension order, legacy padding and every tile level.
+
+    >>> tiled_dimensions((3, 5), Layout((1, 0), tiles=((2, 2),)))
+    (2, 3, 2, 2)
+    """
+    sizes = layout.padded_dimensions if layout.padded_dimensions is not None else tuple(dimensions)
+    physical = [sizes[d] for d in reversed(layout.minor_to_major)]
+    for tile in layout.tiles:
+        physical = apply_tile(physical, tile)
+    return tuple(physical)
+
+
+def apply_tile(physical: Sequence[int], tile: Sequence[int]) -> list[int]:
+    """One tiling step on physical dims (major to minor): combine ``*`` dims, pad, split, move tile dims minor."""
+    k = len(tile)
+    dims = [1] * max(0, k - len(physical)) + list(physical)
+    head, covered = dims[: len(dims) - k], dims[len(dims) - k :]
+    merged: list[int] = []
+    sizes: list[int] = []
+    carry = 1
+    for size, t in zip(covered, tile):
+        if t == COMBINE_DIMENSION:
+            carry *= size
+            continue
+        merged.append(carry * size)
+        sizes.append(t)
+        carry = 1
+    outer = [-(-size // t) for size, t in zip(merged, sizes)]
+    return head + outer + sizes
+
+
+def combined_tile_sizes(tile: Sequence[int]) -> tuple[int, ...]:
+    """The tile's sizes without its ``*`` entries (the dims the tile really produces)."""
+    return tuple(t for t in tile if t != COMBINE_DIMENSION)
+
+
+def physical_element_count(dimensions: Sequence[int], layout: Layout) -> int:
+    """Elements the buffer holds, padding included: tiled dims multiplied, then rounded up to L(n)."""
+    count = checked_product(tiled_dimensions(dimensions, layout), "physical element count")
+    alignment = layout.tail_padding_alignment_in_elements
+    count = -(-count // alignment) * alignment
+    if count > INT64_MAX:
+        raise ShapeError("physical element count overflows int64")
+    return count
+
+
+def element_bits(etype: ElementType, layout: Layout | None) -> int:
+    """Bits one element occupies in memory: ``E(n)`` when set, else the type's byte width in bits."""
+    if layout is not None and layout.element_size_in_bits:
+        return layout.element_size_in_bits
+    return etype.byte_width * 8
+
+
+def bytes_for_elements(count: int, bits: int) -> int:
+    """Bytes for ``count`` elements of ``bits`` bits each, packed and rounded up to whole bytes."""
+    total = -(-count * bits // 8)
+    if total > INT64_MAX:
+        raise ShapeError("byte size overflows int64")
+    return total
+

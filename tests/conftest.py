@@ -1,0 +1,16 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import xla_oracle  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def xla():
+    """XLA's own parser/printer in a worker process; tests using it are skipped without jaxlib."""
+    if not xla_oracle.available():
+        pytest.skip("jax/jaxlib not installed (pip install -e .[test,jax])")
+    return xla_oracle.oracle()

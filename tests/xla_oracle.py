@@ -17,7 +17,7 @@ import json, sys, os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from jaxlib import _hlo
 def shape(text):
-    module = "HloModule m\nENTRY e {\n  ROOT p = " + text + " parameter(0)\n}\n"
+    module = "HloModule m\nENTRY e {\n  ROOT p = " + text + "\n  parameter(0)\n}\n"
     try:
         out = _hlo.hlo_module_from_text(module).to_string()
     except Exception as err:

@@ -164,82 +164,94 @@ def default_layout(rank: int) -> Layout:
 
 def validate_layout(layout: Layout, shape: Shape) -> None:
     """Check ``layout`` against the array ``shape``; raise ShapeError naming the offending field."""
+    problem = layout_problem(layout, shape)
+    if problem is not None:
+        raise ShapeError(f"layout {layout} of {shape.element_type}{list(shape.dimensions)}: {problem}")
+
+
+def layout_problem(layout: Layout, shape: Shape) -> str | None:
+    """What is wrong with ``layout`` for ``shape``: XLA's own checks, then the ones xlashapes adds."""
+    return xla_layout_problem(layout, shape) or _extra_layout_problem(layout, shape)
+
+
+def xla_layout_problem(layout: Layout, shape: Shape) -> str | None:
+    """What XLA's LayoutUtil::ValidateLayoutForShape rejects (as jaxlib 0.10 does), or None."""
     rank = shape.rank
     mtm = layout.minor_to_major
-    where = f"layout {layout} of {shape.element_type}{list(shape.dimensions)}"
     if len(mtm) != rank:
-        raise ShapeError(f"{where}: minor_to_major has {len(mtm)} entries but the shape has rank {rank}")
+        return f"minor_to_major has {len(mtm)} entries but the shape has rank {rank}"
     if sorted(mtm) != list(range(rank)):
         bad = next((d for d in mtm if not 0 <= d < rank), None)
         detail = f"dimension {bad} is out of range" if bad is not None else "a dimension repeats"
-        raise ShapeError(f"{where}: minor_to_major {list(mtm)} is not a permutation of 0..{rank - 1} ({detail})")
-    for i, tile in enumerate(layout.tiles):
-        for j, size in enumerate(tile):
-            if size != COMBINE_DIMENSION and size < 1:
-                raise ShapeError(f"{where}: tile {i} dimension {j} is {size}; tile sizes must be positive or '*'")
-        if tile and tile[-1] == COMBINE_DIMENSION:
-            raise ShapeError(f"{where}: tile {i} ends in '*', which has no more minor dimension to merge into")
+        return f"minor_to_major {list(mtm)} is not a permutation of 0..{rank - 1} ({detail})"
     if layout.tail_padding_alignment_in_elements < 1:
-        raise ShapeError(f"{where}: tail padding alignment L({layout.tail_padding_alignment_in_elements}) must be >= 1")
-    _validate_element_size(layout, shape, where)
+        return f"tail padding alignment L({layout.tail_padding_alignment_in_elements}) must be >= 1"
     for name in ("index_primitive_type", "pointer_primitive_type"):
         kind = getattr(layout, name)
-        if kind is not None and not kind.is_integral:
-            raise ShapeError(f"{where}: {name} {kind} is not an integer type")
-    if layout.memory_space < 0:
-        raise ShapeError(f"{where}: memory space S({layout.memory_space}) must be >= 0")
-    if layout.dynamic_shape_metadata_prefix_bytes < 0:
-        raise ShapeError(f"{where}: M({layout.dynamic_shape_metadata_prefix_bytes}) must be >= 0")
-    _validate_split_configs(layout, shape, where)
-    _validate_dim_levels(layout, rank, where)
-    _validate_padding(layout, shape, where)
+        if kind is not None and layout.is_dense:
+            return f"{name} ({kind}) is only allowed in a sparse layout"
+        if kind is not None and kind.kind != "unsigned":
+            return f"{name} {kind} is not an unsigned integer type"
+    if layout.physical_shape is not None and layout.is_dense:
+        return "a physical shape is only allowed in a sparse layout"
+    for i, tile in enumerate(layout.tiles):
+        if not tile:
+            return f"tile {i} is empty"
+        for j, size in enumerate(tile):
+            if size != COMBINE_DIMENSION and size < 1:
+                return f"tile {i} dimension {j} is {size}; tile sizes must be positive or '*'"
+    if layout.element_size_in_bits < 0:
+        return f"element size E({layout.element_size_in_bits}) must be >= 0"
+    return _split_config_problem(layout, shape)
 
 
-def _validate_element_size(layout: Layout, shape: Shape, where: str) -> None:
-    bits = layout.element_size_in_bits
-    if bits == 0:
-        return
-    if bits < 0:
-        raise ShapeError(f"{where}: element size E({bits}) must be >= 0")
-    if bits < shape.element_type.bits:
-        raise ShapeError(
-            f"{where}: element size E({bits}) is smaller than {shape.element_type}'s {shape.element_type.bits} bits"
-        )
-
-
-def _validate_split_configs(layout: Layout, shape: Shape, where: str) -> None:
+def _split_config_problem(layout: Layout, shape: Shape) -> str | None:
+    seen: set[int] = set()
     for config in layout.split_configs:
-        if not 0 <= config.dimension < shape.rank:
-            raise ShapeError(f"{where}: split config dimension {config.dimension} is out of range")
-        size = shape.dimensions[config.dimension]
+        position = config.dimension
+        if not 0 <= position < shape.rank or position in seen:
+            return f"split config dimension {position} is out of range or repeated (it counts physical dims, major first)"
+        seen.add(position)
+        size = shape.dimensions[layout.minor_to_major[shape.rank - 1 - position]]
         previous = 0
         for index in config.split_indices:
             if not previous < index < size:
-                raise ShapeError(
-                    f"{where}: split indices {list(config.split_indices)} of dimension {config.dimension} "
-                    f"must increase strictly within 1..{size - 1}"
-                )
+                return (f"split indices {list(config.split_indices)} of physical dimension {position} "
+                        f"must increase strictly within 1..{size - 1}")
             previous = index
+    return None
 
 
-def _validate_dim_levels(layout: Layout, rank: int, where: str) -> None:
+def _extra_layout_problem(layout: Layout, shape: Shape) -> str | None:
+    bits = layout.element_size_in_bits
+    if 0 < bits < shape.element_type.bits:
+        return f"element size E({bits}) is smaller than {shape.element_type}'s {shape.element_type.bits} bits"
+    for i, tile in enumerate(layout.tiles):
+        if tile[-1] == COMBINE_DIMENSION:
+            return f"tile {i} ends in '*', which has no more minor dimension to merge into"
+    if layout.memory_space < 0:
+        return f"memory space S({layout.memory_space}) must be >= 0"
+    if layout.dynamic_shape_metadata_prefix_bytes < 0:
+        return f"M({layout.dynamic_shape_metadata_prefix_bytes}) must be >= 0"
     for name in ("dim_level_types", "dim_unique", "dim_ordered"):
         values = getattr(layout, name)
-        if values and len(values) != rank:
-            raise ShapeError(f"{where}: {name} has {len(values)} entries but the shape has rank {rank}")
+        if values and len(values) != shape.rank:
+            return f"{name} has {len(values)} entries but the shape has rank {shape.rank}"
     if not layout.is_dense and layout.tiles:
-        raise ShapeError(f"{where}: a sparse layout cannot have tiles")
+        return "a sparse layout cannot have tiles"
+    return _padding_problem(layout, shape)
 
 
-def _validate_padding(layout: Layout, shape: Shape, where: str) -> None:
+def _padding_problem(layout: Layout, shape: Shape) -> str | None:
     padded = layout.padded_dimensions
     if padded is None:
-        return
+        return None
     if len(padded) != shape.rank:
-        raise ShapeError(f"{where}: padded_dimensions has {len(padded)} entries but the shape has rank {shape.rank}")
+        return f"padded_dimensions has {len(padded)} entries but the shape has rank {shape.rank}"
     for dim, (size, pad) in enumerate(zip(shape.dimensions, padded)):
         if pad < size:
-            raise ShapeError(f"{where}: padded_dimensions[{dim}] = {pad} is smaller than dimension {dim} = {size}")
+            return f"padded_dimensions[{dim}] = {pad} is smaller than dimension {dim} = {size}"
+    return None
 
 
 def tiled_dimensions(dimensions: Sequence[int], layout: Layout) -> tuple[int, ...]:

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from .dtypes import ELEMENT_TYPES, TEXT_TYPE_NAMES, TOKEN_TYPE, TUPLE_TYPE, ElementType
 from .errors import ParseError
-from .layout import COMBINE_DIMENSION, INT64_MAX, INT64_MIN, Layout, SplitConfig, default_layout
+from .layout import COMBINE_DIMENSION, INT64_MAX, INT64_MIN, Layout, SplitConfig, default_layout, xla_layout_problem
 from .shape import UNBOUNDED_SIZE, Shape
 
 # ----------------------------------------------------------------------------------------------------
@@ -149,10 +149,12 @@ class Lexer:
                 return Token(kind, match.group(0), start, match.end())
         match = _INT.match(text, start)
         if match:
-            value = int(match.group(0))
+            digits = match.group(0)
+            value = int(digits) if len(digits.lstrip("-").lstrip("0")) <= 19 else INT64_MAX + 1
             if INT64_MIN <= value <= INT64_MAX:
                 return Token("int", value, start, match.end())
-            return Token("error", f"integer {match.group(0)} does not fit in int64", start, match.end())
+            shown = digits if len(digits) <= 30 else digits[:27] + "..."
+            return Token("error", f"integer {shown} does not fit in int64", start, match.end())
         if text.startswith("-inf", start):
             return Token("neg_inf", float("-inf"), start, start + 4)
         if text.startswith("-nan", start):
@@ -168,18 +170,20 @@ class Lexer:
 # Parser
 # ----------------------------------------------------------------------------------------------------
 
+MAX_TUPLE_DEPTH = 200
 LAYOUT_ATTRIBUTE_ORDER = ("D", "T", "L", "#", "*", "E", "S", "SC", "P", "M")
 
 
 class ShapeParser:
     """Recursive-descent parser for XLA shapes and layouts over a Lexer, with one token of lookahead."""
 
-    __slots__ = ("lexer", "text", "token")
+    __slots__ = ("lexer", "soft_error", "text", "token")
 
     def __init__(self, text: str, pos: int = 0) -> None:
         self.text = text
         self.lexer = Lexer(text, pos)
         self.token = self.lexer.next()
+        self.soft_error: tuple[int, str] | None = None
 
     # ----- helpers -----
     def advance(self) -> Token:
@@ -223,15 +227,17 @@ class ShapeParser:
             return values
 
     # ----- shapes -----
-    def shape(self) -> Shape:
+    def shape(self, in_tuple: bool = False, depth: int = 0) -> Shape:
         """shape ::= '(' [shape (',' shape)*] ')' | type '[' dims ']' [layout]"""
         token = self.token
         if token.kind == "(":
+            if depth >= MAX_TUPLE_DEPTH:
+                raise self.error(f"tuples nested more than {MAX_TUPLE_DEPTH} deep")
             self.advance()
             elements: list[Shape] = []
             if self.token.kind != ")":
                 while True:
-                    elements.append(self.shape())
+                    elements.append(self.shape(in_tuple=True, depth=depth + 1))
                     if self.token.kind != ",":
                         break
                     self.advance()
@@ -254,6 +260,11 @@ class ShapeParser:
                 raise self.error(
                     f"the layout lists {len(layout.minor_to_major)} dimensions in minor_to_major "
                     f"but the shape has {len(sizes)}", brace)
+            shape = Shape(etype, tuple(sizes), tuple(dynamic), layout)
+            problem = xla_layout_problem(layout, shape) if in_tuple else None
+            if problem is not None:
+                raise self.error(f"XLA validates layouts inside tuples, and this one is invalid: {problem}", brace)
+            return shape
         return Shape(etype, tuple(sizes), tuple(dynamic), layout)
 
     def _element_type_error(self, token: Token) -> ParseError:
@@ -325,8 +336,8 @@ class ShapeParser:
             return self.error(
                 f"layout attribute {word} is repeated or out of order; XLA's order is "
                 f"{' '.join(LAYOUT_ATTRIBUTE_ORDER)}")
-        if token.kind == "name" and word.rstrip(":") in LAYOUT_ATTRIBUTE_ORDER:
-            return self.error(f"expected '(' after layout attribute {word.rstrip(':')}")
+        if self.soft_error is not None and self.soft_error[0] == token.start:
+            return self.error(f"{self.soft_error[1]}, found {describe(token, self.text)}")
         if not fields and token.kind not in ("int", ",", ":", "eof"):
             return self.error(f"expected a dimension number, ':' or '}}' in the layout, found {describe(token, self.text)}")
         return self.error(f"expected '}}' to end the layout, found {describe(token, self.text)}")
@@ -334,10 +345,17 @@ class ShapeParser:
     def _is_attribute(self, word: str) -> bool:
         return self.token.kind == "ident" and self.token.value == word
 
+    # XLA's layout parser ignores a failed attribute: it keeps what that attribute had parsed so far and
+    # goes on with the next one (so `{0:T(2}` is the layout {0:T(2)}). The attribute readers below stop
+    # quietly the same way, noting why in `soft_error`; only the final '}' is required.
+
+    def _soft_stop(self, message: str) -> None:
+        self.soft_error = (self.token.start, message)
+
     def _layout_attributes(self, fields: dict[str, object]) -> None:
         if self._is_attribute("D"):
             self.advance()
-            self._dim_level_types(fields)
+            self._dim_level_types()  # XLA's parser reads dim level types and discards them; so do we
         if self._is_attribute("T"):
             self.advance()
             fields["tiles"] = self._tiles()
@@ -345,62 +363,95 @@ class ShapeParser:
             self.advance()
             token = self.token
             value = self._int_attribute("L")
-            if value < 1:
+            if value is not None and value < 1:
                 raise self.error(f"tail padding alignment L({value}) must be at least 1", token)
-            fields["tail_padding_alignment_in_elements"] = value
+            if value is not None:
+                fields["tail_padding_alignment_in_elements"] = value
         if self.token.kind == "#":
             self.advance()
-            fields["index_primitive_type"] = self._type_attribute("#")
+            self._set(fields, "index_primitive_type", self._type_attribute("#"))
         if self.token.kind == "*":
             self.advance()
-            fields["pointer_primitive_type"] = self._type_attribute("*")
+            self._set(fields, "pointer_primitive_type", self._type_attribute("*"))
         if self._is_attribute("E"):
             self.advance()
-            fields["element_size_in_bits"] = self._int_attribute("E")
+            self._set(fields, "element_size_in_bits", self._int_attribute("E"))
         if self._is_attribute("S"):
             self.advance()
-            fields["memory_space"] = self._int_attribute("S")
+            self._set(fields, "memory_space", self._int_attribute("S"))
         if self._is_attribute("SC"):
             self.advance()
             fields["split_configs"] = self._split_configs()
         if self._is_attribute("P"):
             token = self.advance()
             self.expect("(", "expected '(' after P")
-            fields["physical_shape"] = self.shape()
-            self.expect(")", "expected ')' to end the physical shape")
+            self.shape()
             raise self.error("a physical shape P(...) is only allowed in a sparse layout", token)
         if self._is_attribute("M"):
             self.advance()
-            fields["dynamic_shape_metadata_prefix_bytes"] = self._int_attribute("M")
+            self._set(fields, "dynamic_shape_metadata_prefix_bytes", self._int_attribute("M"))
 
-    def _int_attribute(self, name: str) -> int:
-        self.expect("(", f"expected '(' after {name}")
-        value = self.integer(f"an integer in {name}(...)")
-        self.expect(")", f"expected ')' to end {name}(...)")
+    @staticmethod
+    def _set(fields: dict[str, object], name: str, value: object) -> None:
+        if value is not None:
+            fields[name] = value
+
+    def _int_attribute(self, name: str) -> int | None:
+        if not self._eat("("):
+            self._soft_stop(f"expected '(' after {name}")
+            return None
+        if self.token.kind != "int":
+            self._soft_stop(f"expected an integer in {name}(...)")
+            return None
+        value: int = self.advance().value  # type: ignore[assignment]
+        if not self._eat(")"):
+            self._soft_stop(f"expected ')' to end {name}(...)")
         return value
 
-    def _type_attribute(self, name: str) -> ElementType:
-        self.expect("(", f"expected '(' after {name}")
-        token = self.token
-        if token.kind != "type":
-            raise self._element_type_error(token)
-        self.advance()
-        self.expect(")", f"expected ')' to end {name}(...)")
-        return token.value  # type: ignore[return-value]
+    def _type_attribute(self, name: str) -> ElementType | None:
+        # XLA tries '(', the type and ')' one by one and skips whichever is missing.
+        self._eat("(")
+        value: ElementType | None = self.advance().value if self.token.kind == "type" else None  # type: ignore[assignment]
+        if not self._eat(")"):
+            self._soft_stop(f"expected ')' to end {name}(...)")
+        return value
 
     def _tiles(self) -> tuple[tuple[int, ...], ...]:
         tiles: list[tuple[int, ...]] = []
         while True:
-            tiles.append(tuple(self.int_list("(", ")", self._tile_size, "a tile")))
-            if self.token.kind != "(":
+            tile: list[int] = []
+            complete = self._lenient_list(tile, self._tile_size, "a tile")
+            tiles.append(tuple(tile))
+            if not complete or self.token.kind != "(":
                 return tuple(tiles)
 
-    def _tile_size(self) -> int:
-        if self.token.kind == "*":
-            self.advance()
+    def _lenient_list(self, out: list[int], item: Callable[[], int | None], what: str, open_: str = "(") -> bool:
+        """Read ``open_ item, item, ... )`` into ``out``; stop quietly where it breaks. True when complete."""
+        if not self._eat(open_):
+            self._soft_stop(f"expected {open_!r} to start {what}")
+            return False
+        if self._eat(")"):
+            return True
+        while True:
+            value = item()
+            if value is None:
+                return False
+            out.append(value)
+            if self._eat(","):
+                continue
+            if self._eat(")"):
+                return True
+            self._soft_stop(f"expected ',' or ')' in {what}")
+            return False
+
+    def _tile_size(self) -> int | None:
+        if self._eat("*"):
             return COMBINE_DIMENSION
         token = self.token
-        size = self.integer("a tile size (an integer or '*')")
+        if token.kind != "int":
+            self._soft_stop("expected a tile size (an integer or '*')")
+            return None
+        size: int = self.advance().value  # type: ignore[assignment]
         if size < 0:
             raise self.error(f"tile size {size} is negative; tile sizes are positive or '*'", token)
         return size
@@ -408,30 +459,36 @@ class ShapeParser:
     def _split_configs(self) -> tuple[SplitConfig, ...]:
         configs: list[SplitConfig] = []
         while True:
-            self.expect("(", "expected '(' to start a split config")
-            dimension = self.integer("a split dimension")
-            indices = self.int_list(":", ")", lambda: self.integer("a split index"), "the split indices")
+            if not self._eat("("):
+                self._soft_stop("expected '(' to start a split config")
+                return tuple(configs)
+            if self.token.kind != "int":
+                self._soft_stop("expected a split dimension")
+                return tuple(configs)
+            dimension: int = self.advance().value  # type: ignore[assignment]
+            indices: list[int] = []
+            complete = self._lenient_list(indices, self._split_index, "the split indices", open_=":")
             configs.append(SplitConfig(dimension, tuple(indices)))
-            if self.token.kind != "(":
+            if not complete or self.token.kind != "(":
                 return tuple(configs)
 
-    def _dim_level_types(self, fields: dict[str, object]) -> None:
-        levels: list[str] = []
-        unique: list[bool] = []
-        ordered: list[bool] = []
+    def _split_index(self) -> int | None:
+        if self.token.kind != "int":
+            self._soft_stop("expected a split index")
+            return None
+        return self.advance().value  # type: ignore[return-value]
 
-        def item() -> int:
-            token = self.token
-            if token.kind != "ident" or token.value not in ("D", "C", "S", "H"):
-                raise self.error("expected a dim level type abbreviation (D, C, S or H)")
+    def _dim_level_types(self) -> None:
+        def item() -> int | None:
+            if self.token.kind != "ident" or self.token.value not in ("D", "C", "S", "H"):
+                self._soft_stop("expected a dim level type abbreviation (D, C, S or H)")
+                return None
             self.advance()
-            levels.append(str(token.value))
-            unique.append(not self._eat("+"))
-            ordered.append(not self._eat("~"))
+            self._eat("+")
+            self._eat("~")
             return 0
 
-        self.int_list("(", ")", item, "the dim level types")
-        fields.update(dim_level_types=tuple(levels), dim_unique=tuple(unique), dim_ordered=tuple(ordered))
+        self._lenient_list([], item, "the dim level types")
 
     def _eat(self, kind: str) -> bool:
         if self.token.kind == kind:

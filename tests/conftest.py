@@ -5,7 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import xla_oracle  # noqa: E402
+import xla_oracle
 
 
 @pytest.fixture(scope="session")

@@ -151,7 +151,8 @@ def layouts(draw: st.DrawFn, rank: int) -> str:
         order = draw(st.lists(st.integers(-1, rank + 1), max_size=rank + 1))
     parts = []
     if draw(st.integers(0, 6)) == 0:
-        parts.append("D(" + ",".join(draw(st.sampled_from(["D", "C", "S", "C+", "S~", "C+~"])) for _ in range(rank)) + ")")
+        levels = [draw(st.sampled_from(["D", "C", "S", "C+", "S~", "C+~"])) for _ in range(rank)]
+        parts.append("D(" + ",".join(levels) + ")")
     if draw(st.booleans()):
         tiles = draw(st.lists(st.lists(TILE_SIZES, min_size=1, max_size=4), min_size=1, max_size=3))
         parts.append("T" + "".join("(" + ",".join(t) + ")" for t in tiles))
@@ -236,7 +237,7 @@ def test_generated_shapes_match_xla(xla, text: str, seed: int) -> None:  # type:
     check_against_xla(xla, spaced(text, seed) if seed % 3 == 0 else text)
 
 
-MUTATION_CHARS = st.sampled_from(list("[]{}(),:*#<=?-+~0123456789TLESMDCPx fs/") + ["SC", "/*", "*/", "//", "\n"])
+MUTATION_CHARS = st.sampled_from([*"[]{}(),:*#<=?-+~0123456789TLESMDCPx fs/", "SC", "/*", "*/", "//", "\n"])
 
 
 @st.composite
@@ -281,7 +282,7 @@ def _parse_quickly(text: str) -> None:
 
 
 @settings(max_examples=3000, deadline=None)
-@given(st.lists(st.sampled_from(list("f32[]{}(),:*#<=?-+~0123456789TLESMDCPx/ \n") + ["bf16", "SC", "s4"]),
+@given(st.lists(st.sampled_from([*"f32[]{}(),:*#<=?-+~0123456789TLESMDCPx/ \n", "bf16", "SC", "s4"]),
                 max_size=40).map("".join))
 def test_fuzz_shape_alphabet(text: str) -> None:
     _parse_quickly(text)
@@ -302,3 +303,41 @@ def test_huge_inputs_are_fast() -> None:
         except xs.ParseError:
             pass
         assert time.perf_counter() - start < 1.0
+
+
+# ----------------------------------------------------------------------------------------------------
+# The tokenizer-free fast path gives exactly the careful parser's answers
+# ----------------------------------------------------------------------------------------------------
+
+
+def _same_as_careful(text: str) -> None:
+    from xlashapes.text import careful_parse_shape, fast_array_shape, fast_tuple_shape
+
+    fast = fast_tuple_shape(text) if text.startswith("(") else fast_array_shape(text)
+    if fast is None:
+        return
+    careful = careful_parse_shape(text)
+    assert fast == careful and str(fast) == str(careful), text
+
+
+@settings(max_examples=1500, deadline=None)
+@given(shape_texts())
+def test_fast_path_equals_careful_parser(text: str) -> None:
+    _same_as_careful(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(mutated_texts())
+def test_fast_path_equals_careful_parser_on_mutations(text: str) -> None:
+    _same_as_careful(text)
+
+
+def test_fast_path_is_taken_for_xla_printed_shapes() -> None:
+    from xlashapes.text import fast_array_shape, fast_tuple_shape
+
+    assert fast_array_shape("bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)S(1)}") is not None
+    printed = "(f32[1]{0}, f32[2]{0}, f32[3]{0}, f32[4]{0}, f32[5]{0}, /*index=5*/f32[6,7]{0,1:T(2,2)S(1)})"
+    fast = fast_tuple_shape(printed)
+    assert fast is not None and shape_text(fast, index_comments=True) == printed
+    assert fast_array_shape("f32[2]{}") is None and fast_array_shape("f32[2]{0:L(0)}") is None
+    assert fast_tuple_shape("(f32[2]{5})") is None  # invalid inside a tuple: the careful parser reports it

@@ -1,3 +1,212 @@
-"""Placeholder; replaced below."""
-def main() -> int:
-    return 0
+"""The ``xlashapes`` command line: answers about shapes and layouts without writing Python."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .errors import XlaShapesError
+from .layout import apply_tile, checked_product, layout_problem, memory_space_name
+from .shape import UNBOUNDED_SIZE, Shape
+from .text import dimension_text, layout_text, parse_shape, shape_text
+
+SEED_SHAPE = "bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)S(1)}"
+"""The seed document's ``add.936`` shape, explained when no shape is given."""
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+# ----------------------------------------------------------------------------------------------------
+# explain
+# ----------------------------------------------------------------------------------------------------
+
+
+def explain_array(shape: Shape) -> dict[str, Any]:
+    """Everything the model knows about one array shape, as plain data (what ``explain --json`` prints)."""
+    layout = shape.layout_or_default()
+    problem = layout_problem(layout, shape)
+    etype = shape.element_type
+    report: dict[str, Any] = {
+        "shape": str(shape),
+        "element_type": etype.name,
+        "kind": etype.kind,
+        "bits": etype.bits,
+        "numpy_dtype": str(etype.numpy_dtype),
+        "dimensions": list(shape.dimensions),
+        "dynamic_dimensions": list(shape.dynamic_dimensions),
+        "letters": list(shape.dimension_letters() or ()),
+        "rank": shape.rank,
+        "true_rank": shape.true_rank,
+        "minor_to_major": list(layout.minor_to_major),
+        "memory_space": layout.memory_space,
+        "memory_space_name": memory_space_name(layout.memory_space),
+    }
+    unbounded = [i for i, size in enumerate(shape.dimensions) if size == UNBOUNDED_SIZE]
+    if problem is None and unbounded:
+        problem = f"dimension {unbounded[0]} is unbounded ('?'), so the array has no size"
+    if problem is not None:
+        report["invalid"] = problem
+        return report
+    report["major_to_minor"] = list(layout.major_to_minor)
+    sizes = layout.padded_dimensions if layout.padded_dimensions is not None else shape.dimensions
+    physical = [sizes[d] for d in layout.major_to_minor]
+    levels = [{"tile": None, "dims": list(physical)}]
+    for tile in layout.tiles:
+        physical = apply_tile(physical, tile)
+        levels.append({"tile": list(tile), "dims": list(physical)})
+    report["tiling"] = levels
+    logical = shape.element_count()
+    allocated = checked_product(sizes, "allocated elements")
+    tiled = checked_product(physical, "tiled elements")
+    total = shape.physical_element_count()
+    report["elements"] = {
+        "logical": logical,
+        "legacy_padding": allocated - logical,
+        "tile_padding": tiled - allocated,
+        "tail_padding": total - tiled,
+        "physical": total,
+    }
+    physical_bytes = shape.byte_size()
+    logical_bytes = shape.xla_byte_size_of()
+    report["element_size_in_bits"] = shape.element_size_in_bits()
+    report["bytes"] = {
+        "logical": logical_bytes,
+        "physical": physical_bytes,
+        "padding_percent": _percent(physical_bytes - logical_bytes, physical_bytes),
+        "xla_array_size_first_tile_only": shape.xla_array_size(),
+    }
+    if layout.dynamic_shape_metadata_prefix_bytes:
+        report["dynamic_metadata_prefix_bytes"] = layout.dynamic_shape_metadata_prefix_bytes
+    if layout.split_configs:
+        report["split_configs"] = [
+            {"physical_dimension": c.dimension, "split_indices": list(c.split_indices)} for c in layout.split_configs
+        ]
+    return report
+
+
+def explain(shape: Shape) -> dict[str, Any]:
+    """The explain report of any shape: arrays, tuples (one entry per leaf), tokens, opaque values."""
+    if shape.is_tuple:
+        leaves = [{"index": list(index), **explain(leaf)} for index, leaf in shape.leaves()]
+        return {"shape": str(shape), "tuple": True, "leaves": leaves, "total_bytes": shape.byte_size()}
+    if not shape.is_array:
+        return {"shape": str(shape), "element_type": shape.element_type.name, "bytes": {"physical": shape.byte_size()}}
+    return explain_array(shape)
+
+
+def _percent(part: int, whole: int) -> float:
+    return round(100.0 * part / whole, 3) if whole else 0.0
+
+
+def _number(n: int) -> str:
+    return f"{n:,}"
+
+
+def explain_lines(report: dict[str, Any], indent: str = "") -> list[str]:
+    """The explain report as lines of text for a person."""
+    lines = [indent + report["shape"]]
+    pad = indent + "  "
+    if report.get("tuple"):
+        for leaf in report["leaves"]:
+            lines.append(f"{pad}element {tuple(leaf['index'])}:")
+            lines.extend(explain_lines(leaf, pad + "  "))
+        lines.append(f"{pad}total bytes      {_number(report['total_bytes'])}")
+        return lines
+    if "dimensions" not in report:
+        lines.append(f"{pad}{report['element_type']}: {_number(report['bytes']['physical'])} bytes")
+        return lines
+    lines.append(f"{pad}element type     {report['element_type']}: {report['bits']}-bit {report['kind']}"
+                 f" (NumPy {report['numpy_dtype']})")
+    sizes = [dimension_text(s, d) for s, d in zip(report["dimensions"], report["dynamic_dimensions"])]
+    dims = "[" + ", ".join(sizes) + "]"
+    lettered = ", ".join(f"{letter}={size}" for letter, size in zip(report["letters"], sizes))
+    lines.append(f"{pad}dimensions       {dims}" + (f"  ({lettered})" if lettered else "")
+                 + f"; rank {report['rank']}, true rank {report['true_rank']}")
+    if "invalid" in report:
+        lines.append(f"{pad}NO SIZE          {report['invalid']}")
+        return lines
+    order = ", ".join(f"dim {d}" for d in report["major_to_minor"])
+    lines.append(f"{pad}physical order   major to minor: {order or '(scalar)'}")
+    lines.append(f"{pad}tiling")
+    for level in report["tiling"]:
+        name = "untiled" if level["tile"] is None else "tile (" + ",".join(
+            "*" if t < 0 else str(t) for t in level["tile"]) + ")"
+        lines.append(f"{pad}  {name:<20} {level['dims']}")
+    elements = report["elements"]
+    lines.append(f"{pad}padding          tiles +{_number(elements['tile_padding'])} elements, "
+                 f"tail alignment +{_number(elements['tail_padding'])}, legacy +{_number(elements['legacy_padding'])}")
+    lines.append(f"{pad}elements         {_number(elements['logical'])} logical, "
+                 f"{_number(elements['physical'])} physical ({report['element_size_in_bits']} bits each)")
+    size = report["bytes"]
+    lines.append(f"{pad}bytes            {_number(size['logical'])} logical, {_number(size['physical'])} physical "
+                 f"({size['padding_percent']}% padding)")
+    if size["xla_array_size_first_tile_only"] != size["physical"]:
+        lines.append(f"{pad}                 XLA's ShapeUtil::ArraySize (first tile only) says "
+                     f"{_number(size['xla_array_size_first_tile_only'])}")
+    lines.append(f"{pad}memory space     S({report['memory_space']}): {report['memory_space_name']}")
+    if "split_configs" in report:
+        lines.append(f"{pad}split configs    {report['split_configs']}")
+    if "dynamic_metadata_prefix_bytes" in report:
+        lines.append(f"{pad}dynamic metadata {report['dynamic_metadata_prefix_bytes']} bytes before the data (M)")
+    return lines
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    shape = parse_shape(args.shape)
+    report = explain(shape)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print("\n".join(explain_lines(report)))
+    leaves = report["leaves"] if report.get("tuple") else [report]
+    return EXIT_BAD_INPUT if any("invalid" in leaf for leaf in leaves) else EXIT_OK
+
+
+# ----------------------------------------------------------------------------------------------------
+# entry point
+# ----------------------------------------------------------------------------------------------------
+
+EXPLAIN_EPILOG = f"""examples:
+  xlashapes explain                                   # the seed's add.936 shape, {SEED_SHAPE}
+  xlashapes explain "f32[3,5]{{1,0:T(2,2)}}"
+  xlashapes explain "(f32[2]{{0}}, s4[128]{{0:E(4)}})" --json
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="xlashapes",
+        description="XLA's array model at the terminal: shapes, layouts, tiling, memory spaces and bytes.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    explain_parser = sub.add_parser(
+        "explain", help="what a shape and its layout mean: dims, tiling, padding, bytes, memory space",
+        epilog=EXPLAIN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    explain_parser.add_argument("shape", nargs="?", default=SEED_SHAPE, help="XLA shape text (default: %(default)s)")
+    explain_parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    explain_parser.set_defaults(run=run_explain)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 ok, 2 bad input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] | None = getattr(args, "run", None)
+    if run is None:
+        parser.print_help()
+        return EXIT_OK
+    try:
+        return run(args)
+    except XlaShapesError as error:
+        print(f"xlashapes {args.command}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+__all__ = ["explain", "explain_lines", "layout_text", "main", "shape_text"]

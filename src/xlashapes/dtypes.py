@@ -80,7 +80,8 @@ class ElementType:
         found = getattr(np, self.numpy_name, None) or getattr(ml_dtypes, self.numpy_name, None)
         if found is None:
             raise ShapeError(f"element type {self.name} needs ml_dtypes.{self.numpy_name}; upgrade ml_dtypes")
-        return np.dtype(found)
+        dtype: np.dtype[Any] = np.dtype(found)
+        return dtype
 
 
 _TABLE: tuple[tuple[str, int, str, int | None, str | None], ...] = (

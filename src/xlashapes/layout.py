@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .dtypes import ElementType, element_type
@@ -34,6 +34,8 @@ def memory_space_name(space: int) -> str:
 
 def checked_int(value: Any, what: str) -> int:
     """``value`` as a Python int within int64, or ShapeError naming ``what``."""
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX:
+        return value
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise ShapeError(f"{what} must be an integer, got {value!r}")
     number = int(value.__index__())
@@ -44,6 +46,8 @@ def checked_int(value: Any, what: str) -> int:
 
 def checked_ints(values: Iterable[Any], what: str) -> tuple[int, ...]:
     """A tuple of int64 values, or ShapeError naming ``what`` and the offending entry."""
+    if type(values) is tuple and all(type(v) is int and INT64_MIN <= v <= INT64_MAX for v in values):
+        return values
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise ShapeError(f"{what} must be a sequence of integers, got {values!r}")
     return tuple(checked_int(v, f"{what}[{i}]") for i, v in enumerate(values))
@@ -109,28 +113,51 @@ class Layout:
         set_(self, "minor_to_major", checked_ints(self.minor_to_major, "minor_to_major"))
         if isinstance(self.tiles, (str, bytes)) or not isinstance(self.tiles, Iterable):
             raise ShapeError(f"tiles must be a sequence of tuples, got {self.tiles!r}")
-        set_(self, "tiles", tuple(checked_ints(t, f"tile {i}") for i, t in enumerate(self.tiles)))
+        if self.tiles:
+            set_(self, "tiles", tuple(checked_ints(t, f"tile {i}") for i, t in enumerate(self.tiles)))
         for name in ("tail_padding_alignment_in_elements", "element_size_in_bits", "memory_space",
                      "dynamic_shape_metadata_prefix_bytes"):
             set_(self, name, checked_int(getattr(self, name), name))
-        set_(self, "index_primitive_type", _optional_type(self.index_primitive_type, "index_primitive_type"))
-        set_(self, "pointer_primitive_type", _optional_type(self.pointer_primitive_type, "pointer_primitive_type"))
-        configs = tuple(c if isinstance(c, SplitConfig) else SplitConfig(*c) for c in self.split_configs)
-        set_(self, "split_configs", configs)
+        if self.index_primitive_type is not None:
+            set_(self, "index_primitive_type", _optional_type(self.index_primitive_type, "index_primitive_type"))
+        if self.pointer_primitive_type is not None:
+            set_(self, "pointer_primitive_type", _optional_type(self.pointer_primitive_type, "pointer_primitive_type"))
+        if self.split_configs:
+            configs = tuple(c if isinstance(c, SplitConfig) else SplitConfig(*c) for c in self.split_configs)
+            set_(self, "split_configs", configs)
+        if self.dim_level_types or self.dim_unique or self.dim_ordered:
+            self._normalize_dim_levels()
+        if self.padded_dimensions is not None:
+            set_(self, "padded_dimensions", checked_ints(self.padded_dimensions, "padded_dimensions"))
+
+    def _normalize_dim_levels(self) -> None:
         levels = tuple(str(t) for t in self.dim_level_types)
         for level in levels:
             if level not in DIM_LEVEL_TYPES:
                 raise ShapeError(f"dim_level_types: {level!r} is not one of {', '.join(DIM_LEVEL_TYPES)}")
-        set_(self, "dim_level_types", levels)
-        set_(self, "dim_unique", tuple(bool(u) for u in self.dim_unique))
-        set_(self, "dim_ordered", tuple(bool(o) for o in self.dim_ordered))
-        if self.padded_dimensions is not None:
-            set_(self, "padded_dimensions", checked_ints(self.padded_dimensions, "padded_dimensions"))
+        object.__setattr__(self, "dim_level_types", levels)
+        object.__setattr__(self, "dim_unique", tuple(bool(u) for u in self.dim_unique))
+        object.__setattr__(self, "dim_ordered", tuple(bool(o) for o in self.dim_ordered))
 
     def __str__(self) -> str:
         from .text import layout_text
 
         return layout_text(self)
+
+    @classmethod
+    def trusted(cls, minor_to_major: tuple[int, ...], tiles: tuple[tuple[int, ...], ...] = (),
+                tail_padding_alignment_in_elements: int = 1, element_size_in_bits: int = 0,
+                memory_space: int = 0) -> Layout:
+        """A layout from int64 values already in canonical form (the parser's fast path); no checks."""
+        layout = object.__new__(cls)
+        fields = layout.__dict__
+        fields.update(_DEFAULTS)
+        fields["minor_to_major"] = minor_to_major
+        fields["tiles"] = tiles
+        fields["tail_padding_alignment_in_elements"] = tail_padding_alignment_in_elements
+        fields["element_size_in_bits"] = element_size_in_bits
+        fields["memory_space"] = memory_space
+        return layout
 
     def replace(self, **changes: Any) -> Layout:
         """A copy with some fields changed: ``layout.replace(memory_space=1)``."""
@@ -157,9 +184,15 @@ class Layout:
         return bool(self.tiles)
 
 
+_DEFAULTS = {f.name: f.default for f in fields(Layout) if f.name != "minor_to_major"}
+
+
 def default_layout(rank: int) -> Layout:
     """XLA's default layout for ``rank`` dimensions: major-to-minor, minor_to_major = (rank-1, ..., 0)."""
-    return Layout(tuple(range(rank - 1, -1, -1)))
+    return _DEFAULT_LAYOUTS[rank] if rank < len(_DEFAULT_LAYOUTS) else Layout(tuple(range(rank - 1, -1, -1)))
+
+
+_DEFAULT_LAYOUTS = [Layout(tuple(range(rank - 1, -1, -1))) for rank in range(9)]
 
 
 def validate_layout(layout: Layout, shape: Shape) -> None:
@@ -210,7 +243,8 @@ def _split_config_problem(layout: Layout, shape: Shape) -> str | None:
     for config in layout.split_configs:
         position = config.dimension
         if not 0 <= position < shape.rank or position in seen:
-            return f"split config dimension {position} is out of range or repeated (it counts physical dims, major first)"
+            return (f"split config dimension {position} is out of range or repeated "
+                    "(it counts physical dims, major first)")
         seen.add(position)
         size = shape.dimensions[layout.minor_to_major[shape.rank - 1 - position]]
         previous = 0

@@ -77,9 +77,26 @@ class Shape:
             raise ShapeError(f"{kind} shapes have no dimensions and no layout")
 
     def __str__(self) -> str:
-        from .text import shape_text
+        text: str | None = self.__dict__.get("_text")
+        if text is None:
+            from .text import shape_text
 
-        return shape_text(self)
+            text = shape_text(self)
+            object.__setattr__(self, "_text", text)  # shapes are immutable: print once
+        return text
+
+    @classmethod
+    def trusted(cls, etype: ElementType, dimensions: tuple[int, ...], dynamic_dimensions: tuple[bool, ...],
+                layout: Layout | None) -> Shape:
+        """An array shape from values already in canonical form (the parser's fast path); no checks."""
+        shape = object.__new__(cls)
+        fields = shape.__dict__
+        fields["element_type"] = etype
+        fields["dimensions"] = dimensions
+        fields["dynamic_dimensions"] = dynamic_dimensions
+        fields["layout"] = layout
+        fields["tuple_shapes"] = ()
+        return shape
 
     # ----- kind -----------------------------------------------------------------------------------
     @property

@@ -41,7 +41,7 @@ _PUNCTUATION = {
 class Token:
     """One token: ``kind`` (punctuation itself, or int/ident/type/name/...), its ``value`` and ``start``."""
 
-    __slots__ = ("kind", "value", "start", "end")
+    __slots__ = ("end", "kind", "start", "value")
 
     def __init__(self, kind: str, value: object, start: int, end: int) -> None:
         self.kind = kind
@@ -63,7 +63,7 @@ def describe(token: Token, text: str) -> str:
 class Lexer:
     """XLA's HLO lexer: whitespace and ``/* */``/``//`` comments skipped; numbers, names, types, punctuation."""
 
-    __slots__ = ("text", "pos")
+    __slots__ = ("pos", "text")
 
     def __init__(self, text: str, pos: int = 0) -> None:
         self.text = text
@@ -88,7 +88,7 @@ class Lexer:
         text = self.text
         if char.isascii() and (char.isalpha() or char == "_"):
             return self._identifier(start)
-        if char.isdigit() and char.isascii() or char in "-?":
+        if (char.isdigit() and char.isascii()) or char in "-?":
             if char == "-" and text.startswith("->", start):
                 return Token("->", "->", start, start + 2)
             return self._number_or_pattern(char, start)
@@ -274,7 +274,8 @@ class ShapeParser:
         if token.kind in ("ident", "keyword") and word == "tuple":
             return self.error("tuples are written with parentheses: (f32[2], s32[])", token)
         return self.error(
-            f"expected an element type (pred, s32, f32, bf16, ...) or '(' for a tuple, found {describe(token, self.text)}",
+            "expected an element type (pred, s32, f32, bf16, ...) or '(' for a tuple, "
+            f"found {describe(token, self.text)}",
             token)
 
     def dimension_sizes(self) -> tuple[list[int], list[bool], list[Token]]:
@@ -339,7 +340,8 @@ class ShapeParser:
         if self.soft_error is not None and self.soft_error[0] == token.start:
             return self.error(f"{self.soft_error[1]}, found {describe(token, self.text)}")
         if not fields and token.kind not in ("int", ",", ":", "eof"):
-            return self.error(f"expected a dimension number, ':' or '}}' in the layout, found {describe(token, self.text)}")
+            found = describe(token, self.text)
+            return self.error(f"expected a dimension number, ':' or '}}' in the layout, found {found}")
         return self.error(f"expected '}}' to end the layout, found {describe(token, self.text)}")
 
     def _is_attribute(self, word: str) -> bool:
@@ -512,6 +514,83 @@ def _checked_text(text: object, what: str) -> str:
     return text
 
 
+_FAST_ARRAY = re.compile(
+    r"(?P<type>[a-z][a-z0-9]*)\[(?P<dims>(?:<=)?\d{1,18}(?:,(?:<=)?\d{1,18})*)?\]"
+    r"(?:(?P<layout>\{)(?P<mtm>\d{1,18}(?:,\d{1,18})*)?"
+    r"(?P<colon>:(?:T(?P<tiles>(?:\((?:(?:\d{1,18}|\*)(?:,(?:\d{1,18}|\*))*)?\))+))?"
+    r"(?:L\((?P<L>\d{1,18})\))?(?:E\((?P<E>\d{1,18})\))?(?:S\((?P<S>\d{1,18})\))?)?\})?"
+)
+_FAST_TILE = re.compile(r"\(([^)]*)\)")
+
+
+def _tile_values(group: str) -> tuple[tuple[int, ...], ...]:
+    return tuple(
+        tuple(COMBINE_DIMENSION if t == "*" else int(t) for t in body.split(",")) if body else ()
+        for body in _FAST_TILE.findall(group)
+    )
+
+
+def fast_array_shape(text: str) -> Shape | None:
+    """The common case without the tokenizer: a plain array shape with at most T, L, E, S attributes.
+
+    Returns None for anything else (whitespace, comments, tuples, other attributes, errors), which the
+    careful parser then reads; on what it accepts it gives exactly the careful parser's result.
+    """
+    match = _FAST_ARRAY.fullmatch(text)
+    if match is None:
+        return None
+    etype = ELEMENT_TYPES.get(match["type"])
+    if etype is None or not etype.is_array_type or match["type"] == "tuple":
+        return None
+    dims_text = match["dims"]
+    items = dims_text.split(",") if dims_text else []
+    dims = tuple(int(d[2:]) if d[0] == "<" else int(d) for d in items)
+    dynamic = tuple(d[0] == "<" for d in items)
+    if match["layout"] is None:
+        return Shape.trusted(etype, dims, dynamic, default_layout(len(dims)))
+    mtm_text = match["mtm"]
+    if mtm_text is None and match["colon"] is None:
+        return None  # '{}' is not a layout
+    minor_to_major = tuple(int(d) for d in mtm_text.split(",")) if mtm_text else ()
+    alignment = int(match["L"]) if match["L"] else 1
+    if len(minor_to_major) != len(dims) or alignment < 1:
+        return None
+    layout = Layout.trusted(
+        minor_to_major,
+        tiles=_tile_values(match["tiles"]) if match["tiles"] else (),
+        tail_padding_alignment_in_elements=alignment,
+        element_size_in_bits=int(match["E"]) if match["E"] else 0,
+        memory_space=int(match["S"]) if match["S"] else 0,
+    )
+    return Shape.trusted(etype, dims, dynamic, layout)
+
+
+def fast_tuple_shape(text: str) -> Shape | None:
+    """A flat tuple of plain arrays as XLA prints it (``(a, /*index=5*/b)``) without the tokenizer, or None."""
+    inner = text[1:-1]
+    nested = inner.startswith("(") or ", (" in inner or "*/(" in inner
+    if not text.startswith("(") or not text.endswith(")") or nested:
+        return None
+    elements: list[Shape] = []
+    for i, part in enumerate(inner.split(", ") if inner else ()):
+        mark = f"/*index={i}*/"
+        if i and i % 5 == 0 and part.startswith(mark):
+            part = part[len(mark) :]
+        element = fast_array_shape(part)
+        if element is None or (element.layout is not None and xla_layout_problem(element.layout, element)):
+            return None
+        elements.append(element)
+    return Shape(TUPLE_TYPE, tuple_shapes=tuple(elements))
+
+
+def careful_parse_shape(text: str) -> Shape:
+    """Parse shape text with the full tokenizer and parser (what ``parse_shape`` falls back to)."""
+    parser = ShapeParser(_checked_text(text, "shape"))
+    shape = parser.shape()
+    parser.finish("shape")
+    return shape
+
+
 @lru_cache(maxsize=65536)
 def parse_shape(text: str) -> Shape:
     """Parse XLA shape text; missing layouts get XLA's default.
@@ -519,10 +598,11 @@ def parse_shape(text: str) -> Shape:
     >>> str(parse_shape("f32[3,5]"))
     'f32[3,5]{1,0}'
     """
-    parser = ShapeParser(_checked_text(text, "shape"))
-    shape = parser.shape()
-    parser.finish("shape")
-    return shape
+    if type(text) is str and text:
+        shape = fast_tuple_shape(text) if text[0] == "(" else fast_array_shape(text)
+        if shape is not None:
+            return shape
+    return careful_parse_shape(text)
 
 
 def parse_layout(text: str) -> Layout:
@@ -582,7 +662,8 @@ def layout_text(layout: Layout) -> str:
     return "{" + order + (":" + attributes if attributes else "") + "}"
 
 
-def _dimension_text(size: int, dynamic: bool) -> str:
+def dimension_text(size: int, dynamic: bool) -> str:
+    """One dimension as XLA prints it: ``7``, ``<=7`` (bounded dynamic) or ``?`` (unbounded)."""
     if size == UNBOUNDED_SIZE and dynamic:
         return "?"
     return f"<={size}" if dynamic else str(size)
@@ -596,7 +677,7 @@ def shape_text(shape: Shape, *, print_layout: bool = True, index_comments: bool 
             mark = f"/*index={i}*/" if index_comments and i and i % 5 == 0 else ""
             parts.append(mark + shape_text(sub, print_layout=print_layout, index_comments=index_comments))
         return "(" + ", ".join(parts) + ")"
-    dims = ",".join(_dimension_text(s, d) for s, d in zip(shape.dimensions, shape.dynamic_dimensions))
+    dims = ",".join(dimension_text(s, d) for s, d in zip(shape.dimensions, shape.dynamic_dimensions))
     text = f"{shape.element_type.name}[{dims}]"
     if print_layout and shape.layout is not None and shape.element_type is not TOKEN_TYPE:
         rendered = layout_text(shape.layout)

@@ -1,0 +1,68 @@
+"""The command line through its real entry points (subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import xlashapes as xs
+from xlashapes.cli import SEED_SHAPE
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "xlashapes", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_explain_default_is_the_seed_shape() -> None:
+    result = run("explain")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == SEED_SHAPE
+    assert "p=8, z=1, y=1280, x=16384" in result.stdout
+    assert "tile (2,1)" in result.stdout and "VMEM" in result.stdout
+
+
+def test_explain_json_matches_the_library() -> None:
+    text = "f32[3,5]{1,0:T(2,2)L(32)}"
+    result = run("explain", text, "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    shape = xs.parse_shape(text)
+    assert report["shape"] == str(shape)
+    assert report["bytes"]["physical"] == shape.byte_size() == 128
+    assert report["elements"] == {"logical": 15, "legacy_padding": 0, "tile_padding": 9, "tail_padding": 8,
+                                  "physical": 32}
+    assert report["tiling"][-1]["dims"] == list(shape.physical_dimensions())
+    assert report["bytes"]["xla_array_size_first_tile_only"] == shape.xla_array_size()
+
+
+def test_explain_tuple_json() -> None:
+    result = run("explain", "(f32[2]{0}, s4[3]{0:E(4)}, token[])", "--json")
+    report = json.loads(result.stdout)
+    assert report["total_bytes"] == 10
+    assert [leaf["index"] for leaf in report["leaves"]] == [[0], [1], [2]]
+
+
+@pytest.mark.parametrize("text", ["F32[3]", "f32[3,5]{1,0:S(1)T(2)}", "f32[2]{0:L(0)}", "f32[", "f32[3]{0:T(2)}}"])
+def test_bad_shape_exits_2_with_a_caret(text: str) -> None:
+    result = run("explain", text)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "^" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.splitlines()) <= 5
+
+
+def test_invalid_layout_is_reported_not_crashed() -> None:
+    result = run("explain", "f32[3,5]{1,1}")
+    assert result.returncode == 2
+    assert "not a permutation" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_console_script_and_help() -> None:
+    result = subprocess.run([sys.executable, "-c", "from xlashapes.cli import main; raise SystemExit(main(['--help']))"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "explain" in result.stdout
+    result = run("explain", "--help")
+    assert result.returncode == 0 and "examples:" in result.stdout

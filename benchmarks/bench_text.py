@@ -30,7 +30,8 @@ def workload(n: int, seed: int = 0) -> list[str]:
     texts = []
     for i in range(n):
         text = rng.choice(MIX)
-        texts.append(re.sub(r"\[(<=)?\d+", lambda m: f"[{m.group(1) or ''}{i % 4093 + 1}", text, count=1))
+        size = i % 4093 + 1
+        texts.append(re.sub(r"\[(<=)?\d+", lambda m, size=size: f"[{m.group(1) or ''}{size}", text, count=1))
     return texts
 
 
@@ -62,7 +63,7 @@ def time_xla(texts: list[str]) -> float | None:
     except ImportError:
         return None
     lines = [f"  p{i} = {text} parameter({i})" for i, text in enumerate(texts)]
-    module = "HloModule m\nENTRY e {\n" + "\n".join(lines) + f"\n  ROOT t = () tuple()\n}}\n"
+    module = "HloModule m\nENTRY e {\n" + "\n".join(lines) + "\n  ROOT t = () tuple()\n}\n"
     start = time.perf_counter()
     _hlo.hlo_module_from_text(module).to_string()
     return time.perf_counter() - start

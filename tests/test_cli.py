@@ -61,8 +61,8 @@ def test_invalid_layout_is_reported_not_crashed() -> None:
 
 
 def test_console_script_and_help() -> None:
-    result = subprocess.run([sys.executable, "-c", "from xlashapes.cli import main; raise SystemExit(main(['--help']))"],
-                            capture_output=True, text=True, timeout=60)
+    code = "from xlashapes.cli import main; raise SystemExit(main(['--help']))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "explain" in result.stdout
     result = run("explain", "--help")
     assert result.returncode == 0 and "examples:" in result.stdout

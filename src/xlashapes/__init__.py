@@ -2,6 +2,14 @@
 
 from .dtypes import ELEMENT_TYPES, ElementType, element_type
 from .errors import ParseError, ShapeError, XlaShapesError
+from .indexing import (
+    dimension_stride,
+    indices_in_memory_order,
+    indices_in_memory_order_array,
+    linear_index,
+    multi_index,
+    next_index,
+)
 from .layout import (
     COMBINE_DIMENSION,
     Layout,
@@ -28,10 +36,16 @@ __all__ = [
     "SplitConfig",
     "XlaShapesError",
     "default_layout",
+    "dimension_stride",
     "element_type",
+    "indices_in_memory_order",
+    "indices_in_memory_order_array",
     "layout_text",
+    "linear_index",
     "make_shape",
     "memory_space_name",
+    "multi_index",
+    "next_index",
     "opaque_shape",
     "parse_layout",
     "parse_shape",

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .errors import XlaShapesError
+from .errors import ShapeError, XlaShapesError
 from .layout import apply_tile, checked_product, layout_problem, memory_space_name
 from .shape import UNBOUNDED_SIZE, Shape
 from .text import dimension_text, layout_text, parse_shape, shape_text
@@ -167,6 +167,80 @@ def run_explain(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------------------------------
+# index, offset, draw
+# ----------------------------------------------------------------------------------------------------
+
+FIGURE_1 = "f32[3,5]{1,0:T(2,2)}"
+"""The tiled-layout document's Figure 1: element (2,3) is at linear index 17."""
+
+
+def parse_index(text: str) -> tuple[int, ...]:
+    """``"2,3"`` (or ``"(2, 3)"``, or ``""`` for a scalar) as a tuple of ints, else ShapeError."""
+    body = text.strip().strip("()[]").strip()
+    if not body:
+        return ()
+    try:
+        return tuple(int(part) for part in body.split(","))
+    except ValueError:
+        raise ShapeError(f"index {text!r} is not a comma-separated list of integers, e.g. 2,3") from None
+
+
+def location(shape: Shape, offset: int) -> dict[str, int]:
+    """Where linear offset ``offset`` sits in bytes: byte offset and, for packed sub-byte elements, the bit."""
+    bits = shape.element_size_in_bits()
+    place = {"element_offset": offset, "byte_offset": offset * bits // 8, "element_bits": bits}
+    if bits % 8:
+        place["bit_offset"] = offset * bits % 8
+    return place
+
+
+def run_index(args: argparse.Namespace) -> int:
+    from .indexing import linear_index
+
+    shape = parse_shape(args.shape)
+    index = parse_index(args.index)
+    place = {"shape": str(shape), "index": list(index), **location(shape, linear_index(shape, index))}
+    if args.json:
+        print(json.dumps(place))
+        return EXIT_OK
+    line = f"{shape} index ({args.index.strip('()[] ')}) -> element offset {place['element_offset']}, " \
+           f"byte {place['byte_offset']}"
+    print(line + (f", bit {place['bit_offset']} (low-order bits first)" if "bit_offset" in place else ""))
+    return EXIT_OK
+
+
+def run_offset(args: argparse.Namespace) -> int:
+    from .indexing import multi_index
+
+    shape = parse_shape(args.shape)
+    offset = parse_index(args.offset)
+    if len(offset) != 1:
+        raise ShapeError(f"offset {args.offset!r} must be one integer")
+    index = multi_index(shape, offset[0])
+    if args.json:
+        print(json.dumps({"shape": str(shape), "offset": offset[0], "index": None if index is None else list(index),
+                          "padding": index is None}))
+    elif index is None:
+        print(f"{shape} offset {offset[0]} -> padding (no element)")
+    else:
+        print(f"{shape} offset {offset[0]} -> index ({','.join(map(str, index))})")
+    return EXIT_OK
+
+
+def run_draw(args: argparse.Namespace) -> int:
+    from .render import save_picture
+
+    picture = save_picture(args.shape, args.output, max_rows=args.max_rows, max_cols=args.max_cols)
+    if args.json:
+        print(json.dumps({"shape": str(picture.shape), "output": str(args.output), "rows": picture.rows,
+                          "cols": picture.cols, "notes": list(picture.notes)}))
+    else:
+        print(f"wrote {args.output}: {picture.rows}x{picture.cols} cells of {picture.shape}"
+              + "".join(f"; {note}" for note in picture.notes))
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------------------------------
 # entry point
 # ----------------------------------------------------------------------------------------------------
 
@@ -191,6 +265,38 @@ def build_parser() -> argparse.ArgumentParser:
     explain_parser.add_argument("shape", nargs="?", default=SEED_SHAPE, help="XLA shape text (default: %(default)s)")
     explain_parser.add_argument("--json", action="store_true", help="print the report as JSON")
     explain_parser.set_defaults(run=run_explain)
+
+    index_parser = sub.add_parser(
+        "index", help="the linear offset (element, byte, bit) of a logical index",
+        epilog=f"examples:\n  xlashapes index                       # {FIGURE_1} index 2,3 -> 17\n"
+               '  xlashapes index "s4[8]{0:E(4)}" 5     # byte 2, bit 4',
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    index_parser.add_argument("shape", nargs="?", default=FIGURE_1, help="XLA shape text (default: %(default)s)")
+    index_parser.add_argument("index", nargs="?", default="2,3", help="comma-separated index (default: %(default)s)")
+    index_parser.add_argument("--json", action="store_true", help="print JSON")
+    index_parser.set_defaults(run=run_index)
+
+    offset_parser = sub.add_parser(
+        "offset", help="the logical index stored at a linear offset, or 'padding'",
+        epilog=f"examples:\n  xlashapes offset                      # {FIGURE_1} offset 17 -> (2,3)\n"
+               f'  xlashapes offset "{FIGURE_1}" 5   # padding',
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    offset_parser.add_argument("shape", nargs="?", default=FIGURE_1, help="XLA shape text (default: %(default)s)")
+    offset_parser.add_argument("offset", nargs="?", default="17", help="linear offset in elements")
+    offset_parser.add_argument("--json", action="store_true", help="print JSON")
+    offset_parser.set_defaults(run=run_offset)
+
+    draw_parser = sub.add_parser(
+        "draw", help="draw a layout like the tiled-layout document's figures (.svg, or .png with Pillow)",
+        epilog=f"examples:\n  xlashapes draw                                   # {FIGURE_1} -> layout.svg\n"
+               '  xlashapes draw "f32[4,8]{1,0:T(2,4)(2,1)}" -o fig2.png',
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    draw_parser.add_argument("shape", nargs="?", default=FIGURE_1, help="XLA shape text (default: %(default)s)")
+    draw_parser.add_argument("-o", "--output", default="layout.svg", help="output .svg or .png (default: %(default)s)")
+    draw_parser.add_argument("--max-rows", type=int, default=16, help="rows drawn at most (whole tiles)")
+    draw_parser.add_argument("--max-cols", type=int, default=64, help="columns drawn at most (whole tiles)")
+    draw_parser.add_argument("--json", action="store_true", help="print JSON")
+    draw_parser.set_defaults(run=run_draw)
     return parser
 
 

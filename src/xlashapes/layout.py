@@ -38,7 +38,10 @@ def checked_int(value: Any, what: str) -> int:
         return value
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise ShapeError(f"{what} must be an integer, got {value!r}")
-    number = int(value.__index__())
+    try:
+        number = int(value.__index__())
+    except (TypeError, ValueError):
+        raise ShapeError(f"{what} must be an integer, got {value!r}") from None
     if not INT64_MIN <= number <= INT64_MAX:
         raise ShapeError(f"{what} = {number} does not fit in int64")
     return number
@@ -113,7 +116,7 @@ class Layout:
         set_(self, "minor_to_major", checked_ints(self.minor_to_major, "minor_to_major"))
         if isinstance(self.tiles, (str, bytes)) or not isinstance(self.tiles, Iterable):
             raise ShapeError(f"tiles must be a sequence of tuples, got {self.tiles!r}")
-        if self.tiles:
+        if self.tiles or type(self.tiles) is not tuple:
             set_(self, "tiles", tuple(checked_ints(t, f"tile {i}") for i, t in enumerate(self.tiles)))
         for name in ("tail_padding_alignment_in_elements", "element_size_in_bits", "memory_space",
                      "dynamic_shape_metadata_prefix_bytes"):
@@ -122,10 +125,11 @@ class Layout:
             set_(self, "index_primitive_type", _optional_type(self.index_primitive_type, "index_primitive_type"))
         if self.pointer_primitive_type is not None:
             set_(self, "pointer_primitive_type", _optional_type(self.pointer_primitive_type, "pointer_primitive_type"))
-        if self.split_configs:
+        if self.split_configs or type(self.split_configs) is not tuple:
             configs = tuple(c if isinstance(c, SplitConfig) else SplitConfig(*c) for c in self.split_configs)
             set_(self, "split_configs", configs)
-        if self.dim_level_types or self.dim_unique or self.dim_ordered:
+        levels = (self.dim_level_types, self.dim_unique, self.dim_ordered)
+        if any(value or type(value) is not tuple for value in levels):
             self._normalize_dim_levels()
         if self.padded_dimensions is not None:
             set_(self, "padded_dimensions", checked_ints(self.padded_dimensions, "padded_dimensions"))

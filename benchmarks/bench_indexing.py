@@ -1,0 +1,51 @@
+"""Time ``linear_index`` on 10 million random indices against ``np.ravel_multi_index`` (run by hand).
+
+    /work/venv/bin/python benchmarks/bench_indexing.py [--count N] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+import xlashapes as xs
+from xlashapes.indexing import linear_index
+
+SHAPES = ("f32[4096,4096]{1,0:T(8,128)}", "bf16[4096,4096]{1,0:T(8,128)(2,1)}")
+
+
+def best_times(runs: Sequence[Callable[[], object]], repeat: int) -> list[float]:
+    """The fastest of ``repeat`` rounds for each run, in seconds; rounds interleave the runs to share any noise."""
+    best = [float("inf")] * len(runs)
+    for _ in range(repeat):
+        for i, run in enumerate(runs):
+            start = time.perf_counter()
+            run()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--count", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    for text in SHAPES:
+        shape = xs.parse_shape(text)
+        indices = rng.integers(0, shape.dimensions, size=(args.count, shape.rank), dtype=np.int64)
+        columns = tuple(indices[:, d] for d in range(shape.rank))
+        linear_index(shape, indices[:10])  # build the cached plan and tables outside the timing
+        ours, numpy = best_times(
+            [lambda: linear_index(shape, indices), lambda: np.ravel_multi_index(columns, shape.dimensions)],  # noqa: B023
+            args.repeat,
+        )
+        print(f"{text:40s} linear_index {ours * 1e3:8.1f} ms   np.ravel_multi_index (untiled) {numpy * 1e3:8.1f} ms"
+              f"   ratio {ours / numpy:5.2f}x   ({args.count:,} indices, best of {args.repeat})")
+
+
+if __name__ == "__main__":
+    main()

@@ -66,3 +66,17 @@ def test_console_script_and_help() -> None:
     assert result.returncode == 0 and "explain" in result.stdout
     result = run("explain", "--help")
     assert result.returncode == 0 and "examples:" in result.stdout
+
+
+def test_broadcast_command() -> None:
+    assert run("broadcast").stdout.strip() == "f32[2,3]{1,0}"
+    assert run("broadcast", "f32[2,1]", "f32[1,3]").stdout.strip() == "f32[2,3]{1,0}"
+    result = run("broadcast", "f32[1,2]", "f32[4,3,1]", "--dims", "1,2", "--json")
+    report = json.loads(result.stdout)
+    assert report["result"] == str(xs.broadcast_shape("f32[1,2]", "f32[4,3,1]", broadcast_dimensions=(1, 2)))
+    assert report["result"] == "f32[4,3,2]{2,1,0}"
+    hlo = run("broadcast", "f32[2,3]", "f32[3]", "--dims", "1", "--hlo").stdout
+    assert "broadcast(" in hlo and "dimensions={1}" in hlo
+    bad = run("broadcast", "f32[7,2,5]", "f32[7,2,6]")
+    assert bad.returncode == 2 and "dimension 2" in bad.stderr and "Traceback" not in bad.stderr
+    assert run("broadcast", "f32[2,3]", "f32[3]", "--dims", "x").returncode == 2

@@ -240,6 +240,21 @@ def run_draw(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_broadcast(args: argparse.Namespace) -> int:
+    from .broadcast import binary_op_shape, lower_binary
+
+    dims = parse_index(args.dims) if args.dims is not None else None
+    result = binary_op_shape(args.op, args.lhs, args.rhs, dims, direction=args.direction)
+    hlo = lower_binary(args.op, args.lhs, args.rhs, dims, direction=args.direction) if args.hlo else None
+    if args.json:
+        print(json.dumps({"lhs": str(parse_shape(args.lhs)), "rhs": str(parse_shape(args.rhs)), "op": args.op,
+                          "broadcast_dimensions": None if dims is None else list(dims), "result": str(result),
+                          **({"hlo": hlo} if hlo is not None else {})}))
+    else:
+        print(hlo if hlo is not None else str(result))
+    return EXIT_OK
+
+
 # ----------------------------------------------------------------------------------------------------
 # entry point
 # ----------------------------------------------------------------------------------------------------
@@ -297,6 +312,23 @@ def build_parser() -> argparse.ArgumentParser:
     draw_parser.add_argument("--max-cols", type=int, default=64, help="columns drawn at most (whole tiles)")
     draw_parser.add_argument("--json", action="store_true", help="print JSON")
     draw_parser.set_defaults(run=run_draw)
+
+    broadcast_parser = sub.add_parser(
+        "broadcast", help="the result shape of an element-wise op under XLA's broadcasting rules, or why it fails",
+        epilog='examples:\n  xlashapes broadcast "f32[2,3]" "f32[3]" --dims 1          # f32[2,3]{1,0}\n'
+               '  xlashapes broadcast "f32[2,1]" "f32[1,3]"                 # the outer operation\n'
+               '  xlashapes broadcast "f32[2,3]" "f32[3]" --dims 1 --hlo    # the explicit HLO XLA runs\n'
+               '  xlashapes broadcast "f32[7,2,5]" "f32[7,2,6]"             # error, exit 2',
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    broadcast_parser.add_argument("lhs", nargs="?", default="f32[2,3]", help="left operand shape")
+    broadcast_parser.add_argument("rhs", nargs="?", default="f32[3]", help="right operand shape")
+    broadcast_parser.add_argument("--dims", default=None,
+                                  help="broadcast_dimensions, comma-separated (default: none; 1 for the defaults)")
+    broadcast_parser.add_argument("--op", default="add", help="the element-wise op (default: %(default)s)")
+    broadcast_parser.add_argument("--direction", default=None, help="comparison direction for --op compare (EQ, LT...)")
+    broadcast_parser.add_argument("--hlo", action="store_true", help="print the explicit HLO module")
+    broadcast_parser.add_argument("--json", action="store_true", help="print JSON")
+    broadcast_parser.set_defaults(run=run_broadcast)
     return parser
 
 
@@ -304,6 +336,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 2 bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "broadcast" and args.dims is None and args.lhs == "f32[2,3]" and args.rhs == "f32[3]":
+        args.dims = "1"  # the bundled example: matrix + vector along dimension 1
     run: Callable[[argparse.Namespace], int] | None = getattr(args, "run", None)
     if run is None:
         parser.print_help()

@@ -271,14 +271,15 @@ def test_mutated_shapes_match_xla(xla, text: str) -> None:  # type: ignore[no-un
 
 
 def _parse_quickly(text: str) -> None:
-    start = time.perf_counter()
+    # CPU time of this process: other work on a busy machine does not count against the parser.
+    start = time.process_time()
     try:
         shape = xs.parse_shape(text)
     except xs.ParseError:
         pass
     else:
         assert xs.parse_shape(str(shape)).equal(shape, ignore_layout=True)
-    assert time.perf_counter() - start < 0.1
+    assert time.process_time() - start < 0.1
 
 
 @settings(max_examples=3000, deadline=None)
@@ -297,12 +298,12 @@ def test_fuzz_any_unicode(text: str) -> None:
 def test_huge_inputs_are_fast() -> None:
     for text in ("f32[" + "1," * 20000 + "1]", "(" * 5000 + ")" * 5000, "f32[2]{0:T" + "(2)" * 20000 + "}",
                  "/*" * 50000, "f32[" + "9" * 100000 + "]"):
-        start = time.perf_counter()
+        start = time.process_time()
         try:
             xs.parse_shape(text)
         except xs.ParseError:
             pass
-        assert time.perf_counter() - start < 1.0
+        assert time.process_time() - start < 1.0
 
 
 # ----------------------------------------------------------------------------------------------------

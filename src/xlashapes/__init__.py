@@ -34,6 +34,15 @@ from .indexing import (
     multi_index,
     next_index,
 )
+from .interop import (
+    from_jax_layout,
+    from_xla_client_shape,
+    shape_from_jax_array,
+    shape_from_proto_bytes,
+    shape_to_proto_bytes,
+    to_jax_layout,
+    to_xla_client_shape,
+)
 from .layout import (
     COMBINE_DIMENSION,
     Layout,
@@ -45,6 +54,7 @@ from .layout import (
 )
 from .shape import UNBOUNDED_SIZE, Shape, make_shape, opaque_shape, token_shape, tuple_shape
 from .text import layout_text, parse_layout, parse_shape, shape_text
+from .tpu import TpuAdvice, tpu_advice, tpu_layout
 
 __version__ = "0.1.0"
 
@@ -60,6 +70,7 @@ __all__ = [
     "Shape",
     "ShapeError",
     "SplitConfig",
+    "TpuAdvice",
     "XlaShapesError",
     "add",
     "and_",
@@ -72,6 +83,8 @@ __all__ = [
     "dimension_stride",
     "divide",
     "element_type",
+    "from_jax_layout",
+    "from_xla_client_shape",
     "indices_in_memory_order",
     "indices_in_memory_order_array",
     "layout_text",
@@ -90,13 +103,20 @@ __all__ = [
     "parse_shape",
     "power",
     "remainder",
+    "shape_from_jax_array",
+    "shape_from_proto_bytes",
     "shape_text",
+    "shape_to_proto_bytes",
     "shift_left",
     "shift_right_arithmetic",
     "shift_right_logical",
     "subtract",
     "tiled_dimensions",
+    "to_jax_layout",
+    "to_xla_client_shape",
     "token_shape",
+    "tpu_advice",
+    "tpu_layout",
     "tuple_shape",
     "validate_layout",
     "xor",

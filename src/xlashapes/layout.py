@@ -87,7 +87,7 @@ def _optional_type(value: Any, what: str) -> ElementType | None:
         raise ShapeError(f"{what}: {err}") from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Layout:
     """How an array's elements are laid out in memory; the fields of XLA's Layout/LayoutProto.
 
@@ -133,6 +133,12 @@ class Layout:
             self._normalize_dim_levels()
         if self.padded_dimensions is not None:
             set_(self, "padded_dimensions", checked_ints(self.padded_dimensions, "padded_dimensions"))
+
+    def __repr__(self) -> str:
+        extra = "" if self.padded_dimensions is None else \
+            f", padded_dimensions={self.padded_dimensions}, padding_value={self.padding_value!r}"
+        levels = f", dim_level_types={self.dim_level_types}" if self.dim_level_types else ""
+        return f"Layout({str(self)!r}{extra}{levels})"
 
     def _normalize_dim_levels(self) -> None:
         levels = tuple(str(t) for t in self.dim_level_types)
@@ -262,7 +268,7 @@ def _split_config_problem(layout: Layout, shape: Shape) -> str | None:
 
 def _extra_layout_problem(layout: Layout, shape: Shape) -> str | None:
     bits = layout.element_size_in_bits
-    if 0 < bits < shape.element_type.bits:
+    if 0 < bits < shape.element_type.bits and not (shape.element_type.kind == "pred" and bits == 1):
         return f"element size E({bits}) is smaller than {shape.element_type}'s {shape.element_type.bits} bits"
     for i, tile in enumerate(layout.tiles):
         if tile[-1] == COMBINE_DIMENSION:

@@ -33,7 +33,7 @@ _LETTERS = {2: "yx", 3: "zyx", 4: "pzyx"}
 ShapeIndex = tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Shape:
     """An XLA shape. Arrays have an element type, dimensions and a layout; tuples hold shapes.
 
@@ -84,6 +84,9 @@ class Shape:
             text = shape_text(self)
             object.__setattr__(self, "_text", text)  # shapes are immutable: print once
         return text
+
+    def __repr__(self) -> str:
+        return f"Shape({str(self)!r})"
 
     @classmethod
     def trusted(cls, etype: ElementType, dimensions: tuple[int, ...], dynamic_dimensions: tuple[bool, ...],

@@ -80,3 +80,12 @@ def test_broadcast_command() -> None:
     bad = run("broadcast", "f32[7,2,5]", "f32[7,2,6]")
     assert bad.returncode == 2 and "dimension 2" in bad.stderr and "Traceback" not in bad.stderr
     assert run("broadcast", "f32[2,3]", "f32[3]", "--dims", "x").returncode == 2
+
+
+def test_explain_tpu_advice() -> None:
+    result = run("explain", "f32[3,1000]", "--tpu", "--json")
+    report = json.loads(result.stdout)
+    advice = xs.tpu_advice(xs.parse_shape("f32[3,1000]"))
+    assert report["tpu"]["shape"] == str(advice.shape) == "f32[3,1000]{1,0:T(4,128)}"
+    assert report["tpu"]["physical_bytes"] == advice.shape.byte_size() == 4 * 1024 * 4
+    assert "small tile" in run("explain", "f32[3,1000]", "--tpu").stdout

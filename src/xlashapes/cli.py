@@ -155,13 +155,30 @@ def explain_lines(report: dict[str, Any], indent: str = "") -> list[str]:
     return lines
 
 
+def tpu_report(shape: Shape) -> dict[str, Any]:
+    """What the TPU layout advisor chooses for ``shape`` and why."""
+    from .tpu import tpu_advice
+
+    advice = tpu_advice(shape)
+    return {"shape": str(advice.shape), "reason": advice.reason, "logical_bytes": advice.logical_bytes,
+            "physical_bytes": advice.physical_bytes, "waste_percent": advice.waste_percent}
+
+
 def run_explain(args: argparse.Namespace) -> int:
     shape = parse_shape(args.shape)
     report = explain(shape)
+    if args.tpu:
+        report["tpu"] = tpu_report(shape)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print("\n".join(explain_lines(report)))
+        lines = explain_lines(report)
+        if args.tpu:
+            tpu = report["tpu"]
+            size = f"{_number(tpu['physical_bytes'])} physical for {_number(tpu['logical_bytes'])} logical"
+            lines += ["  on TPU (advisor)", f"    layout         {tpu['shape']}", f"    why            {tpu['reason']}",
+                      f"    bytes          {size} ({tpu['waste_percent']:.2f}% padding)"]
+        print("\n".join(lines))
     leaves = report["leaves"] if report.get("tuple") else [report]
     return EXIT_BAD_INPUT if any("invalid" in leaf for leaf in leaves) else EXIT_OK
 
@@ -263,6 +280,7 @@ EXPLAIN_EPILOG = f"""examples:
   xlashapes explain                                   # the seed's add.936 shape, {SEED_SHAPE}
   xlashapes explain "f32[3,5]{{1,0:T(2,2)}}"
   xlashapes explain "(f32[2]{{0}}, s4[128]{{0:E(4)}})" --json
+  xlashapes explain "f32[3,1000]" --tpu                 # the tiling TPU would use, its reason and its waste
 """
 
 
@@ -279,6 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain_parser.add_argument("shape", nargs="?", default=SEED_SHAPE, help="XLA shape text (default: %(default)s)")
     explain_parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    explain_parser.add_argument("--tpu", action="store_true",
+                                help="also show the TPU layout the advisor chooses, and why")
     explain_parser.set_defaults(run=run_explain)
 
     index_parser = sub.add_parser(

@@ -52,6 +52,7 @@ from .layout import (
     tiled_dimensions,
     validate_layout,
 )
+from .physical import from_physical, relayout, to_physical
 from .shape import UNBOUNDED_SIZE, Shape, make_shape, opaque_shape, token_shape, tuple_shape
 from .text import layout_text, parse_layout, parse_shape, shape_text
 from .tpu import TpuAdvice, tpu_advice, tpu_layout
@@ -84,6 +85,7 @@ __all__ = [
     "divide",
     "element_type",
     "from_jax_layout",
+    "from_physical",
     "from_xla_client_shape",
     "indices_in_memory_order",
     "indices_in_memory_order_array",
@@ -102,6 +104,7 @@ __all__ = [
     "parse_layout",
     "parse_shape",
     "power",
+    "relayout",
     "remainder",
     "shape_from_jax_array",
     "shape_from_proto_bytes",
@@ -113,6 +116,7 @@ __all__ = [
     "subtract",
     "tiled_dimensions",
     "to_jax_layout",
+    "to_physical",
     "to_xla_client_shape",
     "token_shape",
     "tpu_advice",

@@ -89,3 +89,42 @@ def test_explain_tpu_advice() -> None:
     assert report["tpu"]["shape"] == str(advice.shape) == "f32[3,1000]{1,0:T(4,128)}"
     assert report["tpu"]["physical_bytes"] == advice.shape.byte_size() == 4 * 1024 * 4
     assert "small tile" in run("explain", "f32[3,1000]", "--tpu").stdout
+
+
+def test_pack_unpack_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import ml_dtypes
+    import numpy as np
+
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    np.save(tmp_path / "x.npy", x)
+    text = "f32[3,5]{1,0:T(2,2)}"
+    packed = run("pack", str(tmp_path / "x.npy"), text, str(tmp_path / "x.bin"), "--json")
+    assert packed.returncode == 0, packed.stderr
+    assert json.loads(packed.stdout)["bytes"] == xs.parse_shape(text).byte_size() == 96
+    raw = (tmp_path / "x.bin").read_bytes()
+    assert raw == xs.to_physical(x, text).tobytes()
+    assert run("unpack", str(tmp_path / "x.bin"), text, str(tmp_path / "y.npy")).returncode == 0
+    assert np.array_equal(np.load(tmp_path / "y.npy"), x)
+    # s4 packing: first element in the low-order bits (REFERENCE: [1,2,3,4,5,-1] -> 21 43 f5).
+    np.save(tmp_path / "v.npy", np.array([1, 2, 3, 4, 5, -1], dtype=np.int8))
+    assert run("pack", str(tmp_path / "v.npy"), "s4[6]{0:E(4)}", str(tmp_path / "v.bin")).returncode == 0
+    assert (tmp_path / "v.bin").read_bytes() == bytes([0x21, 0x43, 0xF5])
+    # ml_dtypes arrays (saved as raw void bytes by np.save) keep their bits.
+    b = np.array([1.5, -0.0, np.nan], dtype=ml_dtypes.bfloat16)
+    np.save(tmp_path / "b.npy", b)
+    assert run("pack", str(tmp_path / "b.npy"), "bf16[3]", str(tmp_path / "b.bin")).returncode == 0
+    assert (tmp_path / "b.bin").read_bytes() == b.tobytes()
+
+
+def test_pack_unpack_bad_input(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    np.save(tmp_path / "x.npy", np.full((2, 2), 1000, dtype=np.int32))
+    for args in (("pack", str(tmp_path / "x.npy"), "s8[2,2]", str(tmp_path / "o.bin")),
+                 ("pack", str(tmp_path / "x.npy"), "s32[2,3]", str(tmp_path / "o.bin")),
+                 ("pack", str(tmp_path / "missing.npy"), "s32[2,2]", str(tmp_path / "o.bin")),
+                 ("unpack", str(tmp_path / "x.npy"), "s32[7]", str(tmp_path / "o.npy")),
+                 ("unpack", str(tmp_path / "missing.bin"), "s32[2]", str(tmp_path / "o.npy"))):
+        result = run(*args)
+        assert result.returncode == 2, args
+        assert "Traceback" not in result.stderr and result.stderr.strip()

@@ -257,6 +257,68 @@ def run_draw(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def load_array_for(path: str, shape: Shape) -> Any:
+    """The .npy array at ``path`` in ``shape``'s NumPy dtype: same bits, or a lossless conversion, else ShapeError."""
+    import numpy as np
+
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as error:
+        raise ShapeError(f"cannot read {path} as a .npy array: {error}") from None
+    target = shape.element_type.numpy_dtype
+    if array.dtype == target:
+        return array
+    if array.dtype.kind == "V" and array.dtype.itemsize == target.itemsize:
+        return array.view(target)  # ml_dtypes arrays come back from np.save/np.load as raw void bytes
+    converted = array.astype(target)
+    if not np.array_equal(converted.astype(array.dtype), array, equal_nan=array.dtype.kind in "fc"):
+        raise ShapeError(f"{path} holds {array.dtype} values that {shape.element_type} cannot represent exactly")
+    return converted
+
+
+def run_pack(args: argparse.Namespace) -> int:
+    from .physical import to_physical
+
+    shape = parse_shape(args.shape)
+    if not shape.is_array:
+        raise ShapeError(f"pack takes one array shape, not {shape}")
+    buffer = to_physical(load_array_for(args.input, shape), shape)
+    try:
+        buffer.tofile(args.output)
+    except OSError as error:
+        raise ShapeError(f"cannot write {args.output}: {error}") from None
+    report = {"shape": str(shape), "input": args.input, "output": args.output, "bytes": int(buffer.size)}
+    print(json.dumps(report) if args.json else f"wrote {args.output}: {buffer.size:,} bytes of {shape}")
+    return EXIT_OK
+
+
+def run_unpack(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .physical import from_physical
+
+    shape = parse_shape(args.shape)
+    if not shape.is_array:
+        raise ShapeError(f"unpack takes one array shape, not {shape}")
+    try:
+        buffer = np.fromfile(args.input, dtype=np.uint8)
+    except OSError as error:
+        raise ShapeError(f"cannot read {args.input}: {error}") from None
+    array = from_physical(buffer, shape)
+    try:
+        np.save(args.output, array)
+    except OSError as error:
+        raise ShapeError(f"cannot write {args.output}: {error}") from None
+    native = array.dtype.kind != "V" and array.dtype.type.__module__ == "numpy"
+    report = {"shape": str(shape), "input": args.input, "output": args.output, "dtype": str(array.dtype)}
+    if args.json:
+        print(json.dumps(report))
+    else:
+        hint = "" if native else f" (load with np.load(...).view(ml_dtypes.{array.dtype.name}))"
+        print(f"wrote {args.output}: {array.dtype}{list(array.shape)}{hint}")
+    return EXIT_OK
+
+
 def run_broadcast(args: argparse.Namespace) -> int:
     from .broadcast import binary_op_shape, lower_binary
 
@@ -332,6 +394,27 @@ def build_parser() -> argparse.ArgumentParser:
     draw_parser.add_argument("--max-cols", type=int, default=64, help="columns drawn at most (whole tiles)")
     draw_parser.add_argument("--json", action="store_true", help="print JSON")
     draw_parser.set_defaults(run=run_draw)
+
+    pack_parser = sub.add_parser(
+        "pack", help="write a .npy array as the exact bytes of a layout",
+        epilog='examples:\n  xlashapes pack x.npy "bf16[256,512]{1,0:T(8,128)(2,1)}" x.bin\n'
+               '  xlashapes pack v.npy "s4[6]{0:E(4)}" v.bin      # packed, first element in the low bits',
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    pack_parser.add_argument("input", help="a .npy file with the array (its dims must match the shape)")
+    pack_parser.add_argument("shape", help="XLA shape text with the layout to write")
+    pack_parser.add_argument("output", help="the binary file to write")
+    pack_parser.add_argument("--json", action="store_true", help="print JSON")
+    pack_parser.set_defaults(run=run_pack)
+
+    unpack_parser = sub.add_parser(
+        "unpack", help="read the bytes of a layout back into a .npy array",
+        epilog='examples:\n  xlashapes unpack x.bin "bf16[256,512]{1,0:T(8,128)(2,1)}" x.npy',
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    unpack_parser.add_argument("input", help="the binary file (exactly the shape's byte size)")
+    unpack_parser.add_argument("shape", help="XLA shape text with the layout the bytes are in")
+    unpack_parser.add_argument("output", help="the .npy file to write")
+    unpack_parser.add_argument("--json", action="store_true", help="print JSON")
+    unpack_parser.set_defaults(run=run_unpack)
 
     broadcast_parser = sub.add_parser(
         "broadcast", help="the result shape of an element-wise op under XLA's broadcasting rules, or why it fails",

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_clean(tool: str) -> None:
     if shutil.which(tool) is None and not (Path(sys.executable).parent / tool).exists():
         pytest.skip(f"{tool} not installed")
-    args = [sys.executable, "-m", "ruff", "check", "src", "tests", "benchmarks"] if tool == "ruff" else \
+    args = [sys.executable, "-m", "ruff", "check", "src", "tests", "benchmarks", "tools"] if tool == "ruff" else \
         [sys.executable, "-m", "mypy"]
     result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr

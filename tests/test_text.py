@@ -342,3 +342,9 @@ def test_fast_path_is_taken_for_xla_printed_shapes() -> None:
     assert fast is not None and shape_text(fast, index_comments=True) == printed
     assert fast_array_shape("f32[2]{}") is None and fast_array_shape("f32[2]{0:L(0)}") is None
     assert fast_tuple_shape("(f32[2]{5})") is None  # invalid inside a tuple: the careful parser reports it
+
+
+@pytest.mark.parametrize("text", ["f32[1\u0663]", "f32[\u0663]", "f32[2]{0:T(1\u0663)}", "(f32[1\u0663])"])
+def test_only_ascii_digits(text: str) -> None:
+    with pytest.raises(xs.ParseError):
+        xs.parse_shape(text)

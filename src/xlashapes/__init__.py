@@ -26,6 +26,17 @@ from .broadcast import (
 )
 from .dtypes import ELEMENT_TYPES, ElementType, element_type
 from .errors import ParseError, ShapeError, XlaShapesError
+from .hlo import (
+    Attributes,
+    HloComputation,
+    HloInstruction,
+    HloModule,
+    Problem,
+    Sharding,
+    StackFrameIndex,
+    parse_hlo_module,
+    parse_instruction,
+)
 from .indexing import (
     dimension_stride,
     indices_in_memory_order,
@@ -65,12 +76,19 @@ __all__ = [
     "COMPARISON_DIRECTIONS",
     "ELEMENT_TYPES",
     "UNBOUNDED_SIZE",
+    "Attributes",
     "ElementType",
+    "HloComputation",
+    "HloInstruction",
+    "HloModule",
     "Layout",
     "ParseError",
+    "Problem",
     "Shape",
     "ShapeError",
+    "Sharding",
     "SplitConfig",
+    "StackFrameIndex",
     "TpuAdvice",
     "XlaShapesError",
     "add",
@@ -101,6 +119,8 @@ __all__ = [
     "next_index",
     "opaque_shape",
     "or_",
+    "parse_hlo_module",
+    "parse_instruction",
     "parse_layout",
     "parse_shape",
     "power",

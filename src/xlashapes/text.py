@@ -24,11 +24,11 @@ KEYWORDS = frozenset({
 
 _SKIP = re.compile(r"(?:[ \t\n\r]+|/\*.*?\*/|//[^\n\r]*)*", re.DOTALL)
 _IDENT = re.compile(r"[a-zA-Z_][a-zA-Z0-9_.\-]*")
-_FLOAT = re.compile(r"-?(?:(?:\d+\.\d*|\d*\.\d+|\d+)[eE][+\-]?\d+|\d+\.\d*|\d*\.\d+)")
+_FLOAT = re.compile(r"-?(?:(?:\d+\.\d*|\d*\.\d+|\d+)[eE][+\-]?\d+|\d+\.\d*|\d*\.\d+)", re.ASCII)
 _DIM_LABELS = re.compile(r"[0-9bf?]{2,}_[0-9io?]{2,}->[0-9bf?]{2,}")
-_DXD = re.compile(r"[0-9]+(?:x[0-9]+)+")
+_DXD = re.compile(r"[0-9]+(?:x[0-9]+)+", re.ASCII)
 _PAD = re.compile(r"-?[0-9]+_-?[0-9]+(?:_[0-9]+)?(?:x-?[0-9]+_-?[0-9]+(?:_[0-9]+)?)*")
-_INT = re.compile(r"-?\d+")
+_INT = re.compile(r"-?\d+", re.ASCII)
 _NAN_PAYLOAD = re.compile(r"\(0x[0-9a-fA-F]+\)")
 _STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", re.DOTALL)
 _PERCENT_NAME = re.compile(r"%([a-zA-Z_][a-zA-Z0-9_.\-]*)")
@@ -518,7 +518,8 @@ _FAST_ARRAY = re.compile(
     r"(?P<type>[a-z][a-z0-9]*)\[(?P<dims>(?:<=)?\d{1,18}(?:,(?:<=)?\d{1,18})*)?\]"
     r"(?:(?P<layout>\{)(?P<mtm>\d{1,18}(?:,\d{1,18})*)?"
     r"(?P<colon>:(?:T(?P<tiles>(?:\((?:(?:\d{1,18}|\*)(?:,(?:\d{1,18}|\*))*)?\))+))?"
-    r"(?:L\((?P<L>\d{1,18})\))?(?:E\((?P<E>\d{1,18})\))?(?:S\((?P<S>\d{1,18})\))?)?\})?"
+    r"(?:L\((?P<L>\d{1,18})\))?(?:E\((?P<E>\d{1,18})\))?(?:S\((?P<S>\d{1,18})\))?)?\})?",
+    re.ASCII,
 )
 _FAST_TILE = re.compile(r"\(([^)]*)\)")
 

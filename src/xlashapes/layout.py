@@ -311,8 +311,11 @@ def tiled_dimensions(dimensions: Sequence[int], layout: Layout) -> tuple[int, ..
     return tuple(physical)
 
 
-def apply_tile(physical: Sequence[int], tile: Sequence[int]) -> list[int]:
-    """One tiling step on physical dims (major to minor): combine ``*`` dims, pad, split, move tile dims minor."""
+def tile_split(physical: Sequence[int], tile: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
+    """What one tile covers: (dims it leaves alone, covered dims with ``*`` ones merged, their tile sizes).
+
+    The dims are first left-padded with 1s to the tile's length; a ``*`` merges its dim into the next more minor.
+    """
     k = len(tile)
     dims = [1] * max(0, k - len(physical)) + list(physical)
     head, covered = dims[: len(dims) - k], dims[len(dims) - k :]
@@ -326,6 +329,12 @@ def apply_tile(physical: Sequence[int], tile: Sequence[int]) -> list[int]:
         merged.append(carry * size)
         sizes.append(t)
         carry = 1
+    return head, merged, sizes
+
+
+def apply_tile(physical: Sequence[int], tile: Sequence[int]) -> list[int]:
+    """One tiling step on physical dims (major to minor): combine ``*`` dims, pad, split, move tile dims minor."""
+    head, merged, sizes = tile_split(physical, tile)
     outer = [-(-size // t) for size, t in zip(merged, sizes)]
     return head + outer + sizes
 

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import atexit
 import base64
-import json
 import math
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xlashapes as xs
+from xla_oracle import WorkerProcess
 from xlashapes import broadcast as xb
 
 bshape = xb.broadcast_shape
@@ -783,45 +781,24 @@ for line in sys.stdin:
 """
 
 
-class CpuRunner:
+class CpuRunner(WorkerProcess):
     """Compiles and runs HLO text on XLA:CPU in a worker process (restarted if XLA aborts)."""
 
     def __init__(self) -> None:
-        self._process: subprocess.Popen[str] | None = None
-
-    def _worker(self) -> subprocess.Popen[str]:
-        if self._process is None or self._process.poll() is not None:
-            self._process = subprocess.Popen([sys.executable, "-c", _RUNNER], stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        return self._process
+        super().__init__(_RUNNER)
 
     def run(self, module: str, *args: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        process = self._worker()
-        assert process.stdin is not None and process.stdout is not None
         request = {"module": module, "args": [
             {"type": xs.element_type(a.dtype).name, "shape": list(a.shape),
              "data": base64.b64encode(a.tobytes()).decode()} for a in args]}
-        try:
-            process.stdin.write(json.dumps(request) + "\n")
-            process.stdin.flush()
-            line = process.stdout.readline()
-        except (BrokenPipeError, OSError):
-            line = ""
-        if not line:
-            process.wait()
-            self._process = None
+        answer = self.ask(request)
+        if answer.get("crash"):
             raise AssertionError(f"XLA aborted while running:\n{module}")
-        answer = json.loads(line)
         assert answer["ok"], f"{answer['error']}\n{module}"
         spec = answer["result"]
         dtype = xs.element_type(spec["type"]).numpy_dtype
         result: np.ndarray[Any, Any] = np.frombuffer(base64.b64decode(spec["data"]), dtype=dtype)
         return result.reshape(spec["shape"])
-
-    def close(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.kill()
-            self._process.wait()
 
 
 @pytest.fixture(scope="session")

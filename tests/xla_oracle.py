@@ -49,16 +49,20 @@ def available() -> bool:
     return True
 
 
-class Oracle:
-    """A long-lived XLA worker process; restarted after every crash."""
+class WorkerProcess:
+    """A long-lived Python worker running ``script`` (JSON request per line in, JSON answer per line out).
 
-    def __init__(self) -> None:
+    When XLA aborts the worker, the answer is {"ok": False, "crash": True} and the next request starts a new one.
+    """
+
+    def __init__(self, script: str) -> None:
+        self._script = script
         self._process: subprocess.Popen[str] | None = None
 
     def _start(self) -> subprocess.Popen[str]:
         if self._process is None or self._process.poll() is not None:
             self._process = subprocess.Popen(
-                [sys.executable, "-c", _WORKER],
+                [sys.executable, "-c", self._script],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -66,7 +70,7 @@ class Oracle:
             )
         return self._process
 
-    def ask(self, request: dict[str, str]) -> dict[str, Any]:
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         process = self._start()
         assert process.stdin is not None and process.stdout is not None
         try:
@@ -82,6 +86,18 @@ class Oracle:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
+    def close(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+
+
+class Oracle(WorkerProcess):
+    """XLA's HLO parser and printer in a worker process."""
+
+    def __init__(self) -> None:
+        super().__init__(_WORKER)
+
     def print_shape(self, text: str) -> dict[str, Any]:
         """XLA's verdict on shape ``text``: {"ok": True, "text": printed} or {"ok": False, "error"/"crash"}."""
         return self.ask({"shape": text})
@@ -89,11 +105,6 @@ class Oracle:
     def parse_module(self, text: str) -> dict[str, Any]:
         """XLA's parse + print of a whole HLO module."""
         return self.ask({"module": text})
-
-    def close(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.kill()
-            self._process.wait()
 
 
 _ORACLE: Oracle | None = None

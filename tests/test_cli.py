@@ -128,3 +128,24 @@ def test_pack_unpack_bad_input(tmp_path) -> None:  # type: ignore[no-untyped-def
         result = run(*args)
         assert result.returncode == 2, args
         assert "Traceback" not in result.stderr and result.stderr.strip()
+
+
+def test_index_and_offset_json_match_the_library() -> None:
+    text = "s4[3,5]{0,1:T(2,2)E(4)}"
+    shape = xs.parse_shape(text)
+    for index in ((0, 0), (2, 4), (1, 3)):
+        report = json.loads(run("index", text, ",".join(map(str, index)), "--json").stdout)
+        offset = xs.linear_index(shape, index)
+        assert report["element_offset"] == offset
+        assert report["byte_offset"] * 8 + report.get("bit_offset", 0) == offset * 4
+        back = json.loads(run("offset", text, str(offset), "--json").stdout)
+        assert tuple(back["index"]) == index and back["padding"] is False
+    padding = json.loads(run("offset", "f32[3,5]{1,0:T(2,2)}", "9", "--json").stdout)
+    assert padding["padding"] is True and padding["index"] is None
+    assert run("offset", "f32[3,5]{1,0:T(2,2)}", "24").returncode == 2  # past the end of the buffer
+
+
+def test_no_command_prints_help_and_version() -> None:
+    result = run()
+    assert result.returncode == 0 and "explain" in result.stdout and "memory" in result.stdout
+    assert run("--version").stdout.startswith("xlashapes ")

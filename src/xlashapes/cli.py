@@ -434,6 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="xlashapes",
         description="XLA's array model at the terminal: shapes, layouts, tiling, memory spaces and bytes.",
     )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"xlashapes {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     explain_parser = sub.add_parser(
         "explain", help="what a shape and its layout mean: dims, tiling, padding, bytes, memory space",

@@ -6,26 +6,16 @@
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable, Sequence
 
 import numpy as np
 
 import xlashapes as xs
+from _timing import best_times
 from xlashapes.indexing import linear_index
 
 SHAPES = ("f32[4096,4096]{1,0:T(8,128)}", "bf16[4096,4096]{1,0:T(8,128)(2,1)}")
 
 
-def best_times(runs: Sequence[Callable[[], object]], repeat: int) -> list[float]:
-    """The fastest of ``repeat`` rounds for each run, in seconds; rounds interleave the runs to share any noise."""
-    best = [float("inf")] * len(runs)
-    for _ in range(repeat):
-        for i, run in enumerate(runs):
-            start = time.perf_counter()
-            run()
-            best[i] = min(best[i], time.perf_counter() - start)
-    return best
 
 
 def main() -> None:

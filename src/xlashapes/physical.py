@@ -19,12 +19,21 @@ The fast path splits every logical dim into the factors the tiles cut it into, s
 levels at once) is one transposed copy between two strided views, done by NumPy with blocking for the cache.
 Layouts whose tiles pad inside a dim, or merge ``*`` dims off a factor boundary, use the plain level-by-level
 path (``_reference_elements``), which the tests also compare the fast path against.
+
+With numba installed (``pip install xlashapes[fast]``), arrays of 1 MiB or more in the common layout families go
+through compiled kernels instead (:mod:`xlashapes._kernels`, imported on first use, compiled once and cached on
+disk): 2-d tiles ``T(R,C)`` with an optional row interleave ``(P,1)`` over any leading dims, transposes of untiled
+layouts, and E(1)/E(2)/E(4) packing. They give the same bytes as the NumPy path (the tests compare the two), on
+the calling thread unless :data:`THREADS` says otherwise. ``XLASHAPES_NO_NUMBA=1`` turns them off.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise, product
@@ -35,13 +44,17 @@ from numpy.lib.stride_tricks import as_strided
 
 from .dtypes import ElementType
 from .errors import ShapeError
-from .layout import COMBINE_DIMENSION, Layout, apply_tile, checked_int, element_bits
+from .layout import COMBINE_DIMENSION, Layout, apply_tile, checked_int, element_bits, tile_split
 from .shape import UNBOUNDED_SIZE, Shape
 
-__all__ = ["MEMORY_LIMIT", "from_physical", "relayout", "to_physical"]
+__all__ = ["MEMORY_LIMIT", "THREADS", "from_physical", "relayout", "to_physical"]
 
 MEMORY_LIMIT = 16 * 2**30
 """Largest array or buffer (bytes) these functions allocate unless ``memory_limit=`` says otherwise."""
+
+THREADS = 1
+"""Threads the compiled (numba) kernels split one large conversion over; each writes its own part of the output,
+so the bytes do not depend on it. 1, the default, keeps every conversion on the calling thread."""
 
 _SMALL_BYTES = 1 << 16  # copies this small go straight to np.copyto
 _BLOCK_BYTES = 1 << 18  # working set of one cache block
@@ -50,6 +63,9 @@ _SHORT_AXIS = 16  # a dst-contiguous axis this short is looped over in Python
 _TILE_BYTES = 1 << 18  # one block of a transposing copy, staged through a buffer
 _GATHER_STRIDE = 1024  # NumPy inner loops reading src further apart than this go through the buffer
 _MAX_LOOPS = 256  # most Python-level passes over one cache block
+_NUMBA_BYTES = 1 << 20  # arrays at least this large go through the compiled kernels, when numba is there
+_STREAM_BYTES = 8 << 20  # kernels write outputs at least this large with streaming stores (as a big memcpy does)
+_THREAD_BYTES = 4 << 20  # with THREADS > 1, conversions at least this large are split over the threads
 
 _STORAGE: dict[int, np.dtype[Any]] = {
     1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)
@@ -434,6 +450,8 @@ def _write_physical(
     x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], limit: int
 ) -> None:
     """Lay the logical storage array ``x`` out into ``buffer`` (flat uint8 of ``byte_size``)."""
+    if _compiled_write(x, geometry, pad, buffer, limit):
+        return
     plan = _plan(geometry.dims, geometry.layout)
     if geometry.packed:
         if plan is not None and plan.identity and x.flags.c_contiguous and geometry.count == geometry.aligned:
@@ -475,7 +493,7 @@ def _read_physical(
     data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], limit: int
 ) -> None:
     """Fill the logical storage array ``result`` from the physical bytes ``data``."""
-    if result.size == 0:
+    if result.size == 0 or _compiled_read(data, geometry, result, limit):
         return
     plan = _plan(geometry.dims, geometry.layout)
     if geometry.packed:
@@ -536,6 +554,277 @@ def _relayout_direct(
         _pack(dst_elements, dst, result)
     elif dst.etype.kind == "pred" or dst.etype.bits < 8:
         _canonicalize(result, dst)
+    return True
+
+
+# ----- the compiled kernels (numba, optional) ----------------------------------------------------------------------
+def _kernels() -> Any:
+    """The compiled kernels module, or None when numba is missing or ``XLASHAPES_NO_NUMBA`` is set (not 0)."""
+    if os.environ.get("XLASHAPES_NO_NUMBA", "").strip() not in ("", "0"):
+        return None
+    return _import_kernels()
+
+
+@lru_cache(maxsize=1)
+def _import_kernels() -> Any:
+    """Import :mod:`xlashapes._kernels` (and numba) once; None without numba."""
+    try:
+        from . import _kernels as kernels
+    except ImportError:
+        return None
+    return kernels
+
+
+@dataclass(frozen=True)
+class _Tiled:
+    """A layout the tiled kernels cover: ``T(R,C)`` or ``T(R,C)(P,1)`` on the two most minor physical dims."""
+
+    # The column dim is the logical last dim; row_dim is the logical row dim (-1 for rank 1: one phantom row);
+    # batch the other dims in physical order (major to minor).
+
+    rows: int
+    cols: int
+    row_dim: int
+    tile: tuple[int, int, int]
+    batch: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _Permuted:
+    """An untiled, non-identity layout: a permutation of the logical dims (``order``, major to minor)."""
+
+    order: tuple[int, ...]
+
+
+def _compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | _Permuted | None:
+    """The kernel family covering ``layout`` exactly, or None."""
+    try:
+        hash(layout)
+    except TypeError:
+        return None
+    return _cached_compiled_plan(dims, layout)
+
+
+@lru_cache(maxsize=1024)
+def _cached_compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | _Permuted | None:
+    """``_compiled_plan`` through a cache."""
+    rank = len(dims)
+    if layout.padded_dimensions is not None or math.prod(dims) == 0 or rank == 0:
+        return None
+    order = tuple(layout.major_to_minor)
+    tiles = tuple(tuple(tile) for tile in layout.tiles)
+    if not tiles:
+        return _Permuted(order) if order != tuple(range(rank)) else None
+    first = tiles[0]
+    if len(tiles) > 2 or len(first) not in (1, 2) or min(first) < 1 or order[-1] != rank - 1:
+        return None
+    r_size, c_size = (1, first[0]) if len(first) == 1 else first
+    p = 1
+    if len(tiles) == 2:
+        if len(tiles[1]) != 2 or tiles[1][1] != 1 or tiles[1][0] < 1 or r_size % tiles[1][0]:
+            return None
+        p = tiles[1][0]
+    row_dim = order[-2] if rank >= 2 else -1
+    plan = _Tiled(dims[row_dim] if row_dim >= 0 else 1, dims[-1], row_dim, (r_size, c_size, p), order[:-2])
+    tiled = math.prod(dims[d] for d in plan.batch) * -(-plan.rows // r_size) * -(-plan.cols // c_size)
+    if tiled * r_size * c_size != math.prod(_tiled_dims(dims, layout)):
+        return None  # not the structure assumed (defensive)
+    return plan
+
+
+def _tiled_dims(dims: Sequence[int], layout: Layout) -> list[int]:
+    """The physical dims of ``dims`` under every tile of ``layout`` (legacy padding not included)."""
+    physical = [dims[d] for d in layout.major_to_minor]
+    for tile in layout.tiles:
+        physical = apply_tile(physical, tile)
+    return physical
+
+
+def _c_strides(dims: Sequence[int]) -> list[int]:
+    """Row-major element strides of ``dims``."""
+    strides = [1] * len(dims)
+    for d in range(len(dims) - 2, -1, -1):
+        strides[d] = strides[d + 1] * dims[d + 1]
+    return strides
+
+
+def _permutation(
+    shape: Sequence[int], strides: Sequence[int]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], int]:
+    """(shape, strides, axis to transpose with the last or -1) of a copy into a contiguous ``shape``, axes merged."""
+    axes: list[list[int]] = []
+    for n, step in zip(shape, strides):
+        if n == 1:
+            continue
+        if axes and axes[-1][1] == step * n:
+            axes[-1] = [axes[-1][0] * n, step]
+        else:
+            axes.append([n, step])
+    if not axes:
+        axes = [[1, 1]]
+    unit = -1
+    if axes[-1][1] != 1:
+        unit = next((k for k, axis in enumerate(axes) if axis[1] == 1), -1)
+    merged = np.array(axes, np.int64)
+    return np.ascontiguousarray(merged[:, 0]), np.ascontiguousarray(merged[:, 1]), unit
+
+
+def _scratch(nbytes: int) -> np.ndarray[Any, Any]:
+    """A kernel's scratch buffer for units of ``nbytes``: at least 32 KiB, with room to move partial lines."""
+    return np.empty(max(nbytes + 1024, 1 << 15), np.uint8)
+
+
+def _address(array: np.ndarray[Any, Any]) -> int:
+    """The address of an array's first byte (the kernels take addresses; the caller keeps the array alive)."""
+    return int(array.ctypes.data)
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}  # by thread count, made on first use
+_POOLS_LOCK = threading.Lock()
+
+
+def _parts(units: int, nbytes: int) -> list[tuple[int, int]]:
+    """Ranges [first, last) of ``units`` work units, one per thread (just one below ``_THREAD_BYTES``)."""
+    threads = checked_int(THREADS, "xlashapes.physical.THREADS")
+    threads = max(1, min(threads, units)) if nbytes >= _THREAD_BYTES else 1
+    return list(pairwise(units * k // threads for k in range(threads + 1)))
+
+
+def _run_parts(run: Callable[[tuple[int, int]], None], parts: list[tuple[int, int]]) -> None:
+    """``run`` each part: on this thread if there is one, else on a pool of threads (the kernels drop the GIL)."""
+    if len(parts) == 1:
+        run(parts[0])
+        return
+    with _POOLS_LOCK:
+        pool = _POOLS.get(len(parts))
+        if pool is None:
+            pool = _POOLS[len(parts)] = ThreadPoolExecutor(len(parts), thread_name_prefix="xlashapes")
+    for _ in pool.map(run, parts):
+        pass
+
+
+def _permute(
+    kernels: Any, source: np.ndarray[Any, Any], out: np.ndarray[Any, Any], pad: Any, shape: np.ndarray[Any, Any],
+    steps: np.ndarray[Any, Any], settings: list[int], unit: int,
+) -> None:
+    """The permute kernels: blocked transposes when an axis other than the last has source stride 1."""
+    width = source.itemsize
+    if unit >= 0:
+        side = 8 if width == 8 else 16
+        size = max(side, 256 // width) * (64 + 64 // width) * width
+
+        def blocks(part: tuple[int, int]) -> None:
+            scratch = _scratch(size)
+            kernels.permute_blocks(_address(source), _address(out), _address(scratch), pad, shape, steps,
+                                   np.array([*settings, unit, *part], np.int64))
+
+        _run_parts(blocks, _parts(int(shape[unit]), out.nbytes))
+    else:
+        length = int(shape[-1])
+
+        def runs(part: tuple[int, int]) -> None:
+            scratch = _scratch(0)
+            kernels.permute_runs(_address(source), _address(out) + part[0] * length * width, _address(scratch), pad,
+                                 shape, steps, np.array([*settings, scratch.size, *part], np.int64))
+
+        _run_parts(runs, _parts(settings[0] // length, out.nbytes))
+
+
+def _compiled_write(
+    x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], limit: int
+) -> bool:
+    """Lay ``x`` out with a compiled kernel; False when none applies (or numba is missing)."""
+    if x.nbytes < _NUMBA_BYTES or geometry.storage.itemsize not in (1, 2, 4, 8) or not x.flags.c_contiguous:
+        return False
+    plan = _compiled_plan(geometry.dims, geometry.layout)
+    kernels = _kernels() if plan is not None else None
+    if plan is None or kernels is None:
+        return False
+    if geometry.packed:
+        _check_size(geometry.aligned, limit, "the unpacked elements")
+        target = np.empty(geometry.aligned, np.uint8)
+        stream = 0
+    else:
+        target = buffer
+        stream = int(buffer.nbytes >= _STREAM_BYTES)
+    source = x.reshape(-1)
+    item = pad.reshape(1)[0]
+    width = geometry.storage.itemsize
+    strides = _c_strides(geometry.dims)
+    if isinstance(plan, _Tiled):
+        r_size, c_size, _ = plan.tile
+        settings = [plan.rows, plan.cols, strides[plan.row_dim] if plan.row_dim >= 0 else 0, *plan.tile,
+                    geometry.count, geometry.aligned, stream]
+        batch = np.array([[geometry.dims[d] for d in plan.batch], [strides[d] for d in plan.batch]], np.int64)
+        strip = -(-plan.cols // c_size) * r_size * c_size * width  # bytes of one tile row
+
+        def tiles(part: tuple[int, int]) -> None:
+            scratch = _scratch(r_size * c_size * width)
+            kernels.tiled_to_physical(_address(source), _address(target) + part[0] * strip, _address(scratch), item,
+                                      np.array([*settings, *part], np.int64), batch.reshape(2, -1))
+
+        _run_parts(tiles, _parts(geometry.count * width // strip, target.nbytes))
+    else:
+        shape, steps, unit = _permutation([geometry.dims[d] for d in plan.order], [strides[d] for d in plan.order])
+        _permute(kernels, source, target, item, shape, steps, [math.prod(geometry.dims), geometry.aligned, stream],
+                 unit)
+    if geometry.packed:
+        _pack(target, geometry, buffer)
+    elif geometry.etype.kind == "pred" or geometry.etype.bits < 8:
+        _canonicalize(buffer, geometry)
+    return True
+
+
+def _compiled_read(
+    data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], limit: int
+) -> bool:
+    """Fill ``result`` from the bytes ``data`` with a compiled kernel; False when none applies."""
+    if result.nbytes < _NUMBA_BYTES or geometry.storage.itemsize not in (1, 2, 4, 8) or not result.flags.c_contiguous:
+        return False
+    plan = _compiled_plan(geometry.dims, geometry.layout)
+    kernels = _kernels() if plan is not None else None
+    if plan is None or kernels is None:
+        return False
+    if geometry.packed:
+        _check_size(geometry.aligned, limit, "the unpacked elements")
+        source = np.empty(geometry.aligned, np.uint8)
+        _unpack(data, geometry, source)
+    else:
+        source = data.view(geometry.storage)
+    target = result.reshape(-1)
+    out = target.view(np.uint8)
+    stream = int(result.nbytes >= _STREAM_BYTES)
+    dims = geometry.dims
+    width = geometry.storage.itemsize
+    item = np.zeros(1, geometry.storage)[0]
+    if isinstance(plan, _Tiled):
+        r_size, c_size, _ = plan.tile
+        strides = _c_strides(dims)
+        row_bytes = max(c_size * width, 4096 // r_size) // 64 * 64 + 256  # one unit and two lines, rounded
+        settings = [plan.rows, plan.cols, strides[plan.row_dim] if plan.row_dim >= 0 else 0, *plan.tile, stream,
+                    row_bytes]
+        batch = np.array([[dims[d] for d in plan.batch], [strides[d] for d in plan.batch]], np.int64)
+        special = {  # the TPU formats, compiled for their tile (for their element width only)
+            (8, 128, 1, 4): kernels.tiled_from_physical_8x128, (8, 128, 2, 2): kernels.tiled_from_physical_8x128x2,
+            (8, 128, 4, 1): kernels.tiled_from_physical_8x128x4,
+        }
+        kernel = special.get((*plan.tile, width), kernels.tiled_from_physical)
+        strip = -(-plan.cols // c_size) * r_size * c_size * width  # bytes of one tile row
+
+        def tiles(part: tuple[int, int]) -> None:
+            scratch = np.empty(r_size * row_bytes, np.uint8)
+            kernel(_address(source) + part[0] * strip, _address(out), _address(scratch), item,
+                   np.array([*settings, *part], np.int64), batch.reshape(2, -1))
+
+        _run_parts(tiles, _parts(geometry.count * width // strip, out.nbytes))
+    else:
+        physical = [dims[d] for d in plan.order]
+        strides = _c_strides(physical)
+        position = {d: k for k, d in enumerate(plan.order)}
+        shape, steps, unit = _permutation(dims, [strides[position[d]] for d in range(len(dims))])
+        _permute(kernels, source, out, item, shape, steps, [target.size, target.size, stream], unit)
+    if not geometry.packed and (geometry.etype.kind == "pred" or geometry.etype.bits < 8):
+        _canonicalize(result, geometry)
     return True
 
 
@@ -949,7 +1238,17 @@ def _pack(elements: np.ndarray[Any, Any], geometry: _Geometry, out: np.ndarray[A
     codes = np.ascontiguousarray(_codes(elements, geometry))
     bits = geometry.bits
     n = codes.size
-    if bits == 4:
+    kernels = _kernels() if n >= _NUMBA_BYTES else None
+    if kernels is not None:
+        stream = int(out.nbytes >= _STREAM_BYTES)
+
+        def words(part: tuple[int, int]) -> None:
+            scratch = _scratch(0)
+            kernels.pack(_address(codes), n, _address(out), out.nbytes, _address(scratch), scratch.size, bits, stream,
+                         part)
+
+        _run_parts(words, _parts(n * bits // 64, out.nbytes))
+    elif bits == 4:
         _pack4(codes, out)
     elif bits == 1:
         out[...] = np.packbits(codes & 1, bitorder="little")
@@ -994,7 +1293,17 @@ def _unpack(data: np.ndarray[Any, Any], geometry: _Geometry, elements: np.ndarra
     bits = geometry.bits
     value = geometry.value_mask
     n = elements.size
-    if bits == 4:
+    kernels = _kernels() if n >= _NUMBA_BYTES else None
+    if kernels is not None:
+        stream = int(elements.nbytes >= _STREAM_BYTES)
+
+        def words(part: tuple[int, int]) -> None:
+            scratch = _scratch(0)
+            kernels.unpack(_address(data), _address(elements), n, _address(scratch), scratch.size, bits, value,
+                           stream, part)
+
+        _run_parts(words, _parts(n * bits // 64, elements.nbytes))
+    elif bits == 4:
         _unpack4(data, elements, value)
     elif bits == 1:
         elements[...] = np.unpackbits(data, count=n, bitorder="little")
@@ -1086,23 +1395,11 @@ def _padded_to(a: np.ndarray[Any, Any], sizes: Sequence[int], pad: np.ndarray[An
 
 def _tile_geometry(
     dims: Sequence[int], tile: Sequence[int]
-) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """For one tile on ``dims``: (dims left-padded with 1s, head, merged covered dims, their tile sizes, padded)."""
-    k = len(tile)
-    full = (1,) * max(0, k - len(dims)) + tuple(dims)
-    head, covered = full[: len(full) - k], full[len(full) - k :]
-    merged: list[int] = []
-    sizes: list[int] = []
-    carry = 1
-    for size, t in zip(covered, tile):
-        if t == COMBINE_DIMENSION:
-            carry *= size
-            continue
-        merged.append(carry * size)
-        sizes.append(t)
-        carry = 1
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """For one tile on ``dims`` (see ``layout.tile_split``): head, merged covered dims, tile sizes, padded sizes."""
+    head, merged, sizes = tile_split(dims, tile)
     padded = tuple(-(-m // t) * t for m, t in zip(merged, sizes))
-    return full, head, tuple(merged), tuple(sizes), padded
+    return tuple(head), tuple(merged), tuple(sizes), padded
 
 
 def _tile_permutation(h: int, m: int) -> tuple[int, ...]:
@@ -1114,7 +1411,7 @@ def _reference_tile(a: np.ndarray[Any, Any], tile: Sequence[int], pad: np.ndarra
     """One tile level: merge ``*`` dims, pad each covered dim to the tile, split it, move the tile parts minor."""
     if not tile:
         return a
-    _, head, merged, sizes, padded = _tile_geometry(a.shape, tile)
+    head, merged, sizes, padded = _tile_geometry(a.shape, tile)
     a = np.ascontiguousarray(a).reshape(head + merged)
     a = _padded_to(a, head + padded, pad)
     split = head + tuple(x for p, t in zip(padded, sizes) for x in (p // t, t))
@@ -1125,7 +1422,7 @@ def _reference_untile(a: np.ndarray[Any, Any], tile: Sequence[int], before: Sequ
     """Undo one tile level: ``a`` has the tiled dims, the result the dims ``before`` it."""
     if not tile:
         return a
-    _, head, merged, sizes, padded = _tile_geometry(before, tile)
+    head, merged, sizes, padded = _tile_geometry(before, tile)
     split = head + tuple(x for p, t in zip(padded, sizes) for x in (p // t, t))
     perm = _tile_permutation(len(head), len(merged))
     a = a.reshape(tuple(split[i] for i in perm)).transpose(np.argsort(perm)).reshape(head + padded)

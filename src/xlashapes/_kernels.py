@@ -1,0 +1,800 @@
+"""Compiled (numba) kernels behind :mod:`xlashapes.physical`: tiled layouts, transposes and sub-byte packing.
+
+Imported only when a fast kernel is first needed; :mod:`xlashapes.physical` falls back to its NumPy path when numba
+is missing. The kernels move raw unsigned words (never float arithmetic, so NaN payloads survive). Each builds its
+output in order in a small scratch buffer and writes it out either with plain stores or, for large outputs, with
+non-temporal stores of whole aligned 64-byte lines, as one big ``memcpy`` does: the destination is then not read
+into the cache before being overwritten.
+
+The entry points take raw addresses (integers; the caller keeps the arrays and a scratch buffer alive), small
+int64 arrays of sizes and strides, and an element-typed scalar (a "witness" that gives the element type), so each
+compiles once per element width. Arrays passed to inner functions would make numba count references with atomic
+instructions, and each of those waits for the pending streaming stores to drain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils as _cgutils
+from numba.extending import intrinsic
+
+F = TypeVar("F", bound=Callable[..., Any])
+cgutils: Any = _cgutils
+
+LINE = 64  # bytes of one cache line: the unit of streaming stores
+BAND = 64  # source rows a transpose reads at once (few enough for the hardware prefetcher to follow)
+UNIT = 4096  # bytes a kernel writes at a time, so that reading and writing overlap
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+_LINE_VECTOR = ir.VectorType(_I64, LINE // 8)
+
+
+def _jit(function: F) -> F:
+    """numba's ``njit`` (cached, without the GIL), typed for mypy."""
+    return cast(F, njit(cache=True, nogil=True)(function))
+
+
+def _inline(function: F) -> F:
+    """``_jit``, inlined into its callers at numba's IR level."""
+    return cast(F, njit(cache=True, nogil=True, inline="always")(function))
+
+
+def _intrinsic(function: Callable[..., Any]) -> Any:
+    """numba's ``intrinsic`` decorator, typed for mypy."""
+    return intrinsic(function)
+
+
+# ----- LLVM building blocks -------------------------------------------------------------------------------------
+def _at(builder: Any, address: Any, pointee: Any) -> Any:
+    """A pointer to ``pointee`` at an integer address."""
+    return builder.inttoptr(address, pointee.as_pointer())
+
+
+def _offset(builder: Any, address: Any, step: Any, k: int, width: int) -> Any:
+    """``address + k * step * width`` (``step`` an LLVM integer, in elements of ``width`` bytes)."""
+    return builder.add(address, builder.mul(step, ir.Constant(_I64, k * width)))
+
+
+def _mask(values: list[int]) -> ir.Constant:
+    """A shufflevector mask."""
+    return ir.Constant(ir.VectorType(_I32, len(values)), values)
+
+
+def _concatenated(builder: Any, parts: list[Any]) -> Any:
+    """Equal vectors joined end to end (their count a power of 2)."""
+    while len(parts) > 1:
+        join = _mask(list(range(2 * parts[0].type.count)))
+        parts = [builder.shuffle_vector(parts[i], parts[i + 1], join) for i in range(0, len(parts), 2)]
+    return parts[0]
+
+
+def _element(context: Any, witness: Any) -> tuple[Any, int]:
+    """The LLVM type of a witness scalar's type and its size in bytes."""
+    element = context.get_value_type(witness)
+    return element, element.width // 8
+
+
+def _lanes_of(width: int) -> int:
+    """Elements of ``width`` bytes in one cache line."""
+    return LINE // width
+
+
+def _side_of(width: int) -> int:
+    """Side of the square blocks ``_transpose`` works on: 16 elements, 8 for 8-byte words."""
+    return 8 if width == 8 else 16
+
+
+@_intrinsic
+def _get(typingctx: Any, base: Any, index: Any, witness: Any) -> Any:
+    """Element ``index`` (of the witness's type) of the array at address ``base``, any alignment."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        element, _ = _element(context, signature.args[2])
+        return builder.load(builder.gep(_at(builder, args[0], element), [args[1]]), align=1)
+
+    return witness(types.intp, types.intp, witness), codegen
+
+
+@_intrinsic
+def _put(typingctx: Any, base: Any, index: Any, value: Any) -> Any:
+    """Store ``value`` as element ``index`` (of the value's type) of the array at address ``base``."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        element, _ = _element(context, signature.args[2])
+        builder.store(args[2], builder.gep(_at(builder, args[0], element), [args[1]]), align=1)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, value), codegen
+
+
+@_intrinsic
+def _get_word(typingctx: Any, base: Any, index: Any) -> Any:
+    """uint64 number ``index`` at address ``base``, any alignment."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.load(builder.gep(_at(builder, args[0], _I64), [args[1]]), align=1)
+
+    return types.uint64(types.intp, types.intp), codegen
+
+
+@_intrinsic
+def _put_word(typingctx: Any, base: Any, index: Any, value: Any) -> Any:
+    """Store uint64 number ``index`` at address ``base``, any alignment."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        builder.store(args[2], builder.gep(_at(builder, args[0], _I64), [args[1]]), align=1)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, types.uint64), codegen
+
+
+def _byte_copy(move: bool) -> Any:
+    """An intrinsic copying ``n`` bytes from one address to another (``memmove`` semantics when ``move``)."""
+
+    @_intrinsic
+    def copy(typingctx: Any, dst: Any, src: Any, n: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            byte = ir.IntType(8)
+            copier = cgutils.raw_memmove if move else cgutils.raw_memcpy
+            copier(builder, _at(builder, args[0], byte), _at(builder, args[1], byte), args[2], 1)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp), codegen
+
+    return copy
+
+
+_copy = _byte_copy(False)
+_move = _byte_copy(True)
+
+
+def _streamer(lines: int) -> Any:
+    """An intrinsic copying ``lines`` cache lines to a line-aligned address with non-temporal stores."""
+
+    @_intrinsic
+    def stream(typingctx: Any, dst: Any, src: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            target = _at(builder, args[0], _LINE_VECTOR)
+            source = _at(builder, args[1], _LINE_VECTOR)
+            values = [builder.load(builder.gep(source, [ir.Constant(_I64, k)]), align=1) for k in range(lines)]
+            hint = builder.module.add_metadata([ir.Constant(_I32, 1)])
+            for k, value in enumerate(values):
+                store = builder.store(value, builder.gep(target, [ir.Constant(_I64, k)]), align=LINE)
+                store.set_metadata("nontemporal", hint)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp), codegen
+
+    return stream
+
+
+_stream = _streamer(1)
+_stream4 = _streamer(4)
+
+
+@_intrinsic
+def _move_line(typingctx: Any, dst: Any, src: Any) -> Any:
+    """Copy one line's worth of bytes (the ranges may overlap), through a register."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        value = builder.load(_at(builder, args[1], _LINE_VECTOR), align=1)
+        builder.store(value, _at(builder, args[0], _LINE_VECTOR), align=1)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp), codegen
+
+
+@_intrinsic
+def _fence(typingctx: Any) -> Any:
+    """A full memory fence (orders the streaming stores before whatever follows the kernel)."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+def _constant(of_width: Callable[[int], int]) -> Any:
+    """An intrinsic returning ``of_width(bytes of the witness's type)`` as a compile-time constant."""
+
+    @_intrinsic
+    def constant(typingctx: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            return ir.Constant(_I64, of_width(_element(context, signature.args[0])[1]))
+
+        return types.intp(witness), codegen
+
+    return constant
+
+
+_width = _constant(lambda width: width)
+_lanes = _constant(_lanes_of)
+_side = _constant(_side_of)
+
+
+@_intrinsic
+def _transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, witness: Any) -> Any:
+    """Element (j, i) of a ``_side``-square block at ``dst`` = element (i, j) at ``src``, in registers."""
+
+    # Row steps are in elements. Each stage swaps the off-diagonal sub-blocks of one power-of-two size (one bit of
+    # the row index with the same bit of the column index) with shufflevector.
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        element, width = _element(context, signature.args[4])
+        n = _side_of(width)
+        vector = ir.VectorType(element, n)
+        rows = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
+                for i in range(n)]
+        step = 1
+        while step < n:
+            low = _mask([t if not t & step else n + t - step for t in range(n)])
+            high = _mask([t + step if not t & step else n + t for t in range(n)])
+            swapped = list(rows)
+            for i in range(n):
+                if not i & step:
+                    swapped[i] = builder.shuffle_vector(rows[i], rows[i + step], low)
+                    swapped[i + step] = builder.shuffle_vector(rows[i], rows[i + step], high)
+            rows = swapped
+            step *= 2
+        for j in range(n):
+            builder.store(rows[j], _at(builder, _offset(builder, args[0], args[1], j, width), vector), align=1)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+
+def _interleaver(p: int) -> Any:
+    """An intrinsic: element ``c*p + k`` at ``dst`` = element ``c`` of row ``k``, for one line's worth of ``c``."""
+    # The rows are ``step`` elements apart; ``p`` lines are written.
+
+    @_intrinsic
+    def interleave(typingctx: Any, dst: Any, src: Any, step: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[3])
+            n = _lanes_of(width)
+            vector = ir.VectorType(element, n)
+            rows = [builder.load(_at(builder, _offset(builder, args[1], args[2], k, width), vector), align=1)
+                    for k in range(p)]
+            joined = _concatenated(builder, rows)
+            for q in range(p):
+                order = [((q * n + t) % p) * n + (q * n + t) // p for t in range(n)]
+                line = builder.shuffle_vector(joined, ir.Constant(joined.type, None), _mask(order))
+                target = builder.add(args[0], ir.Constant(_I64, q * LINE))
+                builder.store(line, _at(builder, target, vector), align=1)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, witness), codegen
+
+    return interleave
+
+
+def _deinterleaver(p: int) -> Any:
+    """An intrinsic, the inverse of ``_interleaver(p)``: row ``k`` (``step`` elements apart) gets elements ``c*p+k``."""
+
+    @_intrinsic
+    def deinterleave(typingctx: Any, dst: Any, step: Any, src: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[3])
+            n = _lanes_of(width)
+            vector = ir.VectorType(element, n)
+            lines = [builder.load(_at(builder, builder.add(args[2], ir.Constant(_I64, q * LINE)), vector), align=1)
+                     for q in range(p)]
+            joined = _concatenated(builder, lines)
+            for k in range(p):
+                order = _mask([t * p + k for t in range(n)])
+                row = builder.shuffle_vector(joined, ir.Constant(joined.type, None), order)
+                builder.store(row, _at(builder, _offset(builder, args[0], args[1], k, width), vector), align=1)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, witness), codegen
+
+    return deinterleave
+
+
+_interleave2, _interleave4 = _interleaver(2), _interleaver(4)
+_deinterleave2, _deinterleave4 = _deinterleaver(2), _deinterleaver(4)
+
+
+# ----- output streams -------------------------------------------------------------------------------------------
+# A stream writes one contiguous range of the output through a small scratch buffer: new bytes always go to the
+# same place ``data``, preceded by the ``carry`` bytes of the last, partial output line; after each unit the whole
+# lines are written out and the rest moved in front of ``data`` again. When streaming, the scratch line starts
+# match the output's line starts. ``line`` is the output address of the carry's line; ``first`` the offset of the
+# range's first byte in its first line while that (partial) line is unwritten, else 0.
+@_inline
+def _open(address: int, stream: int, width: int) -> tuple[int, int, int, int]:
+    """(line, carry, first, stream) of a stream writing from ``address`` (elements of ``width`` bytes)."""
+    if stream and address % width == 0:
+        head = address % LINE
+        return address - head, head, head, 1
+    return address, 0, 0, 0
+
+
+@_inline
+def _lines(out: int, scratch: int, n: int) -> None:
+    """Stream ``n`` bytes (whole lines) from scratch to a line-aligned ``out``."""
+    k = 0
+    while k + 4 * LINE <= n:
+        _stream4(out + k, scratch + k)
+        k += 4 * LINE
+    while k < n:
+        _stream(out + k, scratch + k)
+        k += LINE
+
+
+@_inline
+def _flush(line: int, data: int, carry: int, n: int, first: int, stream: int) -> tuple[int, int, int]:
+    """Write out the whole lines of the carry and the ``n`` new bytes at ``data``; (line, carry, first) after."""
+    total = carry + n
+    start = data - carry
+    if not stream:
+        _copy(line, start, total)
+        return line + total, 0, 0
+    lines = total // LINE
+    if lines:
+        if first:
+            _copy(line + first, start + first, LINE - first)
+            _lines(line + LINE, start + LINE, (lines - 1) * LINE)
+        else:
+            _lines(line, start, lines * LINE)
+        first = 0
+    _move_line(data - LINE, data + n - LINE)
+    return line + lines * LINE, total - lines * LINE, first
+
+
+@_inline
+def _close(line: int, data: int, carry: int, first: int) -> None:
+    """Write the carried bytes: the range's last, partial line."""
+    _copy(line + first, data - carry + first, carry - first)
+
+
+@_inline
+def _pad_stream(line: int, data: int, carry: int, first: int, stream: int, pad: Any, count: int, room: int) -> None:
+    """Append ``count`` padding elements to a stream (``room`` bytes at a time) and close it."""
+    width = _width(pad)
+    chunk = max(1, room // width)
+    while count > 0:
+        n = min(count, chunk)
+        for k in range(n):
+            _put(data, k, pad)
+        line, carry, first = _flush(line, data, carry, n * width, first, stream)
+        count -= n
+    _close(line, data, carry, first)
+    if stream:
+        _fence()
+
+
+# ----- tiled 2-d layouts: T(R,C) and T(R,C)(P,1) -------------------------------------------------------------------
+@_inline
+def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c_size: int, p: int, pad: Any) -> None:
+    """One tile in physical order at ``dst`` from logical rows at ``src``; only ``rows`` x ``cols`` are not padding."""
+    # The logical rows are ``step`` elements apart.
+    width = _width(pad)
+    lanes = _lanes(pad)
+    if rows == r_size and cols == c_size:
+        if p == 1:
+            for r in range(r_size):
+                d = dst + r * c_size * width
+                s = src + r * step * width
+                for c in range(c_size):
+                    _put(d, c, _get(s, c, pad))
+            return
+        if (p == 2 or p == 4) and c_size % lanes == 0:
+            for g in range(r_size // p):
+                d = dst + g * c_size * p * width
+                s = src + g * p * step * width
+                for c in range(0, c_size, lanes):
+                    if p == 2:
+                        _interleave2(d + c * 2 * width, s + c * width, step, pad)
+                    else:
+                        _interleave4(d + c * 4 * width, s + c * width, step, pad)
+            return
+    for g in range(r_size // p):
+        for c in range(c_size):
+            d = (g * c_size + c) * p
+            for k in range(p):
+                r = g * p + k
+                if r < rows and c < cols:
+                    _put(dst, d + k, _get(src, r * step + c, pad))
+                else:
+                    _put(dst, d + k, pad)
+
+
+@_jit
+def tiled_to_physical(x: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
+    """Lay the logical array at address ``x`` (row-major) out tile by tile: tile rows [first, last) at ``out``."""
+    # geometry = (rows, cols, row stride, R, C, P, physical count, count with tail padding, stream, first tile row,
+    # last tile row), tile rows counted over the leading dims too; the part ending with the last tile row also
+    # writes the tail padding. batch = (sizes, logical strides) of the dims before the tiled two, major to minor;
+    # pad is an element; scratch holds two lines and a tile.
+    rows, cols, step = geometry[0], geometry[1], geometry[2]
+    r_size, c_size, p = geometry[3], geometry[4], geometry[5]
+    count, total = geometry[6], geometry[7]
+    width = _width(pad)
+    t_bytes = r_size * c_size * width
+    source, data = x, scratch + LINE
+    line, carry, first, stream = _open(out, geometry[8], width)
+    row_tiles = (rows + r_size - 1) // r_size
+    col_tiles = (cols + c_size - 1) // c_size
+    dims = batch.shape[1]
+    strips = 1
+    for k in range(dims):
+        strips *= batch[0, k]
+    strips *= row_tiles
+    for strip in range(geometry[9], geometry[10]):
+        offset = 0
+        rest = strip // row_tiles
+        for k in range(dims - 1, -1, -1):
+            offset += (rest % batch[0, k]) * batch[1, k]
+            rest //= batch[0, k]
+        i = strip % row_tiles
+        valid = min(r_size, rows - i * r_size)
+        for j in range(col_tiles):
+            first_element = source + (offset + i * r_size * step + j * c_size) * width
+            _tile_to(data, first_element, step, valid, min(c_size, cols - j * c_size), r_size, c_size, p, pad)
+            line, carry, first = _flush(line, data, carry, t_bytes, first, stream)
+    tail = total - count if geometry[10] == strips else 0
+    _pad_stream(line, data, carry, first, stream, pad, tail, t_bytes)
+
+
+@_inline
+def _tiled_from(
+    src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any, r_size: int, c_size: int, p: int
+) -> None:
+    """``tiled_from_physical`` with the tile given (constants in the specialized entry points)."""
+    rows, cols, step = geometry[0], geometry[1], geometry[2]
+    width = _width(pad)
+    lanes = _lanes(pad)
+    row_bytes = geometry[7]
+    row_step = row_bytes // width
+    piece = c_size * width
+    room = max(piece, min(row_bytes - 2 * LINE, UNIT // r_size))  # bytes each row takes before writing out
+    row_tiles = (rows + r_size - 1) // r_size
+    col_tiles = (cols + c_size - 1) // c_size
+    lines = np.zeros(r_size, np.int64)
+    carries = np.zeros(r_size, np.int64)
+    firsts = np.zeros(r_size, np.int64)
+    stream = 0
+    dims = batch.shape[1]
+    t = src
+    for strip in range(geometry[8], geometry[9]):
+        offset = 0
+        rest = strip // row_tiles
+        for k in range(dims - 1, -1, -1):
+            offset += (rest % batch[0, k]) * batch[1, k]
+            rest //= batch[0, k]
+        i = strip % row_tiles
+        valid = min(r_size, rows - i * r_size)
+        for k in range(valid):
+            address = out + (offset + (i * r_size + k) * step) * width
+            lines[k], carries[k], firsts[k], stream = _open(address, geometry[6], width)
+        filled = 0
+        for j in range(col_tiles):
+            n = min(c_size, cols - j * c_size)
+            for g in range(r_size // p):
+                d = scratch + g * p * row_bytes + LINE + filled
+                s = t + g * piece * p
+                if p == 1 and n == c_size:
+                    for c in range(c_size):
+                        _put(d, c, _get(s, c, pad))
+                elif p == 1:
+                    for c in range(n):
+                        _put(d, c, _get(s, c, pad))
+                elif n == c_size and c_size % lanes == 0 and (p == 2 or p == 4):
+                    for c in range(0, c_size, lanes):
+                        if p == 2:
+                            _deinterleave2(d + c * width, row_step, s + c * 2 * width, pad)
+                        else:
+                            _deinterleave4(d + c * width, row_step, s + c * 4 * width, pad)
+                else:
+                    for c in range(n):
+                        for k in range(p):
+                            _put(d + k * row_bytes, c, _get(s, c * p + k, pad))
+            filled += n * width
+            t += r_size * piece
+            if filled + piece > room or j == col_tiles - 1:
+                for k in range(r_size):
+                    if k < valid:
+                        data = scratch + k * row_bytes + LINE
+                        lines[k], carries[k], firsts[k] = _flush(lines[k], data, carries[k], filled, firsts[k],
+                                                                 stream)
+                filled = 0
+        for k in range(valid):
+            _close(lines[k], scratch + k * row_bytes + LINE, carries[k], firsts[k])
+    if stream:
+        _fence()
+
+
+@_jit
+def tiled_from_physical(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
+    """Read tile rows [first, last) of a tiled layout, the first at address ``src``, into the array at ``out``."""
+    # Reads the tiles in physical order; each tile row feeds R output streams, one per logical row. geometry =
+    # (rows, cols, row stride, R, C, P, stream, bytes of each of the R row buffers in scratch, first tile row, last
+    # tile row), tile rows counted over the leading dims too; batch = (sizes, logical strides) of the dims before
+    # the tiled two, in physical order; pad gives the element type.
+    _tiled_from(src, out, scratch, pad, geometry, batch, geometry[3], geometry[4], geometry[5])
+
+
+@_jit
+def tiled_from_physical_8x128(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
+    """``tiled_from_physical`` compiled for ``T(8,128)`` (the 32-bit TPU format)."""
+    _tiled_from(src, out, scratch, pad, geometry, batch, 8, 128, 1)
+
+
+@_jit
+def tiled_from_physical_8x128x2(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
+    """``tiled_from_physical`` compiled for ``T(8,128)(2,1)`` (the 16-bit TPU format)."""
+    _tiled_from(src, out, scratch, pad, geometry, batch, 8, 128, 2)
+
+
+@_jit
+def tiled_from_physical_8x128x4(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
+    """``tiled_from_physical`` compiled for ``T(8,128)(4,1)`` (the 8-bit TPU format)."""
+    _tiled_from(src, out, scratch, pad, geometry, batch, 8, 128, 4)
+
+
+# ----- permutations: a strided source into a contiguous destination ------------------------------------------------
+@_inline
+def _copy_out(out: int, scratch: int, n: int, stream: int) -> None:
+    """Copy ``n`` bytes from scratch to ``out``: whole aligned lines streamed, the partial ends stored plainly."""
+    if not stream:
+        _copy(out, scratch, n)
+        return
+    head = min(n, (-out) % LINE)
+    _copy(out, scratch, head)
+    k = head
+    while k + 4 * LINE <= n:
+        _stream4(out + k, scratch + k)
+        k += 4 * LINE
+    while k + LINE <= n:
+        _stream(out + k, scratch + k)
+        k += LINE
+    _copy(out + k, scratch + k, n - k)
+
+
+@_jit
+def permute_runs(src: int, out: int, scratch: int, pad: Any, shape: Any, strides: Any, geometry: Any) -> None:
+    """At ``out``: runs [first, last) of the array contiguous over ``shape``, read at ``src`` with ``strides``."""
+    # Copies along the last axis (contiguous or strided in the src) in destination order. geometry = (elements,
+    # elements with tail padding, stream, bytes of scratch, first run, last run); the part ending with the last
+    # run also writes the tail padding.
+    count, total = geometry[0], geometry[1]
+    width = _width(pad)
+    data = scratch + LINE
+    line, carry, first, stream = _open(out, geometry[2], width)
+    room = geometry[3] - 2 * LINE
+    dims = shape.size
+    length, step = shape[dims - 1], strides[dims - 1]
+    chunk = max(1, min(UNIT, room) // width)
+    for run in range(geometry[4], geometry[5]):
+        offset = 0
+        rest = run
+        for k in range(dims - 2, -1, -1):
+            offset += (rest % shape[k]) * strides[k]
+            rest //= shape[k]
+        done = 0
+        while done < length:
+            n = min(chunk, length - done)
+            s = src + (offset + done * step) * width
+            if step == 1:
+                for k in range(n):
+                    _put(data, k, _get(s, k, pad))
+            else:
+                for k in range(n):
+                    _put(data, k, _get(s, k * step, pad))
+            line, carry, first = _flush(line, data, carry, n * width, first, stream)
+            done += n
+    tail = total - count if geometry[5] == count // length else 0
+    _pad_stream(line, data, carry, first, stream, pad, tail, min(UNIT, room))
+
+
+@_jit
+def permute_blocks(src: int, out: int, scratch: int, pad: Any, shape: Any, strides: Any, geometry: Any) -> None:
+    """``out`` as in ``permute_runs``, transposing the last axis with axis ``geometry[3]`` (src stride 1)."""
+    # Batched over the other axes. Reads bands of BAND src rows a few lines at a time, transposes square blocks
+    # in registers into scratch and writes each destination row's piece out, on a column grid that puts the pieces
+    # on whole output lines. geometry = (elements, elements with tail padding, stream, the axis, first row, last
+    # row): only rows [first, last) of the transposed axis are written, in every batch; the part ending with the
+    # last row also writes the tail padding.
+    count, total, b_axis = geometry[0], geometry[1], geometry[3]
+    width = _width(pad)
+    side = _side(pad)
+    stream = geometry[2]
+    if out % width:
+        stream = 0
+    dims = shape.size
+    a_size, a_step = shape[dims - 1], strides[dims - 1]
+    b_size = shape[b_axis]
+    b_first, b_last = geometry[4], geometry[5]
+    b_stride = 1
+    for k in range(b_axis + 1, dims):
+        b_stride *= shape[k]
+    b_block = max(side, 256 // width)
+    lead = BAND + LINE // width
+    batches = count // (a_size * b_size)
+    for batch in range(batches):
+        src_offset = 0
+        dst_offset = 0
+        rest = batch
+        dst_step = a_size
+        for k in range(dims - 2, -1, -1):
+            if k != b_axis:
+                digit = rest % shape[k]
+                rest //= shape[k]
+                src_offset += digit * strides[k]
+                dst_offset += digit * dst_step
+            dst_step *= shape[k]
+        first = min(a_size, ((-(out + dst_offset * width)) % LINE) // width) if stream else 0
+        for b in range(b_first, b_last):
+            d = out + (dst_offset + b * b_stride) * width
+            s = src + (src_offset + b) * width
+            for a in range(first):
+                _put(d, a, _get(s, a * a_step, pad))
+        for a0 in range(first, a_size, BAND):
+            na = min(BAND, a_size - a0)
+            full_a = na - na % side
+            for b0 in range(b_first, b_last, b_block):
+                nb = min(b_block, b_last - b0)
+                full_b = nb - nb % side
+                s = src + (src_offset + a0 * a_step + b0) * width
+                for i in range(0, full_a, side):
+                    for j in range(0, full_b, side):
+                        _transpose(scratch + (j * lead + i) * width, lead, s + (i * a_step + j) * width, a_step, pad)
+                for i in range(na):
+                    for j in range(full_b if i < full_a else 0, nb):
+                        _put(scratch, j * lead + i, _get(s, i * a_step + j, pad))
+                for j in range(nb):
+                    d = out + (dst_offset + (b0 + j) * b_stride + a0) * width
+                    _copy_out(d, scratch + j * lead * width, na * width, stream)
+    if b_last == b_size:
+        for k in range(count, total):
+            _put(out, k, pad)
+    if stream:
+        _fence()
+
+
+# ----- sub-byte packing --------------------------------------------------------------------------------------------
+_U = np.uint64
+_LOW_NIBBLES, _LOW_PAIRS, _LOW_BITS = _U(0x0F0F0F0F0F0F0F0F), _U(0x0303030303030303), _U(0x0101010101010101)
+_M16_8, _M32_16, _M64_32 = _U(0x00FF00FF00FF00FF), _U(0x0000FFFF0000FFFF), _U(0x00000000FFFFFFFF)
+_M16_4, _M32_8, _M64_16 = _U(0x000F000F000F000F), _U(0x000000FF000000FF), _U(0x000000000000FFFF)
+_M16_2, _M32_4, _M64_8 = _U(0x0003000300030003), _U(0x0000000F0000000F), _U(0x00000000000000FF)
+
+
+@_inline
+def _squeeze(word: Any, bits: int) -> Any:
+    """The low ``bits`` bits of each byte of a uint64, packed into its low ``8*bits`` bits (first byte lowest)."""
+    if bits == 4:
+        v = word & _LOW_NIBBLES
+        v = (v | (v >> _U(4))) & _M16_8
+        v = (v | (v >> _U(8))) & _M32_16
+        return (v | (v >> _U(16))) & _M64_32
+    if bits == 2:
+        v = word & _LOW_PAIRS
+        v = (v | (v >> _U(6))) & _M16_4
+        v = (v | (v >> _U(12))) & _M32_8
+        return (v | (v >> _U(24))) & _M64_16
+    v = word & _LOW_BITS
+    v = (v | (v >> _U(7))) & _M16_2
+    v = (v | (v >> _U(14))) & _M32_4
+    return (v | (v >> _U(28))) & _M64_8
+
+
+@_inline
+def _spread(value: Any, bits: int) -> Any:
+    """Inverse of ``_squeeze``: the low ``8*bits`` bits of a uint64 spread into the low ``bits`` bits of each byte."""
+    if bits == 4:
+        v = (value | (value << _U(16))) & _M32_16
+        v = (v | (v << _U(8))) & _M16_8
+        return (v | (v << _U(4))) & _LOW_NIBBLES
+    if bits == 2:
+        v = (value | (value << _U(24))) & _M32_8
+        v = (v | (v << _U(12))) & _M16_4
+        return (v | (v << _U(6))) & _LOW_PAIRS
+    v = (value | (value << _U(28))) & _M32_4
+    v = (v | (v << _U(14))) & _M16_2
+    return (v | (v << _U(7))) & _LOW_BITS
+
+
+@_inline
+def _pack_words(dst: int, src: int, count: int, bits: int) -> None:
+    """``count`` packed uint64 words at ``dst`` from the element bytes at ``src`` (``64 / bits`` bytes per word)."""
+    if bits == 4:
+        for k in range(count):
+            low = _squeeze(_get_word(src, 2 * k), 4)
+            _put_word(dst, k, low | (_squeeze(_get_word(src, 2 * k + 1), 4) << _U(32)))
+    elif bits == 2:
+        for k in range(count):
+            v = _squeeze(_get_word(src, 4 * k), 2) | (_squeeze(_get_word(src, 4 * k + 1), 2) << _U(16))
+            v |= (_squeeze(_get_word(src, 4 * k + 2), 2) << _U(32)) | (_squeeze(_get_word(src, 4 * k + 3), 2) << _U(48))
+            _put_word(dst, k, v)
+    else:
+        for k in range(count):
+            v = _U(0)
+            for q in range(8):
+                v |= _squeeze(_get_word(src, 8 * k + q), 1) << _U(8 * q)
+            _put_word(dst, k, v)
+
+
+@_jit
+def pack(
+    codes: int, n: int, out: int, size: int, scratch: int, room: int, bits: int, stream: int, part: tuple[int, int]
+) -> None:
+    """Pack ``n`` bytes at ``codes`` (their low ``bits`` bits) into ``size`` bytes at ``out``, first element lowest."""
+    # Writes the whole output words [part[0], part[1]); the part ending with the last one also writes the bytes
+    # after them. scratch has room bytes.
+    per = 8 // bits  # elements per byte
+    source, data = codes, scratch + LINE
+    line, carry, first, stream = _open(out + 8 * part[0], stream, 1)
+    block = max(1, min(UNIT, room - 2 * LINE) // 8)  # output words per unit
+    words = n // (8 * per)
+    done = part[0]
+    while done < part[1]:
+        m = min(block, part[1] - done)
+        _pack_words(data, source + done * 8 * per, m, bits)
+        line, carry, first = _flush(line, data, carry, 8 * m, first, stream)
+        done += m
+    rest = size - words * 8 if part[1] == words else 0
+    field = (1 << bits) - 1
+    for k in range(rest):
+        value = 0
+        for q in range(per):
+            i = words * 8 * per + k * per + q
+            if i < n:
+                value |= (np.int64(_get(source, i, np.uint8(0))) & field) << (q * bits)
+        _put(data, k, np.uint8(value))
+    line, carry, first = _flush(line, data, carry, rest, first, stream)
+    _pad_stream(line, data, carry, first, stream, np.uint8(0), 0, 1)
+
+
+@_inline
+def _unpack_words(dst: int, src: int, count: int, bits: int, lanes: Any) -> None:
+    """The element bytes of ``count`` packed uint64 words at ``src``, masked by ``lanes``, to ``dst``."""
+    if bits == 4:
+        for k in range(count):
+            v = _get_word(src, k)
+            _put_word(dst, 2 * k, _spread(v & _M64_32, 4) & lanes)
+            _put_word(dst, 2 * k + 1, _spread(v >> _U(32), 4) & lanes)
+    elif bits == 2:
+        for k in range(count):
+            v = _get_word(src, k)
+            for q in range(4):
+                _put_word(dst, 4 * k + q, _spread((v >> _U(16 * q)) & _M64_16, 2) & lanes)
+    else:
+        for k in range(count):
+            v = _get_word(src, k)
+            for q in range(8):
+                _put_word(dst, 8 * k + q, _spread((v >> _U(8 * q)) & _M64_8, 1) & lanes)
+
+
+@_jit
+def unpack(
+    data: int, out: int, n: int, scratch: int, room: int, bits: int, mask: int, stream: int, part: tuple[int, int]
+) -> None:
+    """Unpack ``n`` ``bits``-bit fields at ``data`` into ``n`` bytes at ``out``, each masked by ``mask``."""
+    # Reads the whole input words [part[0], part[1]); the part ending with the last one also the bytes after
+    # them. scratch has room bytes.
+    per = 8 // bits
+    lanes = _U(mask) * _LOW_BITS
+    source, buffer = data, scratch + LINE
+    line, carry, first, stream = _open(out + 8 * per * part[0], stream, 1)
+    block = max(1, min(UNIT, room - 2 * LINE) // (8 * per))  # input words per unit
+    words = n // (8 * per)
+    done = part[0]
+    while done < part[1]:
+        m = min(block, part[1] - done)
+        _unpack_words(buffer, source + 8 * done, m, bits, lanes)
+        line, carry, first = _flush(line, buffer, carry, m * 8 * per, first, stream)
+        done += m
+    field = (1 << bits) - 1
+    end = n if part[1] == words else words * 8 * per
+    for i in range(words * 8 * per, end):
+        byte = np.int64(_get(source, i // per, np.uint8(0)))
+        _put(buffer, i - words * 8 * per, np.uint8((byte >> ((i % per) * bits)) & field & mask))
+    line, carry, first = _flush(line, buffer, carry, end - words * 8 * per, first, stream)
+    _pad_stream(line, buffer, carry, first, stream, np.uint8(0), 0, 1)

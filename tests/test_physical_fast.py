@@ -1,0 +1,311 @@
+"""The compiled (numba) kernels give exactly the NumPy path's bytes, for every layout family they cover."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xlashapes as xs
+from xlashapes import physical
+from xlashapes.physical import from_physical, to_physical
+
+pytest.importorskip("numba")
+
+from test_physical import random_array, same_bits  # tests/ is on sys.path
+
+KERNELS = (
+    "tiled_to_physical", "tiled_from_physical", "tiled_from_physical_8x128", "tiled_from_physical_8x128x2",
+    "tiled_from_physical_8x128x4", "permute_runs", "permute_blocks", "pack", "unpack",
+)
+SUB_BYTE = ["s1", "u1", "s2", "u2", "s4", "u4", "f4e2m1fn", "pred"]
+WHOLE = ["pred", "s8", "u8", "f8e4m3fn", "s16", "bf16", "f16", "s32", "f32", "u32", "s64", "f64", "c64"]
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
+    """Kernel calls counted by name; the kernels used for arrays of any size."""
+    kernels = physical._kernels()
+    assert kernels is not None, "numba is installed but the kernels did not load"
+    counter: Counter[str] = Counter()
+    for name in KERNELS:
+        monkeypatch.setattr(kernels, name, _counted(getattr(kernels, name), name, counter))
+    monkeypatch.setattr(physical, "_NUMBA_BYTES", 0)
+    monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
+    yield counter
+
+
+def _counted(function: Callable[..., Any], name: str, counter: Counter[str]) -> Callable[..., Any]:
+    """``function`` counting its calls in ``counter[name]``."""
+
+    def call(*args: Any) -> Any:
+        counter[name] += 1
+        return function(*args)
+
+    return call
+
+
+def numpy_path(monkeypatch: pytest.MonkeyPatch, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` on the NumPy path (``XLASHAPES_NO_NUMBA=1``)."""
+    with monkeypatch.context() as patch:
+        patch.setenv("XLASHAPES_NO_NUMBA", "1")
+        return function(*args, **kwargs)
+
+
+def padding_values(etype: str) -> st.SearchStrategy[Any]:
+    """Padding values ``etype`` holds exactly (None: the default)."""
+    kind = xs.element_type(etype)
+    if etype == "pred":
+        return st.sampled_from([None, 0, 1])
+    if kind.is_integral:
+        top = min((1 << (kind.bits - 1)) - 1, 100) if kind.is_signed else min((1 << kind.bits) - 1, 100)
+        return st.one_of(st.none(), st.integers(0, top))
+    return st.sampled_from([None, 0.0, -0.0, 1.5, float("nan"), float("-inf")])
+
+
+def element_fields(etype: str) -> st.SearchStrategy[int]:
+    """``E(n)`` values for ``etype``: 0 (its default) or a packed width it can use."""
+    kind = xs.element_type(etype)
+    if etype == "pred":
+        return st.sampled_from([0, 1])
+    if kind.bits < 8:
+        return st.sampled_from([0, *(b for b in (1, 2, 4) if b >= kind.bits and (kind.is_integral or b == kind.bits))])
+    return st.just(0)
+
+
+@st.composite
+def tiled_shapes(draw: st.DrawFn) -> tuple[xs.Shape, Any]:
+    """A shape the tiled kernels cover: ``T(R,C)`` or ``T(R,C)(P,1)``, the logical last dim most minor."""
+    etype = draw(st.sampled_from(WHOLE + SUB_BYTE))
+    rank = draw(st.integers(1, 4))
+    dims = [draw(st.integers(1, 6)) for _ in range(rank - 2)]
+    if rank >= 2:
+        dims.append(draw(st.integers(1, 40)))
+    dims.append(draw(st.integers(1, 300)))
+    if draw(st.booleans()):
+        r_size, c_size = draw(st.sampled_from([(8, 128), (4, 128), (2, 128), (1, 128), (16, 128)]))
+    else:
+        r_size, c_size = draw(st.sampled_from([1, 2, 3, 4, 8])), draw(st.sampled_from([1, 3, 8, 16, 64, 96]))
+    p = draw(st.sampled_from([d for d in (1, 2, 4, 8) if r_size % d == 0]))
+    first = (c_size,) if r_size == 1 and draw(st.booleans()) else (r_size, c_size)
+    tiles = (first, (p, 1)) if len(first) == 2 and (p > 1 or draw(st.booleans())) else (first,)
+    order = (rank - 1, *draw(st.permutations(range(rank - 1))))
+    layout = xs.Layout(order, tiles=tiles, tail_padding_alignment_in_elements=draw(st.sampled_from([1, 1, 3, 64])),
+                       element_size_in_bits=draw(element_fields(etype)))
+    shape = xs.make_shape(etype, dims, layout=layout)
+    return shape, draw(padding_values(etype))
+
+
+@st.composite
+def permuted_shapes(draw: st.DrawFn) -> tuple[xs.Shape, Any]:
+    """A shape the permute kernels cover: untiled, any non-identity dim order."""
+    etype = draw(st.sampled_from(WHOLE + SUB_BYTE))
+    rank = draw(st.integers(2, 5))
+    big = draw(st.sampled_from([1, 1, 2]))  # how many dims may be long (blocks, bands, edges)
+    dims = [draw(st.integers(1, 150 if k < big else 7)) for k in range(rank)]
+    dims = draw(st.permutations(dims))
+    order = tuple(draw(st.permutations(range(rank))))
+    if order == tuple(range(rank - 1, -1, -1)):
+        order = (*order[1:], order[0])
+    layout = xs.Layout(order, tail_padding_alignment_in_elements=draw(st.sampled_from([1, 1, 5])),
+                       element_size_in_bits=draw(element_fields(etype)))
+    shape = xs.make_shape(etype, list(dims), layout=layout)
+    return shape, draw(padding_values(etype))
+
+
+@st.composite
+def packed_shapes(draw: st.DrawFn) -> tuple[xs.Shape, Any]:
+    """A row-major sub-byte array packed by ``E(n)`` (straight through the packing kernels)."""
+    etype = draw(st.sampled_from(SUB_BYTE))
+    bits = draw(element_fields(etype).filter(bool))
+    dims = draw(st.lists(st.integers(1, 70), min_size=1, max_size=3))
+    layout = xs.Layout(tuple(range(len(dims) - 1, -1, -1)), element_size_in_bits=bits,
+                       tail_padding_alignment_in_elements=draw(st.sampled_from([1, 1, 3, 16])))
+    return xs.make_shape(etype, dims, layout=layout), draw(padding_values(etype))
+
+
+def check_both_paths(
+    monkeypatch: pytest.MonkeyPatch, shape: xs.Shape, padding: Any, seed: int, stream: bool, offset: int,
+    threads: int = 1,
+) -> None:
+    """to_physical and from_physical (also with ``out=`` at a byte ``offset``) agree on both paths, bit for bit."""
+    monkeypatch.setattr(physical, "_STREAM_BYTES", 0 if stream else 1 << 62)
+    monkeypatch.setattr(physical, "THREADS", threads)
+    monkeypatch.setattr(physical, "_THREAD_BYTES", 0)
+    x = random_array(str(shape.element_type), shape.dimensions, seed)
+    expected = numpy_path(monkeypatch, to_physical, x, shape, padding_value=padding)
+    assert np.array_equal(to_physical(x, shape, padding_value=padding), expected), shape
+    room = np.empty(len(expected) + 64, np.uint8)
+    out = room[offset : offset + len(expected)]
+    assert to_physical(x, shape, out=out, padding_value=padding) is out
+    assert np.array_equal(out, expected), shape
+    noise = np.random.default_rng(seed).integers(0, 256, size=len(expected) + 64, dtype=np.uint8)
+    data = noise[offset : offset + len(expected)]  # any alignment
+    reference = numpy_path(monkeypatch, from_physical, data, shape)
+    assert same_bits(from_physical(data, shape), reference), shape
+    target = np.empty_like(reference)
+    assert from_physical(data, shape, out=target) is target
+    assert same_bits(target, reference), shape
+    assert same_bits(from_physical(expected, shape), x), shape
+
+
+THREADS = st.sampled_from([1, 1, 2, 3])
+
+
+@FAST
+@given(tiled_shapes(), st.integers(0, 2**32), st.booleans(), st.integers(0, 63), THREADS)
+def test_tiled_kernels_equal_numpy_path(
+    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, case: tuple[xs.Shape, Any], seed: int, stream: bool,
+    offset: int, threads: int,
+) -> None:
+    shape, padding = case
+    assert isinstance(physical._compiled_plan(shape.dimensions, shape.layout_or_default()), physical._Tiled)
+    before = sum(calls.values())
+    check_both_paths(monkeypatch, shape, padding, seed, stream, offset, threads)
+    assert sum(calls[name] for name in KERNELS if name.startswith("tiled")) and sum(calls.values()) > before
+
+
+@FAST
+@given(permuted_shapes(), st.integers(0, 2**32), st.booleans(), st.integers(0, 63), THREADS)
+def test_permute_kernels_equal_numpy_path(
+    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, case: tuple[xs.Shape, Any], seed: int, stream: bool,
+    offset: int, threads: int,
+) -> None:
+    shape, padding = case
+    assert isinstance(physical._compiled_plan(shape.dimensions, shape.layout_or_default()), physical._Permuted)
+    check_both_paths(monkeypatch, shape, padding, seed, stream, offset, threads)
+    assert calls["permute_runs"] + calls["permute_blocks"] > 0
+
+
+@FAST
+@given(packed_shapes(), st.integers(0, 2**32), st.booleans(), st.integers(0, 63), THREADS)
+def test_packing_kernels_equal_numpy_path(
+    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, case: tuple[xs.Shape, Any], seed: int, stream: bool,
+    offset: int, threads: int,
+) -> None:
+    shape, padding = case
+    check_both_paths(monkeypatch, shape, padding, seed, stream, offset, threads)
+    assert calls["pack"] > 0 and calls["unpack"] > 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "f32[37,1000]{1,0:T(8,128)}",  # the specialized kernels, with partial tiles in both dims
+        "bf16[3,21,520]{2,0,1:T(8,128)(2,1)}",
+        "s8[2,45,300]{2,1,0:T(8,128)(4,1)L(1024)}",
+        "f32[300,257]{0,1}",  # several bands and blocks, partial ones
+        "u8[3,130,70]{1,2,0}",
+        "f64[40,3,33]{0,2,1}",
+        "s4[8,32,1,256]{3,1,0,2:T(8,128)(8,1)E(4)}",
+        "u2[999]{0:E(2)}",
+        "pred[4,1001]{1,0:E(1)}",
+    ],
+)
+def test_larger_cases_with_streaming_stores(calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    shape = xs.parse_shape(text)
+    for offset in (0, 16, 13):
+        for stream in (True, False):
+            for threads in (1, 2):
+                check_both_paths(monkeypatch, shape, None, offset, stream, offset, threads)
+    assert sum(calls.values()) > 0
+
+
+def test_nan_payloads_survive_the_kernels(calls: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    bits = np.array([0x7FC01234, 0xFFA00001, 0x80000000, 0x7F800001], np.uint32)
+    x = np.resize(bits, (40, 300)).view(np.float32)
+    monkeypatch.setattr(physical, "_STREAM_BYTES", 0)
+    nan = np.array([0x7FC0BEEF], np.uint32).view(np.float32)[0]
+    for text in ("f32[40,300]{1,0:T(8,128)}", "f32[40,300]{0,1}"):
+        buffer = to_physical(x, text, padding_value=nan)
+        assert np.array_equal(from_physical(buffer, text).view(np.uint32), x.view(np.uint32))
+        assert np.array_equal(buffer, numpy_path(monkeypatch, to_physical, x, text, padding_value=nan))
+    assert calls["tiled_to_physical"] and calls["permute_blocks"]
+
+
+def test_read_only_and_bytes_buffers(calls: Counter[str]) -> None:
+    shape = xs.parse_shape("bf16[16,256]{1,0:T(8,128)(2,1)}")
+    x = random_array("bf16", (16, 256), 3)
+    data = to_physical(x, shape).tobytes()
+    assert same_bits(from_physical(data, shape), x)
+    assert same_bits(from_physical(memoryview(data)[:], shape), x)
+    assert calls["tiled_from_physical_8x128x2"] == 2
+
+
+def test_no_numba_variable_forces_the_numpy_path(calls: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLASHAPES_NO_NUMBA", "1")
+    assert physical._kernels() is None
+    to_physical(random_array("f32", (16, 256), 1), "f32[16,256]{1,0:T(8,128)}")
+    monkeypatch.setenv("XLASHAPES_NO_NUMBA", "0")
+    assert physical._kernels() is not None
+    assert not calls
+
+
+def test_small_arrays_stay_on_the_numpy_path(calls: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(physical, "_NUMBA_BYTES", 1 << 20)
+    to_physical(random_array("f32", (16, 256), 1), "f32[16,256]{1,0:T(8,128)}")
+    assert not calls
+
+
+def test_without_numba_the_numpy_path_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    physical._import_kernels.cache_clear()
+    try:
+        monkeypatch.setitem(sys.modules, "numba", None)  # import numba now raises ImportError
+        monkeypatch.delitem(sys.modules, "xlashapes._kernels", raising=False)
+        monkeypatch.delattr(xs, "_kernels", raising=False)
+        monkeypatch.setattr(physical, "_NUMBA_BYTES", 0)
+        assert physical._kernels() is None
+        x = random_array("bf16", (16, 256), 2)
+        buffer = to_physical(x, "bf16[16,256]{1,0:T(8,128)(2,1)}")
+        assert same_bits(from_physical(buffer, "bf16[16,256]{1,0:T(8,128)(2,1)}"), x)
+    finally:
+        physical._import_kernels.cache_clear()
+
+
+def test_importing_xlashapes_does_not_import_numba() -> None:
+    code = (
+        "import sys, numpy as np, xlashapes as xs; "
+        "xs.to_physical(np.zeros((8, 128), np.float32), 'f32[8,128]{1,0:T(8,128)}'); "
+        "print('numba' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_threads_split_the_work_into_disjoint_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(physical, "_THREAD_BYTES", 100)
+    monkeypatch.setattr(physical, "THREADS", 3)
+    assert physical._parts(10, 100) == [(0, 3), (3, 6), (6, 10)]
+    assert physical._parts(2, 100) == [(0, 1), (1, 2)]
+    assert physical._parts(10, 99) == [(0, 10)]  # too small to split
+    monkeypatch.setattr(physical, "THREADS", 1)
+    assert physical._parts(10, 1 << 30) == [(0, 10)]
+    monkeypatch.setattr(physical, "THREADS", "2")
+    with pytest.raises(xs.ShapeError, match="THREADS"):
+        physical._parts(10, 1 << 30)
+
+
+def test_families_are_recognised_exactly() -> None:
+    plan = physical._compiled_plan
+    assert plan((4, 8, 256), xs.parse_shape("bf16[4,8,256]{2,0,1:T(8,128)(2,1)}").layout) == physical._Tiled(
+        rows=4, cols=256, row_dim=0, tile=(8, 128, 2), batch=(1,)
+    )
+    assert plan((4, 8), xs.Layout((0, 1))) == physical._Permuted((1, 0))
+    for layout in (
+        xs.Layout((1, 0)),  # row-major: plain copies, no kernel needed
+        xs.Layout((0, 1), tiles=((8, 128),)),  # the tiled minor dim is not the logical last one
+        xs.Layout((1, 0), tiles=((8, 128), (3, 1))),  # P does not divide R
+        xs.Layout((1, 0), tiles=((128,), (2, 1))),  # (2,1) after a 1-d tile interleaves tile columns
+        xs.Layout((1, 0), tiles=((8, 128), (2, 1), (2, 1))),
+        xs.Layout((1, 0), tiles=((physical.COMBINE_DIMENSION, 128),)),
+        xs.Layout((1, 0), padded_dimensions=(5, 9)),
+    ):
+        assert plan((4, 8), layout) is None, layout

@@ -861,3 +861,36 @@ def test_fuzz_generated_lines(text: str) -> None:
         assert fast == outcome(text, False)
         if isinstance(fast, HloModule):
             exercise(fast)
+
+
+def test_problems_check_shapes_against_the_broadcasting_rules() -> None:
+    text = """HloModule m
+ENTRY e {
+  a = f32[2,3]{1,0} parameter(0)
+  b = f32[3]{0} parameter(1)
+  bb = f32[2,3]{1,0} broadcast(b), dimensions={1}
+  bad = f32[2,4]{1,0} broadcast(b), dimensions={1}
+  ok = f32[2,3]{1,0} add(a, bb)
+  outer = f32[2,3]{1,0} multiply(f32[2,1]{1,0} c, f32[1,3]{1,0} d)
+  wrong = f32[3,2]{1,0} add(a, bb)
+  cmp = f32[2,3]{1,0} compare(a, bb), direction=LT
+  mix = f32[2,3]{1,0} add(a, b)
+  ROOT t = (f32[2,3]{1,0}) tuple(ok)
+}
+"""
+    module = xs.parse_hlo_module(text)
+    problems = {p.line: p.message for p in module.problems() if "not defined" not in p.message}
+    assert set(problems) == {6, 9, 10, 11}
+    assert "operand dimension 0 (size 3) does not match dimension 1" in problems[6]
+    assert "is not the broadcast of its operands f32[2,3] and f32[2,3], which is f32[2,3]" in problems[9]
+    assert "gives pred, not f32" in problems[10]
+    assert "broadcast_dimensions" in problems[11]
+    with pytest.raises(xs.ParseError) as info:
+        xs.parse_hlo_module(text, strict=True)
+    assert info.value.line == 6
+
+
+def test_real_dumps_satisfy_the_broadcasting_rules() -> None:
+    for path in DUMPS:
+        problems = xs.parse_hlo_module(path.read_text()).problems()
+        assert problems == [], (path.name, problems[:3])

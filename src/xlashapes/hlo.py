@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from .broadcast import BINARY_OPS, broadcast_shape
 from .dtypes import TEXT_TYPE_NAMES, ElementType
-from .errors import ParseError
+from .errors import ParseError, ShapeError
 from .shape import Shape
 from .text import KEYWORDS, ShapeParser, Token, describe, parse_shape, shape_text
 
@@ -1875,6 +1876,20 @@ class _Checker:
                              f"operand {operand} of {instruction.name} {how} in computation {computation.name}")
             defined.setdefault(instruction.name, instruction)
             self.instruction(instruction, everything, computations)
+            self.shape_rules(instruction, defined)
+
+    def shape_rules(self, instruction: HloInstruction, defined: Mapping[str, HloInstruction]) -> None:
+        """An element-wise binary op's or a broadcast's declared shape against XLA's broadcasting rules."""
+        operands = [defined[name].shape for name in instruction.operands if name in defined]
+        if len(operands) != len(instruction.operands):
+            return  # an undefined operand is reported already
+        try:
+            if instruction.opcode in BINARY_OPS and len(operands) == 2:
+                _check_binary_shape(instruction, operands[0], operands[1])
+            elif instruction.opcode == "broadcast" and len(operands) == 1 and "dimensions" in instruction.attributes:
+                _check_broadcast_shape(instruction, operands[0])
+        except (ShapeError, ParseError) as error:
+            self.add(instruction.position, f"{instruction.name}: {error}")
 
     def instruction(self, instruction: HloInstruction, names: set[str],
                     computations: Mapping[str, HloComputation]) -> None:
@@ -1915,6 +1930,40 @@ class _Checker:
                     self.add(error.position, f"attribute {key} of {owner}: {error.reason}")
                     ok = False
         return ok
+
+
+def _check_binary_shape(instruction: HloInstruction, lhs: Shape, rhs: Shape) -> None:
+    """ShapeError when the declared shape is not what broadcasting ``lhs`` with ``rhs`` gives."""
+    if not (lhs.is_array and rhs.is_array and instruction.shape.is_array):
+        raise ShapeError(f"{instruction.opcode} takes arrays, not {lhs} and {rhs}")
+    expected = broadcast_shape(lhs, rhs)
+    declared = instruction.shape
+    if not declared.equal(expected, ignore_layout=True, ignore_element_type=True):
+        raise ShapeError(f"declared shape {shape_text(declared, print_layout=False)} is not the broadcast of its "
+                         f"operands {shape_text(lhs, print_layout=False)} and {shape_text(rhs, print_layout=False)}, "
+                         f"which is {shape_text(expected, print_layout=False)}")
+    wanted = "pred" if instruction.opcode == "compare" else lhs.element_type.name
+    if declared.element_type.name != wanted:
+        raise ShapeError(f"{instruction.opcode} of {lhs.element_type} operands gives {wanted}, "
+                         f"not {declared.element_type}")
+
+
+def _check_broadcast_shape(instruction: HloInstruction, operand: Shape) -> None:
+    """ShapeError when ``broadcast(operand), dimensions={...}`` does not map each operand dim onto an equal one."""
+    dims = instruction.attributes.typed("dimensions")
+    declared = instruction.shape
+    if not (operand.is_array and declared.is_array):
+        raise ShapeError("broadcast takes and gives arrays")
+    if len(dims) != operand.rank:
+        raise ShapeError(f"dimensions={{{','.join(map(str, dims))}}} has {len(dims)} entries but the operand "
+                         f"{shape_text(operand, print_layout=False)} has rank {operand.rank}")
+    for i, dim in enumerate(dims):
+        if not 0 <= dim < declared.rank or declared.dimensions[dim] != operand.dimensions[i]:
+            raise ShapeError(f"operand dimension {i} (size {operand.dimensions[i]}) does not match dimension {dim} "
+                             f"of the declared shape {shape_text(declared, print_layout=False)}")
+    if declared.element_type != operand.element_type:
+        raise ShapeError(f"broadcast of {operand.element_type} gives {operand.element_type}, "
+                         f"not {declared.element_type}")
 
 
 def _operand_position(instruction: HloInstruction, operand: str) -> int:

@@ -730,16 +730,27 @@ def _permute(
         _run_parts(runs, _parts(settings[0] // length, out.nbytes))
 
 
+def _compiled_choice(logical: np.ndarray[Any, Any], geometry: _Geometry) -> tuple[_Tiled | _Permuted, Any] | None:
+    """The kernel plan and the kernels module for converting ``logical``, or None when no compiled kernel applies."""
+    if logical.nbytes < _NUMBA_BYTES or geometry.storage.itemsize not in (1, 2, 4, 8):
+        return None
+    if not logical.flags.c_contiguous:
+        return None
+    plan = _compiled_plan(geometry.dims, geometry.layout)
+    kernels = _kernels() if plan is not None else None
+    if plan is None or kernels is None:
+        return None
+    return plan, kernels
+
+
 def _compiled_write(
     x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], limit: int
 ) -> bool:
     """Lay ``x`` out with a compiled kernel; False when none applies (or numba is missing)."""
-    if x.nbytes < _NUMBA_BYTES or geometry.storage.itemsize not in (1, 2, 4, 8) or not x.flags.c_contiguous:
+    chosen = _compiled_choice(x, geometry)
+    if chosen is None:
         return False
-    plan = _compiled_plan(geometry.dims, geometry.layout)
-    kernels = _kernels() if plan is not None else None
-    if plan is None or kernels is None:
-        return False
+    plan, kernels = chosen
     if geometry.packed:
         _check_size(geometry.aligned, limit, "the unpacked elements")
         target = np.empty(geometry.aligned, np.uint8)
@@ -779,12 +790,10 @@ def _compiled_read(
     data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], limit: int
 ) -> bool:
     """Fill ``result`` from the bytes ``data`` with a compiled kernel; False when none applies."""
-    if result.nbytes < _NUMBA_BYTES or geometry.storage.itemsize not in (1, 2, 4, 8) or not result.flags.c_contiguous:
+    chosen = _compiled_choice(result, geometry)
+    if chosen is None:
         return False
-    plan = _compiled_plan(geometry.dims, geometry.layout)
-    kernels = _kernels() if plan is not None else None
-    if plan is None or kernels is None:
-        return False
+    plan, kernels = chosen
     if geometry.packed:
         _check_size(geometry.aligned, limit, "the unpacked elements")
         source = np.empty(geometry.aligned, np.uint8)

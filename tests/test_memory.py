@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import xlashapes as xs
-from xlashapes.cli import EXAMPLE_MODULE, example_path
+from xlashapes.cli._common import example_path
+from xlashapes.cli.memory import EXAMPLE_MODULE
 from xlashapes.memory import defines_buffer, materialized_computations, memory_report
 
 CORPUS = Path(__file__).parent / "corpus"

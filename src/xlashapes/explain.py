@@ -1,0 +1,148 @@
+"""The explain report: everything the model knows about a shape, as plain data and as lines for a person."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .layout import apply_tile, checked_product, layout_problem, memory_space_name
+from .shape import UNBOUNDED_SIZE, Shape
+from .text import dimension_text
+
+
+def explain_array(shape: Shape) -> dict[str, Any]:
+    """Everything the model knows about one array shape, as plain data (what ``explain --json`` prints)."""
+    layout = shape.layout_or_default()
+    problem = layout_problem(layout, shape)
+    etype = shape.element_type
+    report: dict[str, Any] = {
+        "shape": str(shape),
+        "element_type": etype.name,
+        "kind": etype.kind,
+        "bits": etype.bits,
+        "numpy_dtype": str(etype.numpy_dtype),
+        "dimensions": list(shape.dimensions),
+        "dynamic_dimensions": list(shape.dynamic_dimensions),
+        "letters": list(shape.dimension_letters() or ()),
+        "rank": shape.rank,
+        "true_rank": shape.true_rank,
+        "minor_to_major": list(layout.minor_to_major),
+        "memory_space": layout.memory_space,
+        "memory_space_name": memory_space_name(layout.memory_space),
+    }
+    unbounded = [i for i, size in enumerate(shape.dimensions) if size == UNBOUNDED_SIZE]
+    if problem is None and unbounded:
+        problem = f"dimension {unbounded[0]} is unbounded ('?'), so the array has no size"
+    if problem is not None:
+        report["invalid"] = problem
+        return report
+    report["major_to_minor"] = list(layout.major_to_minor)
+    sizes = layout.padded_dimensions if layout.padded_dimensions is not None else shape.dimensions
+    physical = [sizes[d] for d in layout.major_to_minor]
+    levels = [{"tile": None, "dims": list(physical)}]
+    for tile in layout.tiles:
+        physical = apply_tile(physical, tile)
+        levels.append({"tile": list(tile), "dims": list(physical)})
+    report["tiling"] = levels
+    logical = shape.element_count()
+    allocated = checked_product(sizes, "allocated elements")
+    tiled = checked_product(physical, "tiled elements")
+    total = shape.physical_element_count()
+    report["elements"] = {
+        "logical": logical,
+        "legacy_padding": allocated - logical,
+        "tile_padding": tiled - allocated,
+        "tail_padding": total - tiled,
+        "physical": total,
+    }
+    physical_bytes = shape.byte_size()
+    logical_bytes = shape.xla_byte_size_of()
+    report["element_size_in_bits"] = shape.element_size_in_bits()
+    report["bytes"] = {
+        "logical": logical_bytes,
+        "physical": physical_bytes,
+        "padding_percent": percent(physical_bytes - logical_bytes, physical_bytes),
+        "xla_array_size_first_tile_only": shape.xla_array_size(),
+    }
+    if layout.dynamic_shape_metadata_prefix_bytes:
+        report["dynamic_metadata_prefix_bytes"] = layout.dynamic_shape_metadata_prefix_bytes
+    if layout.split_configs:
+        report["split_configs"] = [
+            {"physical_dimension": c.dimension, "split_indices": list(c.split_indices)} for c in layout.split_configs
+        ]
+    return report
+
+
+def explain(shape: Shape) -> dict[str, Any]:
+    """The explain report of any shape: arrays, tuples (one entry per leaf), tokens, opaque values."""
+    if shape.is_tuple:
+        leaves = [{"index": list(index), **explain(leaf)} for index, leaf in shape.leaves()]
+        return {"shape": str(shape), "tuple": True, "leaves": leaves, "total_bytes": shape.byte_size()}
+    if not shape.is_array:
+        return {"shape": str(shape), "element_type": shape.element_type.name, "bytes": {"physical": shape.byte_size()}}
+    return explain_array(shape)
+
+
+def percent(part: int, whole: int) -> float:
+    return round(100.0 * part / whole, 3) if whole else 0.0
+
+
+def number(n: int) -> str:
+    return f"{n:,}"
+
+
+def explain_lines(report: dict[str, Any], indent: str = "") -> list[str]:
+    """The explain report as lines of text for a person."""
+    lines = [indent + report["shape"]]
+    pad = indent + "  "
+    if report.get("tuple"):
+        for leaf in report["leaves"]:
+            lines.append(f"{pad}element {tuple(leaf['index'])}:")
+            lines.extend(explain_lines(leaf, pad + "  "))
+        lines.append(f"{pad}total bytes      {number(report['total_bytes'])}")
+        return lines
+    if "dimensions" not in report:
+        lines.append(f"{pad}{report['element_type']}: {number(report['bytes']['physical'])} bytes")
+        return lines
+    lines.append(f"{pad}element type     {report['element_type']}: {report['bits']}-bit {report['kind']}"
+                 f" (NumPy {report['numpy_dtype']})")
+    sizes = [dimension_text(s, d) for s, d in zip(report["dimensions"], report["dynamic_dimensions"])]
+    dims = "[" + ", ".join(sizes) + "]"
+    lettered = ", ".join(f"{letter}={size}" for letter, size in zip(report["letters"], sizes))
+    lines.append(f"{pad}dimensions       {dims}" + (f"  ({lettered})" if lettered else "")
+                 + f"; rank {report['rank']}, true rank {report['true_rank']}")
+    if "invalid" in report:
+        lines.append(f"{pad}NO SIZE          {report['invalid']}")
+        return lines
+    order = ", ".join(f"dim {d}" for d in report["major_to_minor"])
+    lines.append(f"{pad}physical order   major to minor: {order or '(scalar)'}")
+    lines.append(f"{pad}tiling")
+    for level in report["tiling"]:
+        name = "untiled" if level["tile"] is None else "tile (" + ",".join(
+            "*" if t < 0 else str(t) for t in level["tile"]) + ")"
+        lines.append(f"{pad}  {name:<20} {level['dims']}")
+    elements = report["elements"]
+    lines.append(f"{pad}padding          tiles +{number(elements['tile_padding'])} elements, "
+                 f"tail alignment +{number(elements['tail_padding'])}, legacy +{number(elements['legacy_padding'])}")
+    lines.append(f"{pad}elements         {number(elements['logical'])} logical, "
+                 f"{number(elements['physical'])} physical ({report['element_size_in_bits']} bits each)")
+    size = report["bytes"]
+    lines.append(f"{pad}bytes            {number(size['logical'])} logical, {number(size['physical'])} physical "
+                 f"({size['padding_percent']}% padding)")
+    if size["xla_array_size_first_tile_only"] != size["physical"]:
+        lines.append(f"{pad}                 XLA's ShapeUtil::ArraySize (first tile only) says "
+                     f"{number(size['xla_array_size_first_tile_only'])}")
+    lines.append(f"{pad}memory space     S({report['memory_space']}): {report['memory_space_name']}")
+    if "split_configs" in report:
+        lines.append(f"{pad}split configs    {report['split_configs']}")
+    if "dynamic_metadata_prefix_bytes" in report:
+        lines.append(f"{pad}dynamic metadata {report['dynamic_metadata_prefix_bytes']} bytes before the data (M)")
+    return lines
+
+
+def tpu_report(shape: Shape) -> dict[str, Any]:
+    """What the TPU layout advisor chooses for ``shape`` and why."""
+    from .tpu import tpu_advice
+
+    advice = tpu_advice(shape)
+    return {"shape": str(advice.shape), "reason": advice.reason, "logical_bytes": advice.logical_bytes,
+            "physical_bytes": advice.physical_bytes, "waste_percent": advice.waste_percent}

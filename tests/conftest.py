@@ -5,6 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import profiles  # noqa: F401  (registers and loads the Hypothesis profile)
 import xla_oracle
 
 

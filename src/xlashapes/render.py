@@ -125,7 +125,7 @@ def layout_picture(
 
     >>> p = layout_picture("f32[3,5]{1,0:T(2,2)}")
     >>> (p.rows, p.cols), [c.offset for c in p.cells if c.row == 2][:3]
-    ((4, 6), [16, 17, 20])
+    ((4, 6), [12, 13, 16])
     """
     shape = parse_shape(shape) if isinstance(shape, str) else shape
     if not shape.is_array:

@@ -1,147 +1,100 @@
-"""xlashapes: XLA's array model — shapes, layouts, tiling, memory spaces, index math and physical bytes."""
+"""xlashapes: XLA's array model — shapes, layouts, tiling, memory spaces, index math and physical bytes.
 
-from .broadcast import (
-    BINARY_OPS,
-    COMPARISON_DIRECTIONS,
-    add,
-    and_,
-    atan2,
-    binary_op,
-    binary_op_shape,
-    broadcast_shape,
-    compare,
-    divide,
-    lower_binary,
-    maximum,
-    minimum,
-    multiply,
-    or_,
-    power,
-    remainder,
-    shift_left,
-    shift_right_arithmetic,
-    shift_right_logical,
-    subtract,
-    xor,
-)
+The facade: the names most programs need, one per job (``__all__``). Everything else stays importable from its
+module: ``xlashapes.layout.tiled_dimensions``, ``xlashapes.hlo.Attributes``, ``xlashapes.interop.varint_bytes``
+... Element-wise ops are ``xlashapes.ops.add`` ... ``xlashapes.ops.compare``.
+
+>>> import numpy as np
+>>> import xlashapes as xs
+>>> xs.parse_shape("f32[3,5]{1,0:T(2,2)}").byte_size()
+96
+>>> xs.ops.add(np.ones(2, np.float32), np.float32(1)).tolist()
+[2.0, 2.0]
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import ops
+from .broadcast import binary_op_shape, broadcast_shape, lower_binary
 from .dtypes import ELEMENT_TYPES, ElementType, element_type
 from .errors import ParseError, ShapeError, XlaShapesError
-from .hlo import (
-    Attributes,
-    HloComputation,
-    HloInstruction,
-    HloModule,
-    Problem,
-    Sharding,
-    StackFrameIndex,
-    parse_hlo_module,
-    parse_instruction,
-)
-from .indexing import (
-    dimension_stride,
-    indices_in_memory_order,
-    indices_in_memory_order_array,
-    linear_index,
-    multi_index,
-    next_index,
-)
+from .explain import explain
+from .hlo import HloComputation, HloInstruction, HloModule, parse_hlo_module, parse_instruction
+from .indexing import dimension_stride, indices_in_memory_order, linear_index, multi_index
 from .interop import (
+    from_jax_array,
     from_jax_layout,
+    from_proto_bytes,
     from_xla_client_shape,
-    shape_from_jax_array,
-    shape_from_proto_bytes,
-    shape_to_proto_bytes,
     to_jax_layout,
+    to_proto_bytes,
     to_xla_client_shape,
 )
-from .layout import (
-    COMBINE_DIMENSION,
-    Layout,
-    SplitConfig,
-    default_layout,
-    memory_space_name,
-    tiled_dimensions,
-    validate_layout,
-)
+from .layout import COMBINE_DIMENSION, Layout, SplitConfig, default_layout, memory_space_name
+from .memory import memory_report
 from .physical import from_physical, relayout, to_physical
 from .shape import UNBOUNDED_SIZE, Shape, make_shape, opaque_shape, token_shape, tuple_shape
-from .text import layout_text, parse_layout, parse_shape, shape_text
+from .text import parse_layout, parse_shape, shape_text
 from .tpu import TpuAdvice, tpu_advice, tpu_layout
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BINARY_OPS",
     "COMBINE_DIMENSION",
-    "COMPARISON_DIRECTIONS",
     "ELEMENT_TYPES",
     "UNBOUNDED_SIZE",
-    "Attributes",
     "ElementType",
     "HloComputation",
     "HloInstruction",
     "HloModule",
     "Layout",
     "ParseError",
-    "Problem",
     "Shape",
     "ShapeError",
-    "Sharding",
     "SplitConfig",
-    "StackFrameIndex",
     "TpuAdvice",
     "XlaShapesError",
-    "add",
-    "and_",
-    "atan2",
-    "binary_op",
     "binary_op_shape",
     "broadcast_shape",
-    "compare",
     "default_layout",
     "dimension_stride",
-    "divide",
     "element_type",
+    "explain",
+    "from_jax_array",
     "from_jax_layout",
     "from_physical",
+    "from_proto_bytes",
     "from_xla_client_shape",
     "indices_in_memory_order",
-    "indices_in_memory_order_array",
-    "layout_text",
     "linear_index",
     "lower_binary",
     "make_shape",
-    "maximum",
+    "memory_report",
     "memory_space_name",
-    "minimum",
     "multi_index",
-    "multiply",
-    "next_index",
     "opaque_shape",
-    "or_",
+    "ops",
     "parse_hlo_module",
     "parse_instruction",
     "parse_layout",
     "parse_shape",
-    "power",
     "relayout",
-    "remainder",
-    "shape_from_jax_array",
-    "shape_from_proto_bytes",
     "shape_text",
-    "shape_to_proto_bytes",
-    "shift_left",
-    "shift_right_arithmetic",
-    "shift_right_logical",
-    "subtract",
-    "tiled_dimensions",
     "to_jax_layout",
     "to_physical",
+    "to_proto_bytes",
     "to_xla_client_shape",
     "token_shape",
     "tpu_advice",
     "tpu_layout",
     "tuple_shape",
-    "validate_layout",
-    "xor",
 ]
+
+
+def __dir__() -> list[str]:
+    """The facade's names (``__all__``), ``__version__`` and the public submodules, for ``dir()`` and completion."""
+    submodules = [name for name, value in globals().items()
+                  if not name.startswith("_") and isinstance(value, ModuleType) and name not in __all__]
+    return sorted({*__all__, "__version__", *submodules})

@@ -27,63 +27,43 @@ Dynamic dimensions (``<=N`` bounded, ``?`` unbounded) combine as XLA's shape inf
   dynamic and the other not, the sizes must be equal or the size-1 side must be static (``<=1`` cannot match ``5``).
   The expanded lower-rank shape then takes the lhs role in the per-dimension rules above.
 
-Element-wise semantics (``binary_op``) follow what XLA computes (CPU runtime, HLO evaluator): integers wrap around
-modulo 2^bits; integer division truncates toward zero, ``x / 0`` is -1 (all bits set for unsigned types) and
-``INT_MIN / -1`` is ``INT_MIN``; the remainder takes the dividend's sign, ``x % 0`` is ``x`` and ``INT_MIN % -1``
-is 0; shift amounts are read as unsigned and an amount of at least the bit width gives 0 (``shift-left``,
-``shift-right-logical``) or the sign fill (``shift-right-arithmetic``); ``shift-right-arithmetic`` on unsigned
-types and ``shift-right-logical`` on signed ones reinterpret the bits; ``and``/``or``/``xor`` are bitwise on
-integers and logical on ``pred``, where ``add``/``maximum`` are ``or`` and ``multiply``/``minimum`` are ``and``;
-``maximum``/``minimum`` propagate NaN and order -0.0 below +0.0; floats narrower than 32 bits are computed in f32
-and rounded once (NaN becomes -0.0 in types without NaN, such as f4e2m1fn); ``compare`` gives ``pred`` with IEEE
-semantics (NaN is unordered). Complex operands allow add, subtract, multiply, divide, power and compare EQ/NE.
-Integer ``power`` is exact
-modulo 2^bits for non-negative exponents; a negative exponent gives 1 for base 1, +-1 for base -1 and 0 otherwise.
-(XLA's backends differ among themselves there: XLA:CPU uses only the low 6 bits of the exponent and reads an
-unsigned exponent with its top bit set as negative, the HLO evaluator gives 0 for ``(-1) ** -k``; where they
-disagree this module gives the exact integer result.) Float ``divide`` is correctly rounded; XLA:CPU rewrites
-``x / broadcast(y)`` into ``x * broadcast(1 / y)`` after lowering, which can be 1 ulp off.
+The element-wise ops themselves (their values: ``add`` ... ``compare``) live in :mod:`xlashapes.ops`; this module
+has what depends only on the broadcasting: result shapes (``broadcast_shape``, ``binary_op_shape``), NumPy arrays
+viewed at the result size (``broadcast_array``) and the explicit HLO an element-wise op lowers to
+(``lower_binary``).
 """
 
 from __future__ import annotations
 
-import functools
-import math
-import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias, cast
+from typing import Any, TypeAlias, cast, overload
 
 import numpy as np
 
-from .dtypes import ELEMENT_TYPES, PRED, SIGNED, ElementType, element_type
+from ._opcodes import BINARY_OPS, COMPARISON_DIRECTIONS, canonical_direction, canonical_op, result_element_type
+from ._typing import Array
+from .dtypes import ElementType
 from .errors import ShapeError
-from .layout import checked_int, checked_ints, default_layout
+from .layout import checked_ints, default_layout
 from .shape import UNBOUNDED_SIZE, Shape
 from .text import parse_shape, shape_text
 
-DEFAULT_MAX_ELEMENTS = 1 << 24
-"""Largest result (in elements) ``binary_op`` computes unless given ``max_elements``; read at call time."""
-
-BINARY_OPS: tuple[str, ...] = (
-    "add", "subtract", "multiply", "divide", "remainder", "power", "maximum", "minimum", "and", "or", "xor",
-    "shift-left", "shift-right-arithmetic", "shift-right-logical", "atan2", "compare",
-)
-"""XLA's element-wise binary opcodes, by their HLO names."""
-
-COMPARISON_DIRECTIONS: tuple[str, ...] = ("EQ", "NE", "LT", "LE", "GT", "GE")
-"""The ``direction=`` values ``compare`` takes."""
+__all__ = [
+    "BINARY_OPS",
+    "COMPARISON_DIRECTIONS",
+    "ShapeLike",
+    "binary_op_shape",
+    "broadcast_array",
+    "broadcast_shape",
+    "canonical_direction",
+    "canonical_op",
+    "checked_broadcast_dimensions",
+    "lower_binary",
+]
 
 ShapeLike: TypeAlias = "Shape | str | Sequence[int]"
 """A ``Shape``, shape text such as ``"f32[2,3]"``, or plain dimension sizes such as ``(2, 3)``."""
-
-_ALIASES = {"sub": "subtract", "mul": "multiply", "div": "divide", "rem": "remainder", "pow": "power",
-            "max": "maximum", "min": "minimum"}
-_SHIFTS = frozenset({"shift-left", "shift-right-arithmetic", "shift-right-logical"})
-_NO_PRED = frozenset({"subtract", "divide", "remainder", "power", "atan2"}) | _SHIFTS
-_NO_COMPLEX = frozenset({"remainder", "maximum", "minimum", "and", "or", "xor", "atan2"}) | _SHIFTS
-_PRED_OR_INTEGER = frozenset({"and", "or", "xor"}) | _SHIFTS
-_ORDERED = frozenset({"LT", "LE", "GT", "GE"})
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -268,7 +248,21 @@ def _result_dims(
     return _degenerate_dims(expanded, large, lhs, rhs)
 
 
-def broadcast_shape(lhs: ShapeLike, rhs: ShapeLike, broadcast_dimensions: Sequence[int] | None = None) -> Any:
+@overload
+def broadcast_shape(
+    lhs: Shape | str, rhs: Shape | str, broadcast_dimensions: Sequence[int] | None = None
+) -> Shape: ...
+
+
+@overload
+def broadcast_shape(
+    lhs: Sequence[int], rhs: Sequence[int], broadcast_dimensions: Sequence[int] | None = None
+) -> tuple[int, ...]: ...
+
+
+def broadcast_shape(
+    lhs: ShapeLike, rhs: ShapeLike, broadcast_dimensions: Sequence[int] | None = None
+) -> Shape | tuple[int, ...]:
     """The shape XLA gives an element-wise op on ``lhs`` and ``rhs``; ShapeError when they cannot broadcast.
 
     Sizes in, sizes out; Shapes or shape text in, a Shape (default layout) out.
@@ -291,44 +285,6 @@ def broadcast_shape(lhs: ShapeLike, rhs: ShapeLike, broadcast_dimensions: Sequen
     return Shape(left.etype, sizes, flags, default_layout(len(sizes)))
 
 
-def canonical_op(op: object) -> str:
-    """The HLO name of binary op ``op``: ``"shift_left"`` → ``"shift-left"``, ``"Max"`` → ``"maximum"``."""
-    if not isinstance(op, str):
-        raise ShapeError(f"the op must be a name such as 'add', got {op!r}")
-    name = op.strip().lower().replace("_", "-")
-    name = _ALIASES.get(name, name)
-    if name not in BINARY_OPS:
-        raise ShapeError(f"unknown binary op {op!r}; expected one of {', '.join(BINARY_OPS)}")
-    return name
-
-
-def canonical_direction(op: str, direction: object) -> str | None:
-    """The comparison direction for ``op`` (``"lt"`` → ``"LT"``): required for compare, refused otherwise."""
-    if op != "compare":
-        if direction is not None:
-            raise ShapeError(f"a comparison direction ({direction!r}) was given for {op}, which is not compare")
-        return None
-    if direction is None:
-        raise ShapeError(f"compare needs direction=, one of {', '.join(COMPARISON_DIRECTIONS)}")
-    if not isinstance(direction, str) or direction.strip().upper() not in COMPARISON_DIRECTIONS:
-        raise ShapeError(f"unknown comparison direction {direction!r}; expected one of "
-                         f"{', '.join(COMPARISON_DIRECTIONS)}")
-    return direction.strip().upper()
-
-
-def _check_element_type(op: str, etype: ElementType, direction: str | None) -> None:
-    what = f"{op} does not accept {etype} operands"
-    if etype.kind == PRED and op in _NO_PRED:
-        raise ShapeError(f"{what}: XLA allows pred only in add, multiply, maximum, minimum, and, or, xor, compare")
-    if op in _PRED_OR_INTEGER and not (etype.is_integral or etype.kind == PRED):
-        raise ShapeError(f"{what}: it needs {'integers' if op in _SHIFTS else 'pred or integers'}")
-    if op == "atan2" and not etype.is_floating:
-        raise ShapeError(f"{what}: it needs real floating-point values")
-    if etype.is_complex and (op in _NO_COMPLEX or direction in _ORDERED):
-        action = f"compare with direction {direction}" if op == "compare" else op
-        raise ShapeError(f"{action} is not defined for complex {etype} operands (XLA:CPU has no such kernel)")
-
-
 def binary_op_shape(
     op: str,
     lhs: Shape | str,
@@ -346,410 +302,34 @@ def binary_op_shape(
     left, right = _shape_of(lhs, "lhs"), _shape_of(rhs, "rhs")
     sizes, flags = _result_dims(left, right, checked_broadcast_dimensions(broadcast_dimensions))
     assert left.etype is not None
-    _check_element_type(name, left.etype, how)
-    etype = ELEMENT_TYPES["pred"] if name == "compare" else left.etype
+    etype = result_element_type(name, left.etype, how)
     return Shape(etype, sizes, flags, default_layout(len(sizes)))
 
 
-# ----------------------------------------------------------------------------------------------------
-# NumPy evaluation
-# ----------------------------------------------------------------------------------------------------
+def broadcast_array(array: Array, sizes: Sequence[int], broadcast_dimensions: Sequence[int] | None = None) -> Array:
+    """``array`` as a read-only view of the result size ``sizes``, as XLA broadcasts an operand.
 
+    A lower-rank array is first placed at ``broadcast_dimensions`` (its dimension i becomes dimension
+    ``broadcast_dimensions[i]``, 1 elsewhere), then its size-1 dimensions are repeated; nothing is copied.
+    Sizes are not re-checked against XLA's rules: ``broadcast_shape`` gives sizes that fit.
 
-_NUMPY_SCALAR_EXAMPLES = {bool: "np.bool_", int: "np.int32", float: "np.float32", complex: "np.complex64"}
-
-
-def _as_array(value: object, side: str) -> np.ndarray[Any, Any]:
-    """``value`` as a plain native-byte-order ndarray; Python scalars are refused (they have no XLA type)."""
-    if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
-        example = _NUMPY_SCALAR_EXAMPLES.get(type(value), "np.float32")
-        raise ShapeError(
-            f"{side} is a Python {type(value).__name__}, which has no XLA element type; give a NumPy array or "
-            f"scalar of the other operand's dtype, e.g. {example}({value!r})")
-    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__array__"):
-        try:
-            array = np.asarray(value)
-        except Exception as err:  # any failure to convert is bad input
-            raise ShapeError(f"{side} cannot be converted to a NumPy array: {err}") from None
-    else:
-        raise ShapeError(f"{side} must be a NumPy array, got {type(value).__name__}")
-    if not array.dtype.isnative:
-        array = array.astype(array.dtype.newbyteorder("="))
-    return array
-
-
-def _array_operand(array: np.ndarray[Any, Any]) -> _Operand:
-    etype = element_type(array.dtype)
-    dims = tuple(int(d) for d in array.shape)
-    text = f"{etype.name}[{','.join(map(str, dims))}]"
-    return _Operand(dims, (False,) * len(dims), etype, text)
-
-
-def _expanded(array: np.ndarray[Any, Any], sizes: tuple[int, ...], dims: tuple[int, ...]) -> np.ndarray[Any, Any]:
-    """``array`` as a read-only view of shape ``sizes``: lower ranks are placed at ``dims`` first."""
-    if array.ndim < len(sizes):
-        placed = [1] * len(sizes)
-        for i, target in enumerate(dims):
-            placed[target] = array.shape[i]
-        array = array.reshape(placed)
-    return np.broadcast_to(array, sizes)
-
-
-def _element_limit(max_elements: object) -> int:
-    if max_elements is None:
-        return int(DEFAULT_MAX_ELEMENTS)
-    limit = checked_int(max_elements, "max_elements")
-    if limit < 0:
-        raise ShapeError(f"max_elements must be non-negative, got {limit}")
-    return limit
-
-
-def binary_op(
-    op: str,
-    x: Any,
-    y: Any,
-    broadcast_dimensions: Sequence[int] | None = None,
-    direction: str | None = None,
-    *,
-    max_elements: int | None = None,
-) -> np.ndarray[Any, Any]:
-    """XLA's element-wise ``op`` on NumPy arrays ``x`` and ``y`` with XLA's broadcasting and semantics.
-
-    Both arrays must have the same dtype (ml_dtypes types such as bfloat16 included); results larger than
-    ``max_elements`` (default ``DEFAULT_MAX_ELEMENTS``) are refused before anything is allocated.
-
-    >>> binary_op("add", np.array([[1, 2, 3], [4, 5, 6]], np.int32), np.array([7, 8, 9], np.int32), [1])
-    array([[ 8, 10, 12],
-           [11, 13, 15]], dtype=int32)
+    >>> broadcast_array(np.array([7, 8, 9]), (2, 3), (1,)).tolist()
+    [[7, 8, 9], [7, 8, 9]]
     """
-    name = canonical_op(op)
-    how = canonical_direction(name, direction)
-    a, b = _as_array(x, "x"), _as_array(y, "y")
-    left, right = _array_operand(a), _array_operand(b)
     dims = checked_broadcast_dimensions(broadcast_dimensions)
-    sizes, _ = _result_dims(left, right, dims)
-    assert left.etype is not None
-    _check_element_type(name, left.etype, how)
-    count = math.prod(sizes)
-    limit = _element_limit(max_elements)
-    if count > limit:
-        raise ShapeError(
-            f"{name} of {_pair(left, right)} would produce {count} elements ({sizes}), more than the limit of "
-            f"{limit}; pass max_elements= to allow it")
-    return _evaluate(name, how, _expanded(a, sizes, dims), _expanded(b, sizes, dims), left.etype)
-
-
-def _evaluate(
-    op: str, direction: str | None, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], etype: ElementType
-) -> np.ndarray[Any, Any]:
-    with np.errstate(all="ignore"):
-        if etype.kind == PRED:
-            return _pred_op(op, direction, a, b)
-        if etype.is_integral:
-            return _integer_op(op, direction, a, b, etype)
-        if etype.is_complex:
-            return _complex_op(op, direction, a, b)
-        return _float_op(op, direction, a, b, etype)
-
-
-_COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
-    "EQ": operator.eq, "NE": operator.ne, "LT": operator.lt, "LE": operator.le, "GT": operator.gt,
-    "GE": operator.ge,
-}
-
-
-def _compared(direction: str | None, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    assert direction is not None
-    return np.asarray(_COMPARISONS[direction](a, b), dtype=np.bool_)
-
-
-def _pred_op(op: str, direction: str | None, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    if op == "compare":
-        return _compared(direction, a, b)
-    if op in ("add", "maximum", "or"):
-        return np.asarray(np.logical_or(a, b), dtype=np.bool_)
-    if op in ("multiply", "minimum", "and"):
-        return np.asarray(np.logical_and(a, b), dtype=np.bool_)
-    return np.asarray(np.logical_xor(a, b), dtype=np.bool_)
-
-
-# ----- integers: values are int64 (signed) / uint64 (unsigned); bit patterns are uint64 below 2^bits -----
-
-def _mask(bits: int) -> np.uint64:
-    return cast(np.uint64, np.uint64((1 << bits) - 1))
-
-
-def _pattern(values: np.ndarray[Any, Any], bits: int) -> np.ndarray[Any, Any]:
-    """The low ``bits`` bits of ``values`` (two's complement), as uint64."""
-    wide = values.view(np.uint64) if values.dtype == np.int64 else values.astype(np.uint64)
-    return np.asarray(wide & _mask(bits))
-
-
-def _signed(pattern: np.ndarray[Any, Any], bits: int) -> np.ndarray[Any, Any]:
-    """A ``bits``-bit two's complement pattern read as a signed int64 value."""
-    values = np.asarray(pattern, dtype=np.uint64).view(np.int64)
-    if bits == 64:
-        return values
-    return np.where(values >= (1 << (bits - 1)), values - (1 << bits), values)
-
-
-def _integer_values(array: np.ndarray[Any, Any], etype: ElementType) -> np.ndarray[Any, Any]:
-    return array.astype(np.int64 if etype.kind == SIGNED else np.uint64)
-
-
-def _integer_result(wide: np.ndarray[Any, Any], etype: ElementType, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    pattern = _pattern(np.asarray(wide), etype.bits)
-    values = _signed(pattern, etype.bits) if etype.kind == SIGNED else pattern
-    return values.astype(dtype)
-
-
-def _integer_op(
-    op: str, direction: str | None, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], etype: ElementType
-) -> np.ndarray[Any, Any]:
-    va, vb = _integer_values(a, etype), _integer_values(b, etype)
-    if op == "compare":
-        return _compared(direction, va, vb)
-    bits = etype.bits
-    pa, pb = _pattern(va, bits), _pattern(vb, bits)
-    wide: np.ndarray[Any, Any]
-    if op == "maximum":
-        wide = np.maximum(va, vb)
-    elif op == "minimum":
-        wide = np.minimum(va, vb)
-    elif op in _PATTERN_OPS:
-        wide = _PATTERN_OPS[op](pa, pb)
-    elif op in _SHIFTS:
-        wide = _shifted(op, pa, pb, bits)
-    elif op in ("divide", "remainder"):
-        wide = _divided(op, va, vb, etype)
-    else:
-        wide = _integer_power(pa, vb, va, etype)
-    return _integer_result(wide, etype, a.dtype)
-
-
-_PATTERN_OPS: dict[str, Callable[[Any, Any], Any]] = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "and": np.bitwise_and, "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
-}
-
-
-def _shifted(op: str, pa: np.ndarray[Any, Any], pb: np.ndarray[Any, Any], bits: int) -> np.ndarray[Any, Any]:
-    """Shifts with XLA's saturation: the amount is unsigned and ``amount >= bits`` shifts everything out."""
-    out_of_range = pb >= np.uint64(bits)
-    amount = np.where(out_of_range, np.uint64(0), pb)
-    if op == "shift-left":
-        return np.where(out_of_range, np.uint64(0), pa << amount)
-    if op == "shift-right-logical":
-        return np.where(out_of_range, np.uint64(0), pa >> amount)
-    values = _signed(pa, bits)
-    filled = np.where(values < 0, np.int64(-1), np.int64(0))
-    return np.where(out_of_range, filled, values >> amount.astype(np.int64))
-
-
-def _divided(op: str, va: np.ndarray[Any, Any], vb: np.ndarray[Any, Any], etype: ElementType) -> np.ndarray[Any, Any]:
-    """C-style truncating division / remainder with XLA's answers for ``x / 0`` and ``INT_MIN / -1``."""
-    zero = vb == 0
-    if etype.kind != SIGNED:
-        safe = np.where(zero, np.uint64(1), vb)
-        if op == "divide":
-            return np.where(zero, _mask(etype.bits), va // safe)
-        return np.where(zero, va, va % safe)
-    smallest = -(1 << (etype.bits - 1))
-    overflow = (va == smallest) & (vb == -1)
-    safe = np.where(zero | overflow, np.int64(1), vb)
-    floor = va // safe
-    quotient = floor + ((va - floor * safe != 0) & ((va < 0) != (safe < 0)))
-    if op == "divide":
-        return np.asarray(np.where(zero, np.int64(-1), np.where(overflow, np.int64(smallest), quotient)))
-    return np.asarray(np.where(zero, va, np.where(overflow, np.int64(0), va - quotient * safe)))
-
-
-def _integer_power(
-    base: np.ndarray[Any, Any], exponent: np.ndarray[Any, Any], base_values: np.ndarray[Any, Any],
-    etype: ElementType,
-) -> np.ndarray[Any, Any]:
-    """Exact ``base ** exponent`` modulo 2^64 by squaring; negative exponents give 1, +-1 (base -1) or 0."""
-    negative = exponent < 0 if etype.kind == SIGNED else np.zeros(exponent.shape, dtype=bool)
-    remaining = np.where(negative, 0, exponent).astype(np.uint64)
-    result = np.ones(base.shape, dtype=np.uint64)
-    square = base.astype(np.uint64)
-    while remaining.any():
-        result = np.where(remaining & np.uint64(1), result * square, result)
-        square = square * square
-        remaining = remaining >> np.uint64(1)
-    if etype.kind != SIGNED:
-        return result
-    odd = (exponent & 1) == 1
-    unit = np.where(base_values == 1, 1, np.where(base_values == -1, np.where(odd, -1, 1), 0)).astype(np.int64)
-    return np.where(negative, unit, _signed(_pattern(result, etype.bits), etype.bits))
-
-
-# ----- floating point -----
-
-
-def _float_op(
-    op: str, direction: str | None, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], etype: ElementType
-) -> np.ndarray[Any, Any]:
-    work = np.float64 if etype.bits > 32 else np.float32
-    fa, fb = a.astype(work), b.astype(work)
-    if op == "compare":
-        return _compared(direction, fa, fb)
-    if op == "maximum":
-        result = _float_extremum(fa, fb, larger=True)
-    elif op == "minimum":
-        result = _float_extremum(fa, fb, larger=False)
-    else:
-        result = _FLOAT_OPS[op](fa, fb)
-    return _rounded(np.asarray(result), a.dtype)
-
-
-@functools.cache
-def _has_nan(dtype: np.dtype[Any]) -> bool:
-    return bool(np.isnan(np.array(np.nan, np.float32).astype(dtype).astype(np.float32)))
-
-
-def _rounded(values: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    """``values`` rounded to ``dtype``; in types without NaN (f4e2m1fn, f6...) NaN becomes -0.0, as XLA has it."""
-    if dtype.itemsize < 2 and not _has_nan(dtype):
-        values = np.where(np.isnan(values), -0.0, values)
-    return values.astype(dtype)
-
-
-_FLOAT_OPS: dict[str, Callable[[Any, Any], Any]] = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide, "remainder": np.fmod,
-    "power": np.power, "atan2": np.arctan2,
-}
-
-
-def _float_extremum(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], *, larger: bool) -> np.ndarray[Any, Any]:
-    """XLA's maximum/minimum: NaN wins (the lhs one first) and -0.0 counts as smaller than +0.0."""
-    pick_a = a > b if larger else a < b
-    tie = a == b
-    pick_a |= tie & (np.signbit(b) if larger else np.signbit(a))
-    result = np.where(pick_a, a, b)
-    return np.where(np.isnan(a), a, np.where(np.isnan(b), b, result))
-
-
-def _complex_op(
-    op: str, direction: str | None, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]
-) -> np.ndarray[Any, Any]:
-    if op == "compare":
-        return _compared(direction, a, b)
-    if op == "power":
-        return _complex_power(a, b)
-    return np.asarray(_FLOAT_OPS[op](a, b)).astype(a.dtype)
-
-
-def _complex_power(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """XLA's complex power: |a|^c * exp(-d*arg(a)) * cis(c*arg(a) + d*ln|a|); 1 when a == 1 or b == 0."""
-    x, y, c, d = a.real, a.imag, b.real, b.imag
-    squared = x * x + y * y
-    angle = np.arctan2(y, x)
-    magnitude = np.power(squared, c / 2) * np.exp(-d * angle)
-    phase = c * angle + d / 2 * np.log(squared)
-    result = magnitude * np.cos(phase) + 1j * (magnitude * np.sin(phase))
-    return np.where((a == 1) | (b == 0), 1, result).astype(a.dtype)
-
-
-# ----------------------------------------------------------------------------------------------------
-# Convenience functions
-# ----------------------------------------------------------------------------------------------------
-
-
-def add(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-        max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``add``: ``add(np.ones((2, 3), np.float32), np.float32(1))`` is all 2s."""
-    return binary_op("add", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def subtract(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-             max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``subtract`` (not for pred); integers wrap around."""
-    return binary_op("subtract", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def multiply(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-             max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``multiply``; on pred it is logical and."""
-    return binary_op("multiply", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def divide(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-           max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``divide``: integers truncate toward zero (-7 / 2 == -3), ``x / 0`` is -1."""
-    return binary_op("divide", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def remainder(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-              max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``remainder``: the dividend's sign (-7 % 2 == -1, like C and fmod), ``x % 0`` is ``x``."""
-    return binary_op("remainder", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def power(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-          max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``power``; integer results wrap around, negative integer exponents give 0 except for bases +-1."""
-    return binary_op("power", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def maximum(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-            max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``maximum``: NaN propagates, +0.0 beats -0.0."""
-    return binary_op("maximum", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def minimum(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-            max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``minimum``: NaN propagates, -0.0 beats +0.0."""
-    return binary_op("minimum", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def and_(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-         max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``and``: logical on pred, bitwise on integers."""
-    return binary_op("and", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def or_(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-        max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``or``: logical on pred, bitwise on integers."""
-    return binary_op("or", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def xor(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-        max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``xor``: logical on pred, bitwise on integers."""
-    return binary_op("xor", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def shift_left(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-               max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``shift-left``: amounts of at least the bit width (or negative) give 0."""
-    return binary_op("shift-left", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def shift_right_arithmetic(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-                           max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``shift-right-arithmetic``: sign-filling; amounts of at least the bit width give 0 or -1."""
-    return binary_op("shift-right-arithmetic", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def shift_right_logical(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-                        max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``shift-right-logical``: zero-filling; amounts of at least the bit width give 0."""
-    return binary_op("shift-right-logical", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def atan2(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
-          max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``atan2(x, y)``: the angle of the point (y, x), for real floating-point types."""
-    return binary_op("atan2", x, y, broadcast_dimensions, max_elements=max_elements)
-
-
-def compare(x: Any, y: Any, direction: str, broadcast_dimensions: Sequence[int] | None = None, *,
-            max_elements: int | None = None) -> np.ndarray[Any, Any]:
-    """XLA ``compare`` with ``direction`` EQ, NE, LT, LE, GT or GE; the result is a bool (pred) array."""
-    return binary_op("compare", x, y, broadcast_dimensions, direction, max_elements=max_elements)
+    target = checked_ints(cast(Any, sizes), "sizes")
+    if array.ndim < len(target) and array.ndim:
+        if len(dims) != array.ndim or any(not 0 <= d < len(target) for d in dims):
+            raise ShapeError(f"broadcast_dimensions {dims} do not place a rank-{array.ndim} array in rank "
+                             f"{len(target)}")
+        placed = [1] * len(target)
+        for i, where in enumerate(dims):
+            placed[where] = array.shape[i]
+        array = array.reshape(placed)
+    try:
+        return np.broadcast_to(array, target)
+    except ValueError as err:
+        raise ShapeError(f"an array of shape {array.shape} cannot be broadcast to {target}: {err}") from None
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -1,13 +1,9 @@
-"""Interop with JAX layouts, jaxlib's ``xla_client.Shape`` and XLA's ``ShapeProto`` wire format.
-
-JAX stays optional: importing xlashapes never imports jax; the JAX and jaxlib functions import it when called.
-
-ShapeProto / LayoutProto: a hand-written encoder and decoder, not the ``protobuf`` runtime.
+"""XLA's ``ShapeProto`` / ``LayoutProto`` wire format: a hand-written encoder and decoder, not the ``protobuf`` runtime.
 The argument, in order of weight:
 
 * Dependencies. The runtime dependencies are numpy and ml_dtypes only. jaxlib does not bring the Python
   ``protobuf`` package either (it serializes in C++; ``import google.protobuf`` fails in an environment with
-  jax 0.10.2 installed), so with protobuf as an optional extra ``shape_to_proto_bytes`` would be missing from
+  jax 0.10.2 installed), so with protobuf as an optional extra ``to_proto_bytes`` would be missing from
   a default install and from the ``jax`` extra alike, and every caller would need a fallback.
 * Size. We may not copy XLA's ``.proto`` file, so protobuf would need the message descriptors built by hand at
   run time (``descriptor_pb2`` + ``message_factory``): about as much code as the four messages' encoder here
@@ -24,19 +20,26 @@ omitted, except that XLA always writes ``tail_padding_alignment_in_elements`` (1
 ``dim_unique``, ``dim_ordered``, ``physical_shape``) are encoded as LayoutProto declares them, but have no
 jaxlib reference: jaxlib 0.10.2's XLA drops ``dim_level_types`` when it reads a LayoutProto, and then rejects
 index/pointer types and a physical shape on what it takes for a dense layout.
+
+Repeated occurrences of a singular submessage (``layout`` given twice) are merged as protobuf merges them: each
+occurrence is decoded on its own, scalars last-wins and repeated fields appended, in time linear in the input.
+
+>>> from xlashapes import parse_shape
+>>> shape = from_proto_bytes(to_proto_bytes(parse_shape("bf16[8,128]{1,0:T(8,128)(2,1)}")))
+>>> str(shape)
+'bf16[8,128]{1,0:T(8,128)(2,1)}'
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeAlias
 
-from .dtypes import ELEMENT_TYPES, OPAQUE_TYPE, TOKEN_TYPE, TUPLE_TYPE, ElementType, element_type
-from .errors import ParseError, ShapeError
-from .layout import DIM_LEVEL_TYPES, INT64_MAX, Layout, SplitConfig, default_layout, xla_layout_problem
-from .shape import Shape, tuple_shape
-from .text import MAX_TUPLE_DEPTH, parse_shape
+from ..dtypes import ELEMENT_TYPES, TUPLE_TYPE, ElementType
+from ..errors import ParseError, ShapeError
+from ..layout import DIM_LEVEL_TYPES, INT64_MAX, Layout, SplitConfig
+from ..shape import Shape, tuple_shape
+from ..text import MAX_TUPLE_DEPTH
 
 # ----------------------------------------------------------------------------------------------------
 # Field numbers (xla/xla_data.proto)
@@ -69,7 +72,7 @@ SPLIT_CONFIG_SPLIT_INDICES = 2
 VARINT, FIXED64, LENGTH_DELIMITED, FIXED32 = 0, 1, 2, 5
 
 MAX_PROTO_BYTES = 1 << 26
-"""Default limit on the size of a serialized shape ``shape_from_proto_bytes`` accepts (64 MiB)."""
+"""Default limit on the size of a serialized shape ``from_proto_bytes`` accepts (64 MiB)."""
 
 _UINT64 = (1 << 64) - 1
 
@@ -111,10 +114,11 @@ def packed_field(field: int, values: Any) -> bytes:
     return length_delimited_field(field, b"".join(varint_bytes(int(v)) for v in values))
 
 
-def shape_to_proto_bytes(shape: Shape) -> bytes:
+def to_proto_bytes(shape: Shape) -> bytes:
     """The serialized ``xla.ShapeProto`` of ``shape``, byte-identical to jaxlib's ``to_serialized_proto()``.
 
-    >>> shape_to_proto_bytes(parse_shape("f32[]")).hex()
+    >>> from xlashapes import parse_shape
+    >>> to_proto_bytes(parse_shape("f32[]")).hex()
     '100b2a03800101'
     """
     return shape_message(shape)
@@ -276,31 +280,37 @@ def _packed_varints(payload: bytes, base: int) -> list[int]:
     return values
 
 
-def decoded_fields(data: bytes, schema: dict[int, tuple[str, bool]], base: int) -> dict[int, Any]:
-    """The known fields of one message: repeated ones as lists, singular scalars last-wins, messages merged."""
+Chunks: TypeAlias = Sequence[tuple[bytes, int]]
+"""The occurrences of one message in the input: (payload, offset of the payload in the whole input) each."""
+
+
+def decoded_fields(chunks: Chunks, schema: dict[int, tuple[str, bool]]) -> dict[int, Any]:
+    """The known fields of one message given in one or more occurrences, merged as protobuf merges them.
+
+    Repeated fields are lists (a repeated submessage is a list of (payload, offset)); singular scalars are
+    last-wins; a singular submessage is the list of its occurrences (payload, offset), decoded together later.
+    Each occurrence is decoded on its own, so merging costs time linear in the input.
+    """
     out: dict[int, Any] = {}
-    wire = _Wire(data, base)
-    for field, wire_type, value, at in wire.fields():
-        spec = schema.get(field)
-        if spec is None:
-            continue  # unknown fields are skipped, as protobuf parsers do
-        kind, repeated = spec
-        if kind == "message":
-            if wire_type != LENGTH_DELIMITED:
-                raise wire.error(f"field {field} must be length-delimited, got wire type {wire_type}", at - base)
-            assert isinstance(value, bytes)
-            if repeated:
+    for data, base in chunks:
+        wire = _Wire(data, base)
+        for field, wire_type, value, at in wire.fields():
+            spec = schema.get(field)
+            if spec is None:
+                continue  # unknown fields are skipped, as protobuf parsers do
+            kind, repeated = spec
+            if kind == "message":
+                if wire_type != LENGTH_DELIMITED:
+                    raise wire.error(f"field {field} must be length-delimited, got wire type {wire_type}", at - base)
+                assert isinstance(value, bytes)
                 out.setdefault(field, []).append((value, at))
-            else:  # a repeated occurrence of a singular submessage merges into it, as protobuf does
-                previous = out.get(field, (b"", at))
-                out[field] = (previous[0] + value, previous[1])
-            continue
-        numbers = _scalar_values(wire, field, wire_type, value, at, repeated)
-        converted = [bool(n) if kind == "bool" else _signed(n) for n in numbers]
-        if repeated:
-            out.setdefault(field, []).extend(converted)
-        elif converted:
-            out[field] = converted[-1]
+                continue
+            numbers = _scalar_values(wire, field, wire_type, value, at, repeated)
+            converted = [bool(n) if kind == "bool" else _signed(n) for n in numbers]
+            if repeated:
+                out.setdefault(field, []).extend(converted)
+            elif converted:
+                out[field] = converted[-1]
     return out
 
 
@@ -314,14 +324,14 @@ def _scalar_values(wire: _Wire, field: int, wire_type: int, value: int | bytes, 
     raise wire.error(f"field {field} has wire type {wire_type}, expected a varint", at - wire.base)
 
 
-def shape_from_proto_bytes(data: bytes | bytearray | memoryview, *, max_bytes: int = MAX_PROTO_BYTES) -> Shape:
+def from_proto_bytes(data: bytes | bytearray | memoryview, *, max_bytes: int = MAX_PROTO_BYTES) -> Shape:
     """The Shape a serialized ``xla.ShapeProto`` describes; only ParseError/ShapeError on bad bytes.
 
     Inputs longer than ``max_bytes`` and tuples nested deeper than the text parser allows are refused.
     Layouts are taken as XLA stores them (a missing or 0 tail padding alignment reads as 1) and are not
     validated beyond having one minor_to_major entry per dimension: call ``Shape.validate()`` for that.
 
-    >>> str(shape_from_proto_bytes(bytes.fromhex("100b2a03800101")))
+    >>> str(from_proto_bytes(bytes.fromhex("100b2a03800101")))
     'f32[]'
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -329,22 +339,21 @@ def shape_from_proto_bytes(data: bytes | bytearray | memoryview, *, max_bytes: i
     blob = bytes(data)
     if len(blob) > max_bytes:
         raise ParseError(f"ShapeProto of {len(blob)} bytes exceeds the limit of {max_bytes} bytes (max_bytes)")
-    return shape_from_message(blob, 0, 0)
+    return shape_from_message([(blob, 0)], 0, 0)
 
 
-def shape_from_message(data: bytes, base: int, depth: int) -> Shape:
-    """The Shape of one ShapeProto message that starts at byte ``base`` of the whole input."""
+def shape_from_message(chunks: Chunks, base: int, depth: int) -> Shape:
+    """The Shape of one ShapeProto message (its occurrences ``chunks``; the first starts at byte ``base``)."""
     if depth > MAX_TUPLE_DEPTH:
         raise ParseError(f"bad ShapeProto bytes: shapes nested more than {MAX_TUPLE_DEPTH} deep (at byte {base})")
-    fields = decoded_fields(data, _SHAPE_FIELDS, base)
+    fields = decoded_fields(chunks, _SHAPE_FIELDS)
     etype = _element_type_numbered(fields.get(SHAPE_ELEMENT_TYPE, 0), "element_type")
     dims = tuple(fields.get(SHAPE_DIMENSIONS, ()))
     dynamic = tuple(fields.get(SHAPE_IS_DYNAMIC_DIMENSION, ()))
-    subs = tuple(shape_from_message(sub, at, depth + 1) for sub, at in fields.get(SHAPE_TUPLE_SHAPES, ()))
+    subs = tuple(shape_from_message([(sub, at)], at, depth + 1) for sub, at in fields.get(SHAPE_TUPLE_SHAPES, ()))
     layout = None
     if SHAPE_LAYOUT in fields:
-        layout_bytes, at = fields[SHAPE_LAYOUT]
-        layout = layout_from_message(layout_bytes, at, depth)
+        layout = layout_from_message(fields[SHAPE_LAYOUT], depth)
     if etype is TUPLE_TYPE:
         if dims or dynamic or layout is not None:
             raise ShapeError("ShapeProto: a tuple has no dimensions, dynamic dimensions or layout")
@@ -359,16 +368,16 @@ def shape_from_message(data: bytes, base: int, depth: int) -> Shape:
     return Shape(etype, dims, dynamic, layout)
 
 
-def layout_from_message(data: bytes, base: int, depth: int) -> Layout:
-    """The Layout of one LayoutProto message."""
-    fields = decoded_fields(data, _LAYOUT_FIELDS, base)
-    tiles = tuple(tuple(decoded_fields(t, _TILE_FIELDS, at).get(TILE_DIMENSIONS, ()))
+def layout_from_message(chunks: Chunks, depth: int) -> Layout:
+    """The Layout of one LayoutProto message (its occurrences ``chunks``)."""
+    fields = decoded_fields(chunks, _LAYOUT_FIELDS)
+    tiles = tuple(tuple(decoded_fields([(t, at)], _TILE_FIELDS).get(TILE_DIMENSIONS, ()))
                   for t, at in fields.get(LAYOUT_TILES, ()))
     configs = tuple(_split_config(c, at) for c, at in fields.get(LAYOUT_SPLIT_CONFIGS, ()))
     physical = None
     if LAYOUT_PHYSICAL_SHAPE in fields:
-        physical_bytes, at = fields[LAYOUT_PHYSICAL_SHAPE]
-        physical = shape_from_message(physical_bytes, at, depth + 1)
+        occurrences = fields[LAYOUT_PHYSICAL_SHAPE]
+        physical = shape_from_message(occurrences, occurrences[0][1], depth + 1)
     levels = tuple(_dim_level_type(n) for n in fields.get(LAYOUT_DIM_LEVEL_TYPES, ()))
     return Layout(
         tuple(fields.get(LAYOUT_MINOR_TO_MAJOR, ())),
@@ -388,7 +397,7 @@ def layout_from_message(data: bytes, base: int, depth: int) -> Layout:
 
 
 def _split_config(data: bytes, base: int) -> SplitConfig:
-    fields = decoded_fields(data, _SPLIT_CONFIG_FIELDS, base)
+    fields = decoded_fields([(data, base)], _SPLIT_CONFIG_FIELDS)
     return SplitConfig(fields.get(SPLIT_CONFIG_DIMENSION, 0), tuple(fields.get(SPLIT_CONFIG_SPLIT_INDICES, ())))
 
 
@@ -411,122 +420,3 @@ def _dim_level_type(number: int) -> str:
     return DIM_LEVEL_TYPES[number]
 
 
-# ----------------------------------------------------------------------------------------------------
-# JAX: jax.experimental.layout.Layout and arrays
-# ----------------------------------------------------------------------------------------------------
-
-
-def from_jax_layout(layout: Any, dtype: Any, dims: Any) -> Shape:
-    """The array Shape a ``jax.experimental.layout.Layout`` gives ``dims`` of ``dtype``, validated.
-
-    Fields map one to one: ``major_to_minor`` reversed is ``minor_to_major``, ``tiling`` gives the tiles
-    (``None`` and ``()`` both mean untiled) and ``sub_byte_element_size_in_bits`` is ``E(n)``. Note that when
-    JAX lowers a Layout itself (``Layout._to_xla_layout``) it ignores the element size of an untiled layout and
-    fills in ``E(bits)`` for sub-byte integer dtypes of a tiled one; this function does neither.
-    """
-    major_to_minor = getattr(layout, "major_to_minor", None)
-    if major_to_minor is None:
-        raise ShapeError(f"expected a jax.experimental.layout.Layout, got {layout!r} (Layout.AUTO has no fields)")
-    tiling = getattr(layout, "tiling", None) or ()
-    bits = getattr(layout, "sub_byte_element_size_in_bits", 0) or 0
-    shape = Shape(element_type(dtype), tuple(dims), (), Layout(
-        tuple(major_to_minor)[::-1], tiles=tuple(tuple(t) for t in tiling), element_size_in_bits=bits))
-    return shape.validate()
-
-
-def to_jax_layout(shape: Shape) -> Any:
-    """The ``jax.experimental.layout.Layout`` of an array shape; ShapeError for what JAX's Layout cannot hold.
-
-    JAX's Layout holds dimension order, tiles and the element size only; memory space (``S(n)``) lives in a
-    sharding's ``memory_kind`` instead, and the other layout fields have no JAX counterpart.
-    """
-    jax_layout_class = importlib.import_module("jax.experimental.layout").Layout
-    if not shape.is_array:
-        raise ShapeError(f"only arrays have a JAX layout, not {shape}")
-    layout = shape.layout_or_default()
-    extra = inexpressible_in_jax(layout)
-    if extra:
-        raise ShapeError(f"JAX's Layout cannot express {', '.join(extra)} of {shape}")
-    return jax_layout_class(layout.major_to_minor, tiling=layout.tiles,
-                     sub_byte_element_size_in_bits=layout.element_size_in_bits)
-
-
-def inexpressible_in_jax(layout: Layout) -> list[str]:
-    """The names of ``layout``'s non-default fields that JAX's Layout has no place for."""
-    defaults = default_layout(len(layout.minor_to_major))
-    names = ("tail_padding_alignment_in_elements", "index_primitive_type", "pointer_primitive_type", "memory_space",
-             "split_configs", "dynamic_shape_metadata_prefix_bytes", "dim_level_types", "dim_unique", "dim_ordered",
-             "padded_dimensions", "physical_shape")
-    return [name for name in names if getattr(layout, name) != getattr(defaults, name)]
-
-
-_HOST_MEMORY_KINDS = {"pinned_host": 5}
-
-
-def shape_from_jax_array(array: Any, *, shard: bool = False) -> Shape:
-    """The Shape of a JAX array: its dtype, shape (or one shard's with ``shard=True``) and ``.format`` layout.
-
-    The sharding's ``pinned_host`` memory kind becomes memory space ``S(5)``, XLA's host memory space (what
-    JAX lowers it to); every other memory kind stays ``S(0)``.
-    """
-    form = getattr(array, "format", None)
-    layout = getattr(form, "layout", None)
-    if form is None or getattr(layout, "major_to_minor", None) is None:
-        raise ShapeError(f"{type(array).__name__} has no concrete layout in .format (a committed jax.Array has)")
-    sharding = getattr(form, "sharding", None)
-    dims = tuple(array.shape)
-    if shard:
-        if sharding is None:
-            raise ShapeError("the array has no sharding to take a shard shape from")
-        dims = tuple(sharding.shard_shape(dims))
-    shape = from_jax_layout(layout, array.dtype, dims)
-    space = _HOST_MEMORY_KINDS.get(getattr(sharding, "memory_kind", None) or "", 0)
-    if space:
-        assert shape.layout is not None
-        shape = shape.with_layout(shape.layout.replace(memory_space=space))
-    return shape
-
-
-# ----------------------------------------------------------------------------------------------------
-# jaxlib: xla_client.Shape
-# ----------------------------------------------------------------------------------------------------
-
-
-def _xla_client() -> Any:
-    return importlib.import_module("jax._src.lib").xla_client
-
-
-def to_xla_client_shape(shape: Shape) -> Any:
-    """jaxlib's ``xla_client.Shape`` for ``shape`` (arrays get the default layout when they have none).
-
-    ``xla_client.Shape.array_shape`` takes only minor_to_major, so a layout with tiles or any other attribute
-    is a ShapeError here; so are opaque shapes, which xla_client cannot build.
-    """
-    xc = _xla_client()
-    return _client_shape(xc, shape)
-
-
-def _client_shape(xc: Any, shape: Shape) -> Any:
-    if shape.is_tuple:
-        return xc.Shape.tuple_shape([_client_shape(xc, sub) for sub in shape.tuple_shapes])
-    if shape.element_type is TOKEN_TYPE:
-        return xc.Shape.token_shape()
-    if shape.element_type is OPAQUE_TYPE:
-        raise ShapeError("xla_client.Shape has no constructor for opaque shapes")
-    layout = shape.layout_or_default()
-    if layout.replace(minor_to_major=()) != default_layout(0):
-        raise ShapeError(f"xla_client.Shape.array_shape takes only minor_to_major; {shape} has more layout")
-    problem = xla_layout_problem(layout, shape)
-    if problem is not None:
-        raise ShapeError(f"{shape}: {problem}")
-    dtype = shape.element_type.numpy_dtype
-    try:
-        return xc.Shape.array_shape(dtype, list(shape.dimensions), list(layout.minor_to_major),
-                                    list(shape.dynamic_dimensions))
-    except Exception as err:  # jaxlib raises its own error types (e.g. for dtypes it does not know)
-        raise ShapeError(f"xla_client rejects {shape}: {err}") from None
-
-
-def from_xla_client_shape(client_shape: Any) -> Shape:
-    """The Shape of a jaxlib ``xla_client.Shape``, read from its ``str()`` (exactly XLA's shape text)."""
-    return parse_shape(str(client_shape))

@@ -12,9 +12,7 @@ module: ``xlashapes.layout.tiled_dimensions``, ``xlashapes.hlo.Attributes``, ``x
 [2.0, 2.0]
 """
 
-from __future__ import annotations
-
-from types import ModuleType
+from types import ModuleType as _ModuleType
 
 from . import ops
 from .broadcast import binary_op_shape, broadcast_shape, lower_binary
@@ -96,5 +94,5 @@ __all__ = [
 def __dir__() -> list[str]:
     """The facade's names (``__all__``), ``__version__`` and the public submodules, for ``dir()`` and completion."""
     submodules = [name for name, value in globals().items()
-                  if not name.startswith("_") and isinstance(value, ModuleType) and name not in __all__]
+                  if not name.startswith("_") and isinstance(value, _ModuleType) and name not in __all__]
     return sorted({*__all__, "__version__", *submodules})

@@ -6,22 +6,26 @@ import json
 import random
 import subprocess
 import sys
+import time
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xlashapes as xs
+from profiles import examples
+from xlashapes import interop
 from xlashapes.interop import (
     MAX_PROTO_BYTES,
+    from_jax_array,
     from_jax_layout,
+    from_proto_bytes,
     from_xla_client_shape,
-    shape_from_jax_array,
-    shape_from_proto_bytes,
-    shape_to_proto_bytes,
     to_jax_layout,
+    to_proto_bytes,
     to_xla_client_shape,
     varint_bytes,
 )
@@ -34,7 +38,7 @@ UNSIGNED = ["u8", "u16", "u32", "u64"]
 
 
 def decode(hex_text: str) -> xs.Shape:
-    return shape_from_proto_bytes(bytes.fromhex(hex_text))
+    return from_proto_bytes(bytes.fromhex(hex_text))
 
 
 # ----- wire format: known vectors (observed from jaxlib 0.10.2's to_serialized_proto) -------------------
@@ -61,7 +65,7 @@ KNOWN = [
 @pytest.mark.parametrize(("text", "hex_text"), KNOWN, ids=[k[0] for k in KNOWN])
 def test_known_encodings(text: str, hex_text: str) -> None:
     shape = xs.parse_shape(text)
-    assert shape_to_proto_bytes(shape).hex() == hex_text
+    assert to_proto_bytes(shape).hex() == hex_text
     assert decode(hex_text) == shape
 
 
@@ -75,29 +79,29 @@ def test_varints() -> None:
 
 def test_combined_tile_dimension_is_int64_min() -> None:
     shape = xs.parse_shape("f32[2,7,8,11,10]{4,3,2,1,0:T(*,*,2,*,3)}")
-    data = shape_to_proto_bytes(shape)
+    data = to_proto_bytes(shape)
     assert varint_bytes(COMBINE_DIMENSION) in data
-    assert shape_from_proto_bytes(data) == shape
+    assert from_proto_bytes(data) == shape
 
 
 def test_every_numbered_element_type_round_trips() -> None:
     for name in NUMBERED_ARRAY_TYPES:
         shape = xs.make_shape(name, [2, 3])
-        assert shape_from_proto_bytes(shape_to_proto_bytes(shape)) == shape
+        assert from_proto_bytes(to_proto_bytes(shape)) == shape
     for shape in (xs.token_shape(), xs.opaque_shape(), xs.tuple_shape([])):
-        assert shape_from_proto_bytes(shape_to_proto_bytes(shape)) == shape
+        assert from_proto_bytes(to_proto_bytes(shape)) == shape
 
 
 def test_types_without_a_proto_number_cannot_be_encoded() -> None:
     for name, etype in xs.ELEMENT_TYPES.items():
         if etype.is_array_type and etype.proto_number is None:
             with pytest.raises(xs.ShapeError, match="PrimitiveType number"):
-                shape_to_proto_bytes(xs.make_shape(name, [2]))
+                to_proto_bytes(xs.make_shape(name, [2]))
 
 
 def test_legacy_padding_cannot_be_encoded() -> None:
     with pytest.raises(xs.ShapeError, match="reserved"):
-        shape_to_proto_bytes(xs.make_shape("f32", [2, 3], padded_dimensions=[3, 5]))
+        to_proto_bytes(xs.make_shape("f32", [2, 3], padded_dimensions=[3, 5]))
 
 
 def test_sparse_fields_round_trip() -> None:
@@ -105,7 +109,7 @@ def test_sparse_fields_round_trip() -> None:
                     index_primitive_type="u32", pointer_primitive_type="u64",
                     physical_shape=xs.parse_shape("(s32[5], f32[15])"))
     shape = xs.Shape(xs.element_type("f32"), (3, 5), (), layout)
-    assert shape_from_proto_bytes(shape_to_proto_bytes(shape)) == shape
+    assert from_proto_bytes(to_proto_bytes(shape)) == shape
 
 
 # ----- decoding: protobuf rules ------------------------------------------------------------------------
@@ -115,7 +119,7 @@ def test_unpacked_repeated_fields_and_unknown_fields() -> None:
     # element_type f32; dimensions 3 and 5 unpacked; unknown field 9 (varint) and 10 (fixed32) skipped;
     # layout with minor_to_major unpacked and no tail padding field (reads as 1).
     data = bytes.fromhex("100b" "1803" "1805" "4807" "550000803f" "2a04" "0801" "0800")
-    shape = shape_from_proto_bytes(data)
+    shape = from_proto_bytes(data)
     assert str(shape) == "f32[3,5]{1,0}"
     assert shape.layout is not None and shape.layout.tail_padding_alignment_in_elements == 1
 
@@ -123,12 +127,12 @@ def test_unpacked_repeated_fields_and_unknown_fields() -> None:
 def test_repeated_singular_message_merges() -> None:
     # two layout fields merge: minor_to_major [1] then [0] -> [1, 0]; last memory space wins
     data = bytes.fromhex("100b1a020305" "2a0408014001" "2a0408004005")
-    assert str(shape_from_proto_bytes(data)) == "f32[3,5]{1,0:S(5)}"
+    assert str(from_proto_bytes(data)) == "f32[3,5]{1,0:S(5)}"
 
 
 def test_memoryview_and_bytearray_inputs() -> None:
-    data = shape_to_proto_bytes(xs.parse_shape("bf16[8]"))
-    assert shape_from_proto_bytes(bytearray(data)) == shape_from_proto_bytes(memoryview(data))
+    data = to_proto_bytes(xs.parse_shape("bf16[8]"))
+    assert from_proto_bytes(bytearray(data)) == from_proto_bytes(memoryview(data))
 
 
 BAD = [
@@ -176,21 +180,21 @@ def test_bytes_offsets_in_messages() -> None:
 
 def test_non_bytes_input() -> None:
     with pytest.raises(xs.ParseError, match="must be bytes"):
-        shape_from_proto_bytes("100b")  # type: ignore[arg-type]
+        from_proto_bytes("100b")  # type: ignore[arg-type]
 
 
 def test_absurd_sizes_are_refused() -> None:
     with pytest.raises(xs.ParseError, match="max_bytes"):
-        shape_from_proto_bytes(b"\x10\x0b" + b"\x18\x01" * 100, max_bytes=64)
+        from_proto_bytes(b"\x10\x0b" + b"\x18\x01" * 100, max_bytes=64)
     assert MAX_PROTO_BYTES >= 1 << 20
     deep = xs.parse_shape("f32[]")
     for _ in range(250):
         deep = xs.tuple_shape([deep])
     with pytest.raises(xs.ParseError, match="nested more than"):
-        shape_from_proto_bytes(shape_to_proto_bytes(deep))
+        from_proto_bytes(to_proto_bytes(deep))
     huge_length = bytes.fromhex("100b2a") + varint_bytes(1 << 62)
     with pytest.raises(xs.ParseError, match="runs past the end"):
-        shape_from_proto_bytes(huge_length)
+        from_proto_bytes(huge_length)
 
 
 def test_decoded_layouts_are_not_validated_beyond_rank() -> None:
@@ -200,7 +204,7 @@ def test_decoded_layouts_are_not_validated_beyond_rank() -> None:
         shape.validate()
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.binary(max_size=120))
 def test_fuzzed_garbage_only_clean_errors(data: bytes) -> None:
     check_decodes_cleanly(data)
@@ -208,20 +212,20 @@ def test_fuzzed_garbage_only_clean_errors(data: bytes) -> None:
 
 def check_decodes_cleanly(data: bytes) -> None:
     try:
-        shape = shape_from_proto_bytes(data)
+        shape = from_proto_bytes(data)
     except (xs.ParseError, xs.ShapeError):
         return
     try:
-        again = shape_to_proto_bytes(shape)
+        again = to_proto_bytes(shape)
     except xs.ShapeError:
         return  # e.g. an index type without a proto number: decoding took it, encoding names the problem
-    assert shape_from_proto_bytes(again) == shape
+    assert from_proto_bytes(again) == shape
 
 
 def test_mutated_encodings_only_clean_errors() -> None:
     rng = random.Random(8)
     for _ in range(300):
-        data = bytearray(shape_to_proto_bytes(random_shape(rng, full_layout=True)))
+        data = bytearray(to_proto_bytes(random_shape(rng, full_layout=True)))
         for _ in range(12):
             mutated = mutate(rng, bytearray(data))
             check_decodes_cleanly(bytes(mutated))
@@ -362,9 +366,9 @@ def test_proto_bytes_equal_jaxlib_for_thousands_of_shapes(xc: Any, client_types:
     for _ in range(4000):
         shape = random_shape(rng, types=client_types)
         client = to_xla_client_shape(shape)
-        ours = shape_to_proto_bytes(shape)
+        ours = to_proto_bytes(shape)
         assert ours == client.to_serialized_proto(), str(shape)
-        assert shape_from_proto_bytes(ours) == shape
+        assert from_proto_bytes(ours) == shape
         assert str(client) == str(shape)
         assert from_xla_client_shape(client) == shape
 
@@ -398,7 +402,7 @@ def test_xla_client_refusals(xc: Any) -> None:
 def test_shape_without_layout_gets_xla_default(xc: Any) -> None:
     bare = xs.parse_shape("f32[3,5]").without_layout()
     assert str(to_xla_client_shape(bare)) == "f32[3,5]{1,0}"
-    assert shape_to_proto_bytes(bare).hex() == "100b1a02030532020000"  # no layout field at all
+    assert to_proto_bytes(bare).hex() == "100b1a02030532020000"  # no layout field at all
 
 
 # ----- jaxlib's HLO module proto: every layout attribute -----------------------------------------------
@@ -476,8 +480,8 @@ def test_proto_bytes_equal_xla_module_protos_with_full_layouts(xc: Any, client_t
     for shape, text, proto in zip(shapes, texts, protos):
         assert not proto.startswith("error"), (text, proto)
         theirs = first_instruction_shape(bytes.fromhex(proto))
-        assert shape_to_proto_bytes(shape) == theirs, text
-        assert shape_from_proto_bytes(theirs) == shape, text
+        assert to_proto_bytes(shape) == theirs, text
+        assert from_proto_bytes(theirs) == shape, text
 
 
 def test_jaxlib_numbers_for_the_6_bit_floats(xc: Any) -> None:
@@ -517,7 +521,7 @@ def jax_expressible_shapes(draw: st.DrawFn) -> xs.Shape:
     return xs.Shape(xs.element_type(name), tuple(dims), (), layout)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(jax_expressible_shapes())
 def test_jax_layout_round_trip(jax_layout_class: Any, shape: xs.Shape) -> None:
     layout = to_jax_layout(shape)
@@ -531,7 +535,7 @@ def test_jax_layout_round_trip(jax_layout_class: Any, shape: xs.Shape) -> None:
     assert to_jax_layout(from_jax_layout(layout, dtype, shape.dimensions)) == layout
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(jax_expressible_shapes())
 def test_jax_layout_agrees_with_jaxs_own_lowering(jax_layout_class: Any, shape: xs.Shape) -> None:
     """Where JAX does not add E(bits) for sub-byte integers, its ``_to_xla_layout`` prints our layout."""
@@ -568,11 +572,11 @@ def test_shape_from_jax_array(jax_layout_class: Any, dtype: str, dims: tuple[int
     import jax.numpy as jnp
 
     array = jnp.zeros(dims, dtype=dtype)
-    shape = shape_from_jax_array(array)
+    shape = from_jax_array(array)
     assert shape.dimensions == dims
     assert shape.element_type == xs.element_type(array.dtype)
     assert to_jax_layout(shape) == array.format.layout
-    assert shape_from_jax_array(array, shard=True) == shape
+    assert from_jax_array(array, shard=True) == shape
 
 
 def test_shape_from_jax_array_with_column_major_layout(jax_layout_class: Any) -> None:
@@ -586,7 +590,7 @@ def test_shape_from_jax_array_with_column_major_layout(jax_layout_class: Any) ->
                                Format(jax_layout_class((1, 0)), sharding))
     except Exception as err:  # a backend may not take explicit layouts
         pytest.skip(f"device_put with a layout is not supported here: {err}")
-    assert str(shape_from_jax_array(array)) == "f32[3,5]{0,1}"
+    assert str(from_jax_array(array)) == "f32[3,5]{0,1}"
 
 
 def test_shape_from_jax_array_on_host_memory(jax_layout_class: Any) -> None:
@@ -598,15 +602,94 @@ def test_shape_from_jax_array_on_host_memory(jax_layout_class: Any) -> None:
                                jax.sharding.SingleDeviceSharding(device, memory_kind="pinned_host"))
     except Exception as err:
         pytest.skip(f"no pinned_host memory here: {err}")
-    assert str(shape_from_jax_array(array)) == "f32[4]{0:S(5)}"
+    assert str(from_jax_array(array)) == "f32[4]{0:S(5)}"
 
 
 def test_shape_from_non_jax_array(jax_layout_class: Any) -> None:
     with pytest.raises(xs.ShapeError, match="no concrete layout"):
-        shape_from_jax_array(np.zeros(3))
+        from_jax_array(np.zeros(3))
 
 
 def test_importing_xlashapes_does_not_import_jax() -> None:
     code = "import sys, xlashapes, xlashapes.interop, xlashapes.tpu; print('jax' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "False", result.stderr
+
+
+# ----- naming, merging in linear time, element type spellings (issues 11 and 15) -------------------------------
+
+
+def test_old_names_remain_aliases_of_the_new_ones() -> None:
+    assert interop.shape_to_proto_bytes is to_proto_bytes
+    assert interop.shape_from_proto_bytes is from_proto_bytes
+    assert interop.shape_from_jax_array is from_jax_array
+    assert xs.to_proto_bytes is to_proto_bytes and xs.from_proto_bytes is from_proto_bytes
+    for old in ("shape_to_proto_bytes", "shape_from_proto_bytes", "shape_from_jax_array"):
+        assert not hasattr(xs, old), old  # the facade has one name per conversion
+
+
+def test_repeated_layout_fields_merge_in_linear_time() -> None:
+    """A singular submessage repeated 250,000 times (1 MB) merges occurrence by occurrence, not by concatenation."""
+    head = bytes.fromhex("100b1a020305" "2a0408010800")  # f32[3,5]{1,0}
+    data = head + bytes.fromhex("2a024001") * 125_000 + bytes.fromhex("2a024005") * 125_000  # S(1) ... then S(5)
+    start = time.perf_counter()
+    shape = from_proto_bytes(data)
+    elapsed = time.perf_counter() - start
+    assert str(shape) == "f32[3,5]{1,0:S(5)}"
+    assert elapsed < 2.0, elapsed  # concatenating the occurrences took minutes here
+
+
+def test_each_occurrence_of_a_message_is_decoded_on_its_own() -> None:
+    """As protobuf merges them: a field cut across two occurrences is an error, with the byte where it is cut."""
+    with pytest.raises(xs.ParseError, match=r"truncated varint \(at byte 9\)"):
+        decode("100b1a020305" "2a0140" "2a0105")  # memory_space's key ends the first layout, its value starts the next
+    with pytest.raises(xs.ParseError, match=r"at byte 12"):
+        decode("100b1a020305" "2a024005" "2a02ff01")  # the second layout's first byte is byte 12
+    merged = decode("100b1a03030507" "2a0408010800" "2a024005" "2a020802")  # minor_to_major [1, 0], S(5), [2]
+    assert str(merged) == "f32[3,5,7]{1,0,2:S(5)}"  # repeated fields append, scalars take the last value
+
+
+def test_offsets_name_the_byte_inside_nested_messages() -> None:
+    with pytest.raises(xs.ParseError, match=r"expected a varint \(at byte 5\)"):
+        decode("100b2a050d00000000")  # the fixed32 value inside the layout starts at byte 5
+
+
+class FakeJaxLayout:
+    """What from_jax_layout reads of a JAX Layout (jax itself is not needed for these)."""
+
+    def __init__(self, major_to_minor: Any, tiling: Any = (), bits: Any = 0) -> None:
+        self.major_to_minor = major_to_minor
+        self.tiling = tiling
+        self.sub_byte_element_size_in_bits = bits
+
+
+@pytest.mark.parametrize("spelling", ["bf16", "bfloat16", "float32", "f32", np.float32, np.dtype("int8"), "bool",
+                                      "int4", ml_dtypes.bfloat16, np.dtype(ml_dtypes.float8_e4m3fn)])
+def test_from_jax_layout_takes_every_spelling_element_type_takes(spelling: Any) -> None:
+    """Element types go through xs.element_type: whatever it accepts works, whatever it refuses is a ShapeError."""
+    try:
+        expected = xs.element_type(spelling)
+    except xs.ShapeError:
+        with pytest.raises(xs.ShapeError):
+            from_jax_layout(FakeJaxLayout((0, 1)), spelling, (3, 5))
+        return
+    shape = from_jax_layout(FakeJaxLayout((0, 1)), spelling, (3, 5))
+    assert shape.element_type == expected and str(shape) == f"{expected.name}[3,5]{{1,0}}"
+
+
+@pytest.mark.parametrize(
+    ("layout", "dims", "message"),
+    [
+        (FakeJaxLayout("01"), (3, 5), "major_to_minor"),
+        (FakeJaxLayout((0, 1), tiling=5), (3, 5), "tiling"),
+        (FakeJaxLayout((0, 1), tiling=[(8, "x")]), (3, 5), r"tiling\[0\]"),
+        (FakeJaxLayout((0, 1), bits="4"), (3, 5), "sub_byte_element_size_in_bits"),
+        (FakeJaxLayout((0, 1)), 35, "dims"),
+        (FakeJaxLayout((0, 1)), (3, None), "dims"),
+        (FakeJaxLayout((0, 1)), (3, 2**63), "dims"),
+        (FakeJaxLayout((0, 0)), (3, 5), ""),
+    ],
+)
+def test_from_jax_layout_bad_input_is_a_shape_error(layout: Any, dims: Any, message: str) -> None:
+    with pytest.raises(xs.ShapeError, match=message):
+        from_jax_layout(layout, "f32", dims)

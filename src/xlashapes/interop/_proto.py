@@ -32,7 +32,7 @@ occurrence is decoded on its own, scalars last-wins and repeated fields appended
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 from ..dtypes import ELEMENT_TYPES, TUPLE_TYPE, ElementType
@@ -222,6 +222,16 @@ class _Wire:
 
     def varint(self) -> int:
         """The next varint as an unsigned 64-bit number."""
+        pos = self.pos
+        if pos < self.end:
+            byte = self.data[pos]
+            if byte < 0x80:  # the common one-byte case, fast
+                self.pos = pos + 1
+                return byte
+        return self.long_varint()
+
+    def long_varint(self) -> int:
+        """The next varint, any length (up to 10 bytes)."""
         start = self.pos
         result = 0
         for shift in range(0, 70, 7):
@@ -236,16 +246,17 @@ class _Wire:
                 return result
         raise self.error("varint longer than 10 bytes", start)
 
-    def fields(self) -> Iterator[tuple[int, int, int | bytes, int]]:
-        """Every field as (number, wire type, value, offset of its value): ints for varints, bytes otherwise."""
-        while self.pos < self.end:
-            key_at = self.pos
-            key = self.varint()
-            field, wire_type = key >> 3, key & 7
-            if field == 0 or field > 0x1FFFFFFF:
-                raise self.error(f"invalid field number {field}", key_at)
-            value_at = self.pos
-            yield field, wire_type, self.value(wire_type, key_at), self.base + value_at
+    def field(self) -> tuple[int, int, int | bytes, int]:
+        """The next field as (number, wire type, value, offset of its value): ints for varints, bytes otherwise."""
+        key_at = self.pos
+        key = self.varint()
+        field, wire_type = key >> 3, key & 7
+        if field == 0 or field > 0x1FFFFFFF:
+            raise self.error(f"invalid field number {field}", key_at)
+        value_start = self.pos
+        value = self.value(wire_type, key_at)
+        value_at = self.pos - len(value) if isinstance(value, bytes) else value_start  # a payload's first byte
+        return field, wire_type, value, self.base + value_at
 
     def value(self, wire_type: int, key_at: int) -> int | bytes:
         if wire_type == VARINT:
@@ -294,7 +305,8 @@ def decoded_fields(chunks: Chunks, schema: dict[int, tuple[str, bool]]) -> dict[
     out: dict[int, Any] = {}
     for data, base in chunks:
         wire = _Wire(data, base)
-        for field, wire_type, value, at in wire.fields():
+        while wire.pos < wire.end:
+            field, wire_type, value, at = wire.field()
             spec = schema.get(field)
             if spec is None:
                 continue  # unknown fields are skipped, as protobuf parsers do
@@ -363,7 +375,7 @@ def shape_from_message(chunks: Chunks, base: int, depth: int) -> Shape:
     if dynamic and len(dynamic) != len(dims):
         raise ShapeError(f"ShapeProto: {len(dynamic)} is_dynamic_dimension entries for {len(dims)} dimensions")
     if layout is not None and etype.is_array_type and len(layout.minor_to_major) != len(dims):
-        raise ShapeError(f"ShapeProto: layout {layout} has {len(layout.minor_to_major)} minor_to_major entries "
+        raise ShapeError(f"ShapeProto: the layout has {len(layout.minor_to_major)} minor_to_major entries "
                          f"but the shape has {len(dims)} dimensions")
     return Shape(etype, dims, dynamic, layout)
 

@@ -687,7 +687,7 @@ def test_from_jax_layout_takes_every_spelling_element_type_takes(spelling: Any) 
         (FakeJaxLayout((0, 1)), 35, "dims"),
         (FakeJaxLayout((0, 1)), (3, None), "dims"),
         (FakeJaxLayout((0, 1)), (3, 2**63), "dims"),
-        (FakeJaxLayout((0, 0)), (3, 5), ""),
+        (FakeJaxLayout((0, 0)), (3, 5), "not a permutation"),
     ],
 )
 def test_from_jax_layout_bad_input_is_a_shape_error(layout: Any, dims: Any, message: str) -> None:

@@ -376,7 +376,7 @@ PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=list(
 def test_offsets_match_the_brute_force_reference(shape: xs.Shape) -> None:
     expected = reference_offsets(shape)
     assert np.array_equal(linear_index(shape, all_indices(shape)), expected), str(shape)
-    assert shape.physical_dimensions() == xs.tiled_dimensions(shape.dimensions, shape.layout_or_default())
+    assert shape.physical_dimensions() == xs.layout.tiled_dimensions(shape.dimensions, shape.layout_or_default())
 
 
 @PROPERTY

@@ -30,7 +30,7 @@ from .interop import (
     to_proto_bytes,
     to_xla_client_shape,
 )
-from .layout import COMBINE_DIMENSION, Layout, SplitConfig, default_layout, memory_space_name
+from .layout import COMBINE_DIMENSION, Layout, SplitConfig, default_layout
 from .memory import memory_report
 from .physical import from_physical, relayout, to_physical
 from .shape import UNBOUNDED_SIZE, Shape, make_shape, opaque_shape, token_shape, tuple_shape
@@ -70,7 +70,6 @@ __all__ = [
     "lower_binary",
     "make_shape",
     "memory_report",
-    "memory_space_name",
     "multi_index",
     "opaque_shape",
     "ops",

@@ -39,6 +39,8 @@ from ._proto import (
     varint_field,
 )
 from .jax import (
+    JaxLayout,
+    XlaClientShape,
     from_jax_array,
     from_jax_layout,
     from_xla_client_shape,
@@ -58,6 +60,8 @@ shape_from_jax_array = from_jax_array
 
 __all__ = [
     "MAX_PROTO_BYTES",
+    "JaxLayout",
+    "XlaClientShape",
     "field_key",
     "from_jax_array",
     "from_jax_layout",

@@ -14,13 +14,34 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol, cast
 
 from ..dtypes import OPAQUE_TYPE, TOKEN_TYPE, element_type
 from ..errors import ShapeError
 from ..layout import Layout, checked_int, checked_ints, default_layout, xla_layout_problem
 from ..shape import Shape
 from ..text import parse_shape
+
+
+class JaxLayout(Protocol):
+    """What xlashapes reads of a ``jax.experimental.layout.Layout`` (the type ``to_jax_layout`` returns)."""
+
+    @property
+    def major_to_minor(self) -> tuple[int, ...]: ...
+
+    @property
+    def tiling(self) -> tuple[tuple[int, ...], ...] | None: ...
+
+    @property
+    def sub_byte_element_size_in_bits(self) -> int: ...
+
+
+class XlaClientShape(Protocol):
+    """What xlashapes uses of jaxlib's ``xla_client.Shape`` (the type ``to_xla_client_shape`` returns)."""
+
+    def dimensions(self) -> tuple[int, ...]: ...
+
+    def to_serialized_proto(self) -> bytes: ...
 
 
 def from_jax_layout(layout: Any, dtype: Any, dims: Any) -> Shape:
@@ -46,7 +67,7 @@ def from_jax_layout(layout: Any, dtype: Any, dims: Any) -> Shape:
     return shape.validate()
 
 
-def to_jax_layout(shape: Shape) -> Any:
+def to_jax_layout(shape: Shape) -> JaxLayout:
     """The ``jax.experimental.layout.Layout`` of an array shape; ShapeError for what JAX's Layout cannot hold.
 
     JAX's Layout holds dimension order, tiles and the element size only; memory space (``S(n)``) lives in a
@@ -59,8 +80,9 @@ def to_jax_layout(shape: Shape) -> Any:
     extra = inexpressible_in_jax(layout)
     if extra:
         raise ShapeError(f"JAX's Layout cannot express {', '.join(extra)} of {shape}")
-    return jax_layout_class(layout.major_to_minor, tiling=layout.tiles,
+    made = jax_layout_class(layout.major_to_minor, tiling=layout.tiles,
                             sub_byte_element_size_in_bits=layout.element_size_in_bits)
+    return cast(JaxLayout, made)
 
 
 def inexpressible_in_jax(layout: Layout) -> list[str]:
@@ -108,14 +130,14 @@ def _xla_client() -> Any:
     return importlib.import_module("jax._src.lib").xla_client
 
 
-def to_xla_client_shape(shape: Shape) -> Any:
+def to_xla_client_shape(shape: Shape) -> XlaClientShape:
     """jaxlib's ``xla_client.Shape`` for ``shape`` (arrays get the default layout when they have none).
 
     ``xla_client.Shape.array_shape`` takes only minor_to_major, so a layout with tiles or any other attribute
     is a ShapeError here; so are opaque shapes, which xla_client cannot build.
     """
     xc = _xla_client()
-    return _client_shape(xc, shape)
+    return cast(XlaClientShape, _client_shape(xc, shape))
 
 
 def _client_shape(xc: Any, shape: Shape) -> Any:

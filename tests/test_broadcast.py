@@ -507,6 +507,7 @@ LOWERING_CASES = [
     ("add", "f32[2,<=3]", "f32[2,1]", (), None),
     ("divide", "f32[2,3]{0,1}", "f32[3]{0}", (1,), None),
     ("remainder", "s64[1,1,1]", "s64[2,1,3]", (), None),
+    ("multiply", "s4[3,1,0,1]", "s4[1,0,<=1]", (1, 2, 3), None),  # issue 15: problems() rejects this lowering
 ]
 
 
@@ -519,3 +520,53 @@ def test_lowered_hlo_parses_in_xla(xla: Any, op: str, lhs: str, rhs: str, dims: 
     result = xb.binary_op_shape(op, lhs, rhs, dims, direction)
     assert f"ROOT %result = {result} " in printed
     assert ("broadcast(" in printed) == ("broadcast(" in text)
+
+
+def test_lowering_declares_the_whole_ops_shape_as_xla_builder_does() -> None:
+    """Issue 15: ``multiply(s4[3,1,0,1], s4[1,0,<=1])`` with dimensions {1,2,3} declares ``s4[3,1,0,1]``.
+
+    That is XLA's shape inference for the whole op (InDim gives ``[3,1,0,<=1]``, then the degenerate rule takes the
+    static 1 of the lhs), which XlaBuilder declares on the instruction. The instruction's own operands,
+    ``s4[3,1,0,1]`` and ``s4[3,1,0,<=1]``, infer ``s4[3,1,0,<=1]``; XLA's verifier accepts the declared shape because
+    it compares with ``ShapeUtil::Compatible``, which ignores dynamism (and XLA's parser takes the module: see
+    test_lowered_hlo_parses_in_xla). So the lowering is right; a checker must compare sizes, not dynamism.
+    """
+    text = xb.lower_binary("multiply", "s4[3,1,0,1]", "s4[1,0,<=1]", [1, 2, 3])
+    assert text.splitlines()[-2] == "  ROOT result = s4[3,1,0,1]{3,2,1,0} multiply(lhs, rhs.in_dim)"
+    assert "  rhs.in_dim = s4[3,1,0,<=1]{3,2,1,0} broadcast(rhs), dimensions={1,2,3}" in text
+    whole = xb.binary_op_shape("multiply", "s4[3,1,0,1]", "s4[1,0,<=1]", [1, 2, 3])
+    operands = xb.broadcast_shape("s4[3,1,0,1]", "s4[3,1,0,<=1]")
+    assert str(whole) == "s4[3,1,0,1]{3,2,1,0}" and str(operands) == "s4[3,1,0,<=1]{3,2,1,0}"
+    assert whole.dimensions == operands.dimensions and whole.element_type == operands.element_type
+
+
+@pytest.mark.parametrize(
+    ("array", "sizes", "dims", "expected"),
+    [
+        (np.array([7, 8, 9]), (2, 3), (1,), [[7, 8, 9], [7, 8, 9]]),
+        (np.array([7, 8]), (2, 3), (0,), [[7, 7, 7], [8, 8, 8]]),
+        (np.array(5), (2,), (), [5, 5]),
+        (np.array([[1], [2]]), (2, 3), (), [[1, 1, 1], [2, 2, 2]]),
+        (np.array([[5, 6]]), (4, 3, 2), (1, 2), [[[5, 6]] * 3] * 4),
+    ],
+)
+def test_broadcast_array_views_an_operand_at_the_result_size(array: Any, sizes: Any, dims: Any, expected: Any) -> None:
+    view = xb.broadcast_array(array, sizes, dims)
+    assert view.tolist() == expected and not view.flags.writeable
+
+
+@pytest.mark.parametrize(
+    ("array", "sizes", "dims"),
+    [(np.ones(3), (2, 3), (0,)), (np.ones(3), (2, 3), ()), (np.ones(3), (2, 3), (2,)), (np.ones((2, 3)), (3,), ()),
+     (np.ones(3), (2, 3), "1"), (np.ones(3), (2, -3), (1,))],
+)
+def test_broadcast_array_refuses_what_does_not_fit(array: Any, sizes: Any, dims: Any) -> None:
+    with pytest.raises(xs.ShapeError):
+        xb.broadcast_array(array, sizes, dims)
+
+
+def test_opcode_names_keep_their_broadcast_import_path() -> None:
+    """hlo.py and the CLI import these from xlashapes.broadcast; their home is xlashapes.ops."""
+    assert xb.BINARY_OPS is ops.BINARY_OPS and xb.COMPARISON_DIRECTIONS is ops.COMPARISON_DIRECTIONS
+    assert xb.canonical_op is ops.canonical_op
+

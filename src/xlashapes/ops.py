@@ -371,95 +371,159 @@ def _complex_power(a: Array, b: Array) -> Array:
 
 def add(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
         max_elements: int | None = None) -> Array:
-    """XLA ``add``: ``add(np.ones((2, 3), np.float32), np.float32(1))`` is all 2s."""
+    """XLA ``add``; integers wrap around, on pred it is logical or.
+
+    >>> add(np.array([127, 1], np.int8), np.int8(1)).tolist()
+    [-128, 2]
+    """
     return binary_op("add", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def subtract(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
              max_elements: int | None = None) -> Array:
-    """XLA ``subtract`` (not for pred); integers wrap around."""
+    """XLA ``subtract`` (not for pred); integers wrap around.
+
+    >>> subtract(np.array([0, 5], np.uint8), np.uint8(1)).tolist()
+    [255, 4]
+    """
     return binary_op("subtract", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def multiply(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
              max_elements: int | None = None) -> Array:
-    """XLA ``multiply``; on pred it is logical and."""
+    """XLA ``multiply``; on pred it is logical and.
+
+    >>> multiply(np.array([True, True]), np.array([True, False])).tolist()
+    [True, False]
+    """
     return binary_op("multiply", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def divide(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
            max_elements: int | None = None) -> Array:
-    """XLA ``divide``: integers truncate toward zero (-7 / 2 == -3), ``x / 0`` is -1."""
+    """XLA ``divide``: integers truncate toward zero (-7 / 2 == -3), ``x / 0`` is -1.
+
+    >>> divide(np.array([-7, 7], np.int32), np.array([2, 0], np.int32)).tolist()
+    [-3, -1]
+    """
     return binary_op("divide", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def remainder(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
               max_elements: int | None = None) -> Array:
-    """XLA ``remainder``: the dividend's sign (-7 % 2 == -1, like C and fmod), ``x % 0`` is ``x``."""
+    """XLA ``remainder``: the dividend's sign (-7 % 2 == -1, like C and fmod), ``x % 0`` is ``x``.
+
+    >>> remainder(np.array([-7, 5], np.int32), np.array([2, 0], np.int32)).tolist()
+    [-1, 5]
+    """
     return binary_op("remainder", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def power(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
           max_elements: int | None = None) -> Array:
-    """XLA ``power``; integer results wrap around, negative integer exponents give 0 except for bases +-1."""
+    """XLA ``power``; integer results wrap around, negative integer exponents give 0 except for bases +-1.
+
+    >>> power(np.array([2, 2, -1], np.int32), np.array([10, -1, -3], np.int32)).tolist()
+    [1024, 0, -1]
+    """
     return binary_op("power", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def maximum(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
             max_elements: int | None = None) -> Array:
-    """XLA ``maximum``: NaN propagates, +0.0 beats -0.0."""
+    """XLA ``maximum``: NaN propagates, +0.0 beats -0.0.
+
+    >>> maximum(np.array([np.nan, -0.0], np.float32), np.array([1, 0], np.float32)).tolist()
+    [nan, 0.0]
+    """
     return binary_op("maximum", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def minimum(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
             max_elements: int | None = None) -> Array:
-    """XLA ``minimum``: NaN propagates, -0.0 beats +0.0."""
+    """XLA ``minimum``: NaN propagates, -0.0 beats +0.0.
+
+    >>> minimum(np.array([np.nan, 0.0], np.float32), np.array([1, -0.0], np.float32)).tolist()
+    [nan, -0.0]
+    """
     return binary_op("minimum", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def and_(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
          max_elements: int | None = None) -> Array:
-    """XLA ``and``: logical on pred, bitwise on integers."""
+    """XLA ``and``: logical on pred, bitwise on integers.
+
+    >>> and_(np.array([12], np.int32), np.array([10], np.int32)).tolist()
+    [8]
+    """
     return binary_op("and", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def or_(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
         max_elements: int | None = None) -> Array:
-    """XLA ``or``: logical on pred, bitwise on integers."""
+    """XLA ``or``: logical on pred, bitwise on integers.
+
+    >>> or_(np.array([12], np.int32), np.array([10], np.int32)).tolist()
+    [14]
+    """
     return binary_op("or", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def xor(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
         max_elements: int | None = None) -> Array:
-    """XLA ``xor``: logical on pred, bitwise on integers."""
+    """XLA ``xor``: logical on pred, bitwise on integers.
+
+    >>> xor(np.array([True, True]), np.array([True, False])).tolist()
+    [False, True]
+    """
     return binary_op("xor", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def shift_left(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
                max_elements: int | None = None) -> Array:
-    """XLA ``shift-left``: amounts of at least the bit width (or negative) give 0."""
+    """XLA ``shift-left``: amounts of at least the bit width (or negative) give 0.
+
+    >>> shift_left(np.array([1, 1, 1], np.int32), np.array([3, 32, -1], np.int32)).tolist()
+    [8, 0, 0]
+    """
     return binary_op("shift-left", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def shift_right_arithmetic(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
                            max_elements: int | None = None) -> Array:
-    """XLA ``shift-right-arithmetic``: sign-filling; amounts of at least the bit width give 0 or -1."""
+    """XLA ``shift-right-arithmetic``: sign-filling; amounts of at least the bit width give 0 or -1.
+
+    >>> shift_right_arithmetic(np.array([-8, -8], np.int32), np.array([1, 40], np.int32)).tolist()
+    [-4, -1]
+    """
     return binary_op("shift-right-arithmetic", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def shift_right_logical(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
                         max_elements: int | None = None) -> Array:
-    """XLA ``shift-right-logical``: zero-filling; amounts of at least the bit width give 0."""
+    """XLA ``shift-right-logical``: zero-filling; amounts of at least the bit width give 0.
+
+    >>> shift_right_logical(np.array([-8, -8], np.int32), np.array([28, 32], np.int32)).tolist()
+    [15, 0]
+    """
     return binary_op("shift-right-logical", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def atan2(x: Any, y: Any, broadcast_dimensions: Sequence[int] | None = None, *,
           max_elements: int | None = None) -> Array:
-    """XLA ``atan2(x, y)``: the angle of the point (y, x), for real floating-point types."""
+    """XLA ``atan2(x, y)``: the angle of the point (y, x), for real floating-point types.
+
+    >>> atan2(np.array([1.0], np.float64), np.array([0.0], np.float64)).round(4).tolist()
+    [1.5708]
+    """
     return binary_op("atan2", x, y, broadcast_dimensions, max_elements=max_elements)
 
 
 def compare(x: Any, y: Any, direction: str, broadcast_dimensions: Sequence[int] | None = None, *,
             max_elements: int | None = None) -> Array:
-    """XLA ``compare`` with ``direction`` EQ, NE, LT, LE, GT or GE; the result is a bool (pred) array."""
+    """XLA ``compare`` with ``direction`` EQ, NE, LT, LE, GT or GE; the result is a bool (pred) array.
+
+    >>> compare(np.array([1, 2, 3], np.int32), np.int32(2), "LT").tolist()
+    [True, False, False]
+    """
     return binary_op("compare", x, y, broadcast_dimensions, direction, max_elements=max_elements)

@@ -82,7 +82,11 @@ _UINT64 = (1 << 64) - 1
 
 
 def varint_bytes(value: int) -> bytes:
-    """``value`` (an int64, negatives as two's complement) as a protobuf base-128 varint."""
+    """``value`` (an int64, negatives as two's complement) as a protobuf base-128 varint.
+
+    >>> varint_bytes(300).hex()
+    'ac02'
+    """
     number = value & _UINT64
     out = bytearray()
     while number > 0x7F:
@@ -93,22 +97,38 @@ def varint_bytes(value: int) -> bytes:
 
 
 def field_key(field: int, wire_type: int) -> bytes:
-    """The key that starts a field: its number and wire type as one varint."""
+    """The key that starts a field: its number and wire type as one varint.
+
+    >>> field_key(SHAPE_LAYOUT, LENGTH_DELIMITED).hex()
+    '2a'
+    """
     return varint_bytes(field << 3 | wire_type)
 
 
 def varint_field(field: int, value: int) -> bytes:
-    """A singular varint field, or nothing when ``value`` is 0 (proto3 omits defaults)."""
+    """A singular varint field, or nothing when ``value`` is 0 (proto3 omits defaults).
+
+    >>> varint_field(LAYOUT_MEMORY_SPACE, 1).hex(), varint_field(LAYOUT_MEMORY_SPACE, 0)
+    ('4001', b'')
+    """
     return field_key(field, VARINT) + varint_bytes(value) if value else b""
 
 
 def length_delimited_field(field: int, payload: bytes) -> bytes:
-    """A length-delimited field (submessage or packed values)."""
+    """A length-delimited field (submessage or packed values).
+
+    >>> length_delimited_field(SHAPE_LAYOUT, b"\x40\x01").hex()
+    '2a024001'
+    """
     return field_key(field, LENGTH_DELIMITED) + varint_bytes(len(payload)) + payload
 
 
 def packed_field(field: int, values: Any) -> bytes:
-    """A packed repeated varint field, or nothing when there are no values."""
+    """A packed repeated varint field, or nothing when there are no values.
+
+    >>> packed_field(SHAPE_DIMENSIONS, [3, 5]).hex()
+    '1a020305'
+    """
     if not values:
         return b""
     return length_delimited_field(field, b"".join(varint_bytes(int(v)) for v in values))
@@ -125,14 +145,23 @@ def to_proto_bytes(shape: Shape) -> bytes:
 
 
 def proto_number(etype: ElementType) -> int:
-    """The ``xla.PrimitiveType`` number of ``etype``, or ShapeError when xlashapes does not know it."""
+    """The ``xla.PrimitiveType`` number of ``etype``, or ShapeError when xlashapes does not know it.
+
+    >>> proto_number(ELEMENT_TYPES["f32"])
+    11
+    """
     if etype.proto_number is None:
         raise ShapeError(f"element type {etype} has no known xla.PrimitiveType number; cannot serialize it")
     return etype.proto_number
 
 
 def shape_message(shape: Shape) -> bytes:
-    """The ShapeProto fields of ``shape``, in field-number order."""
+    """The ShapeProto fields of ``shape``, in field-number order.
+
+    >>> from xlashapes import parse_shape
+    >>> shape_message(parse_shape("token[]")).hex()
+    '1011'
+    """
     parts = [varint_field(SHAPE_ELEMENT_TYPE, proto_number(shape.element_type))]
     parts.append(packed_field(SHAPE_DIMENSIONS, shape.dimensions))
     parts.extend(length_delimited_field(SHAPE_TUPLE_SHAPES, shape_message(sub)) for sub in shape.tuple_shapes)
@@ -143,7 +172,11 @@ def shape_message(shape: Shape) -> bytes:
 
 
 def layout_message(layout: Layout) -> bytes:
-    """The LayoutProto fields of ``layout``, in field-number order."""
+    """The LayoutProto fields of ``layout``, in field-number order.
+
+    >>> layout_message(Layout((0,), memory_space=1)).hex()
+    '0a01004001800101'
+    """
     if layout.padded_dimensions is not None:
         raise ShapeError("legacy padded_dimensions/padding_value have no field in today's LayoutProto (reserved 2, 3)")
     parts = [packed_field(LAYOUT_MINOR_TO_MAJOR, layout.minor_to_major)]
@@ -167,7 +200,11 @@ def layout_message(layout: Layout) -> bytes:
 
 
 def split_config_message(config: SplitConfig) -> bytes:
-    """The SplitConfigProto fields of ``config``."""
+    """The SplitConfigProto fields of ``config``.
+
+    >>> split_config_message(SplitConfig(0, (2, 4))).hex()
+    '12020204'
+    """
     return (varint_field(SPLIT_CONFIG_DIMENSION, config.dimension)
             + packed_field(SPLIT_CONFIG_SPLIT_INDICES, config.split_indices))
 
@@ -301,6 +338,9 @@ def decoded_fields(chunks: Chunks, schema: dict[int, tuple[str, bool]]) -> dict[
     Repeated fields are lists (a repeated submessage is a list of (payload, offset)); singular scalars are
     last-wins; a singular submessage is the list of its occurrences (payload, offset), decoded together later.
     Each occurrence is decoded on its own, so merging costs time linear in the input.
+
+    >>> decoded_fields([(bytes.fromhex("4001"), 0), (bytes.fromhex("4005"), 2)], _LAYOUT_FIELDS)
+    {8: 5}
     """
     out: dict[int, Any] = {}
     for data, base in chunks:
@@ -355,7 +395,11 @@ def from_proto_bytes(data: bytes | bytearray | memoryview, *, max_bytes: int = M
 
 
 def shape_from_message(chunks: Chunks, base: int, depth: int) -> Shape:
-    """The Shape of one ShapeProto message (its occurrences ``chunks``; the first starts at byte ``base``)."""
+    """The Shape of one ShapeProto message (its occurrences ``chunks``; the first starts at byte ``base``).
+
+    >>> str(shape_from_message([(bytes.fromhex("100b1a0103"), 0)], 0, 0))
+    'f32[3]'
+    """
     if depth > MAX_TUPLE_DEPTH:
         raise ParseError(f"bad ShapeProto bytes: shapes nested more than {MAX_TUPLE_DEPTH} deep (at byte {base})")
     fields = decoded_fields(chunks, _SHAPE_FIELDS)
@@ -381,7 +425,11 @@ def shape_from_message(chunks: Chunks, base: int, depth: int) -> Shape:
 
 
 def layout_from_message(chunks: Chunks, depth: int) -> Layout:
-    """The Layout of one LayoutProto message (its occurrences ``chunks``)."""
+    """The Layout of one LayoutProto message (its occurrences ``chunks``).
+
+    >>> str(layout_from_message([(bytes.fromhex("0a020100"), 0), (bytes.fromhex("4001"), 4)], 0))
+    '{1,0:S(1)}'
+    """
     fields = decoded_fields(chunks, _LAYOUT_FIELDS)
     tiles = tuple(tuple(decoded_fields([(t, at)], _TILE_FIELDS).get(TILE_DIMENSIONS, ()))
                   for t, at in fields.get(LAYOUT_TILES, ()))

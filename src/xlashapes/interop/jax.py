@@ -51,6 +51,11 @@ def from_jax_layout(layout: Any, dtype: Any, dims: Any) -> Shape:
     (``None`` and ``()`` both mean untiled) and ``sub_byte_element_size_in_bits`` is ``E(n)``. Note that when
     JAX lowers a Layout itself (``Layout._to_xla_layout``) it ignores the element size of an untiled layout and
     fills in ``E(bits)`` for sub-byte integer dtypes of a tiled one; this function does neither.
+
+    >>> class Untiled:  # the fields of jax.experimental.layout.Layout((0,))
+    ...     major_to_minor, tiling, sub_byte_element_size_in_bits = (0,), None, 0
+    >>> str(from_jax_layout(Untiled(), "s8", (4,)))
+    's8[4]{0}'
     """
     major_to_minor = getattr(layout, "major_to_minor", None)
     if major_to_minor is None:
@@ -72,6 +77,10 @@ def to_jax_layout(shape: Shape) -> JaxLayout:
 
     JAX's Layout holds dimension order, tiles and the element size only; memory space (``S(n)``) lives in a
     sharding's ``memory_kind`` instead, and the other layout fields have no JAX counterpart.
+
+    >>> from xlashapes import parse_shape
+    >>> to_jax_layout(parse_shape("f32[8,256]{0,1:T(8,128)}")).major_to_minor  # needs jax
+    (1, 0)
     """
     jax_layout_class = importlib.import_module("jax.experimental.layout").Layout
     if not shape.is_array:
@@ -86,7 +95,11 @@ def to_jax_layout(shape: Shape) -> JaxLayout:
 
 
 def inexpressible_in_jax(layout: Layout) -> list[str]:
-    """The names of ``layout``'s non-default fields that JAX's Layout has no place for."""
+    """The names of ``layout``'s non-default fields that JAX's Layout has no place for.
+
+    >>> inexpressible_in_jax(Layout((1, 0), memory_space=1, tail_padding_alignment_in_elements=4))
+    ['tail_padding_alignment_in_elements', 'memory_space']
+    """
     defaults = default_layout(len(layout.minor_to_major))
     names = ("tail_padding_alignment_in_elements", "index_primitive_type", "pointer_primitive_type", "memory_space",
              "split_configs", "dynamic_shape_metadata_prefix_bytes", "dim_level_types", "dim_unique", "dim_ordered",
@@ -102,6 +115,10 @@ def from_jax_array(array: Any, *, shard: bool = False) -> Shape:
 
     The sharding's ``pinned_host`` memory kind becomes memory space ``S(5)``, XLA's host memory space (what
     JAX lowers it to); every other memory kind stays ``S(0)``.
+
+    >>> import jax.numpy as jnp  # needs jax
+    >>> str(from_jax_array(jnp.zeros((2, 3), jnp.bfloat16)))
+    'bf16[2,3]{1,0}'
     """
     form = getattr(array, "format", None)
     layout = getattr(form, "layout", None)
@@ -135,6 +152,10 @@ def to_xla_client_shape(shape: Shape) -> XlaClientShape:
 
     ``xla_client.Shape.array_shape`` takes only minor_to_major, so a layout with tiles or any other attribute
     is a ShapeError here; so are opaque shapes, which xla_client cannot build.
+
+    >>> from xlashapes import parse_shape
+    >>> str(to_xla_client_shape(parse_shape("f32[3,5]{0,1}")))  # needs jax
+    'f32[3,5]{0,1}'
     """
     xc = _xla_client()
     return cast(XlaClientShape, _client_shape(xc, shape))
@@ -162,5 +183,10 @@ def _client_shape(xc: Any, shape: Shape) -> Any:
 
 
 def from_xla_client_shape(client_shape: Any) -> Shape:
-    """The Shape of a jaxlib ``xla_client.Shape``, read from its ``str()`` (exactly XLA's shape text)."""
+    """The Shape of a jaxlib ``xla_client.Shape``, read from its ``str()`` (exactly XLA's shape text).
+
+    >>> from xlashapes import parse_shape
+    >>> from_xla_client_shape(to_xla_client_shape(parse_shape("s8[4]"))) == parse_shape("s8[4]")  # needs jax
+    True
+    """
     return parse_shape(str(client_shape))

@@ -611,9 +611,10 @@ def test_shape_from_non_jax_array(jax_layout_class: Any) -> None:
 
 
 def test_importing_xlashapes_does_not_import_jax() -> None:
-    code = "import sys, xlashapes, xlashapes.interop, xlashapes.tpu; print('jax' in sys.modules)"
+    code = ("import sys, xlashapes, xlashapes.interop, xlashapes.interop.jax, xlashapes.tpu, xlashapes.ops; "
+            "print('jax' in sys.modules, 'jaxlib' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.stdout.strip() == "False", result.stderr
+    assert result.stdout.strip() == "False False", result.stderr
 
 
 # ----- naming, merging in linear time, element type spellings (issues 11 and 15) -------------------------------

@@ -558,7 +558,7 @@ def test_broadcast_array_views_an_operand_at_the_result_size(array: Any, sizes: 
 @pytest.mark.parametrize(
     ("array", "sizes", "dims"),
     [(np.ones(3), (2, 3), (0,)), (np.ones(3), (2, 3), ()), (np.ones(3), (2, 3), (2,)), (np.ones((2, 3)), (3,), ()),
-     (np.ones(3), (2, 3), "1"), (np.ones(3), (2, -3), (1,))],
+     (np.ones(3), (2, 3), "1"), (np.ones(3), (2, -3), (1,)), ([1, 2, 3], (2, 3), (1,)), (None, (2,), ())],
 )
 def test_broadcast_array_refuses_what_does_not_fit(array: Any, sizes: Any, dims: Any) -> None:
     with pytest.raises(xs.ShapeError):

@@ -694,3 +694,14 @@ def test_from_jax_layout_takes_every_spelling_element_type_takes(spelling: Any) 
 def test_from_jax_layout_bad_input_is_a_shape_error(layout: Any, dims: Any, message: str) -> None:
     with pytest.raises(xs.ShapeError, match=message):
         from_jax_layout(layout, "f32", dims)
+
+
+@pytest.mark.parametrize("junk", [None, "f32[2]", b"\x10\x0b", 3, np.zeros(2)])
+def test_conversions_from_a_shape_refuse_anything_else(junk: Any) -> None:
+    with pytest.raises(xs.ShapeError, match="needs a Shape"):
+        to_proto_bytes(junk)
+    with pytest.raises(xs.ShapeError, match="needs a Shape"):
+        to_jax_layout(junk)
+    with pytest.raises(xs.ShapeError, match="needs a Shape"):
+        to_xla_client_shape(junk)
+

@@ -316,6 +316,8 @@ def broadcast_array(array: Array, sizes: Sequence[int], broadcast_dimensions: Se
     >>> broadcast_array(np.array([7, 8, 9]), (2, 3), (1,)).tolist()
     [[7, 8, 9], [7, 8, 9]]
     """
+    if not isinstance(array, np.ndarray):
+        raise ShapeError(f"broadcast_array needs a NumPy array, got {type(array).__name__}")
     dims = checked_broadcast_dimensions(broadcast_dimensions)
     target = checked_ints(cast(Any, sizes), "sizes")
     if array.ndim < len(target) and array.ndim:

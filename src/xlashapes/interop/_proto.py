@@ -141,6 +141,8 @@ def to_proto_bytes(shape: Shape) -> bytes:
     >>> to_proto_bytes(parse_shape("f32[]")).hex()
     '100b2a03800101'
     """
+    if not isinstance(shape, Shape):
+        raise ShapeError(f"to_proto_bytes needs a Shape, got {type(shape).__name__}")
     return shape_message(shape)
 
 

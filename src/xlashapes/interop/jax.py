@@ -82,6 +82,8 @@ def to_jax_layout(shape: Shape) -> JaxLayout:
     >>> to_jax_layout(parse_shape("f32[8,256]{0,1:T(8,128)}")).major_to_minor  # needs jax
     (1, 0)
     """
+    if not isinstance(shape, Shape):
+        raise ShapeError(f"to_jax_layout needs a Shape, got {type(shape).__name__}")
     jax_layout_class = importlib.import_module("jax.experimental.layout").Layout
     if not shape.is_array:
         raise ShapeError(f"only arrays have a JAX layout, not {shape}")
@@ -157,6 +159,8 @@ def to_xla_client_shape(shape: Shape) -> XlaClientShape:
     >>> str(to_xla_client_shape(parse_shape("f32[3,5]{0,1}")))  # needs jax
     'f32[3,5]{0,1}'
     """
+    if not isinstance(shape, Shape):
+        raise ShapeError(f"to_xla_client_shape needs a Shape, got {type(shape).__name__}")
     xc = _xla_client()
     return cast(XlaClientShape, _client_shape(xc, shape))
 

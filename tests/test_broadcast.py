@@ -570,3 +570,19 @@ def test_opcode_names_keep_their_broadcast_import_path() -> None:
     assert xb.BINARY_OPS is ops.BINARY_OPS and xb.COMPARISON_DIRECTIONS is ops.COMPARISON_DIRECTIONS
     assert xb.canonical_op is ops.canonical_op
 
+
+@settings(max_examples=examples(200), deadline=None)
+@given(broadcast_cases(max_rank=3), st.integers(0, 2**32 - 1))
+def test_broadcast_array_matches_an_index_by_index_reference(case: tuple[Any, ...], seed: int) -> None:
+    """Each element of the view is the operand element its broadcast dimensions point at (1-sized ones repeat)."""
+    lhs, rhs, dims, out = case
+    rng = np.random.default_rng(seed)
+    for operand in (lhs, rhs):
+        array = rng.integers(0, 100, operand)
+        view = xb.broadcast_array(array, out, dims if len(operand) < len(out) else ())
+        assert view.shape == out
+        own = dims if len(operand) < len(out) else tuple(range(len(out)))
+        for index in np.ndindex(*out):
+            source = tuple(index[d] if array.shape[i] != 1 else 0 for i, d in enumerate(own))
+            assert view[index] == array[source]
+

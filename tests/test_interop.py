@@ -705,3 +705,32 @@ def test_conversions_from_a_shape_refuse_anything_else(junk: Any) -> None:
     with pytest.raises(xs.ShapeError, match="needs a Shape"):
         to_xla_client_shape(junk)
 
+
+def field_boundaries(payload: bytes) -> list[int]:
+    """The offsets where each top-level field of a message starts (and its end), read by the test's own reader."""
+    offsets, position = [0], 0
+    for field, value in message_fields(payload):
+        position += len(varint_bytes(field << 3 | (2 if isinstance(value, bytes) else 0)))
+        position += len(varint_bytes(len(value))) + len(value) if isinstance(value, bytes) else len(varint_bytes(value))
+        offsets.append(position)
+    assert position == len(payload)
+    return offsets
+
+
+def test_a_layout_split_into_two_occurrences_decodes_to_the_same_shape() -> None:
+    """Protobuf's merge rule: two occurrences of the layout, cut at any field boundary, mean the one layout."""
+    rng = random.Random(11)
+    checked = 0
+    for _ in range(300):
+        shape = random_array(rng, NUMBERED_ARRAY_TYPES, full_layout=True)
+        assert shape.layout is not None
+        head = interop.varint_field(2, interop.proto_number(shape.element_type)) + interop.packed_field(3, shape.dimensions)
+        layout = interop.layout_message(shape.layout)
+        tail = interop.packed_field(6, shape.dynamic_dimensions)
+        cut = rng.choice(field_boundaries(layout))
+        data = (head + interop.length_delimited_field(5, layout[:cut]) + interop.length_delimited_field(5, layout[cut:])
+                + tail)
+        assert from_proto_bytes(data) == shape, (str(shape), cut)
+        checked += 1
+    assert checked == 300
+

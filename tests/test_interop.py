@@ -724,7 +724,8 @@ def test_a_layout_split_into_two_occurrences_decodes_to_the_same_shape() -> None
     for _ in range(300):
         shape = random_array(rng, NUMBERED_ARRAY_TYPES, full_layout=True)
         assert shape.layout is not None
-        head = interop.varint_field(2, interop.proto_number(shape.element_type)) + interop.packed_field(3, shape.dimensions)
+        head = interop.varint_field(2, interop.proto_number(shape.element_type))
+        head += interop.packed_field(3, shape.dimensions)
         layout = interop.layout_message(shape.layout)
         tail = interop.packed_field(6, shape.dynamic_dimensions)
         cut = rng.choice(field_boundaries(layout))

@@ -571,7 +571,7 @@ def test_opcode_names_keep_their_broadcast_import_path() -> None:
     assert xb.canonical_op is ops.canonical_op
 
 
-@settings(max_examples=examples(200), deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(broadcast_cases(max_rank=3), st.integers(0, 2**32 - 1))
 def test_broadcast_array_matches_an_index_by_index_reference(case: tuple[Any, ...], seed: int) -> None:
     """Each element of the view is the operand element its broadcast dimensions point at (1-sized ones repeat)."""

@@ -78,8 +78,9 @@ def to_jax_layout(shape: Shape) -> JaxLayout:
     JAX's Layout holds dimension order, tiles and the element size only; memory space (``S(n)``) lives in a
     sharding's ``memory_kind`` instead, and the other layout fields have no JAX counterpart.
 
+    >>> import pytest; jax = pytest.importorskip("jax")  # this example needs jax
     >>> from xlashapes import parse_shape
-    >>> to_jax_layout(parse_shape("f32[8,256]{0,1:T(8,128)}")).major_to_minor  # needs jax
+    >>> to_jax_layout(parse_shape("f32[8,256]{0,1:T(8,128)}")).major_to_minor
     (1, 0)
     """
     if not isinstance(shape, Shape):
@@ -118,7 +119,7 @@ def from_jax_array(array: Any, *, shard: bool = False) -> Shape:
     The sharding's ``pinned_host`` memory kind becomes memory space ``S(5)``, XLA's host memory space (what
     JAX lowers it to); every other memory kind stays ``S(0)``.
 
-    >>> import jax.numpy as jnp  # needs jax
+    >>> import pytest; jnp = pytest.importorskip("jax.numpy")  # this example needs jax
     >>> str(from_jax_array(jnp.zeros((2, 3), jnp.bfloat16)))
     'bf16[2,3]{1,0}'
     """
@@ -155,8 +156,9 @@ def to_xla_client_shape(shape: Shape) -> XlaClientShape:
     ``xla_client.Shape.array_shape`` takes only minor_to_major, so a layout with tiles or any other attribute
     is a ShapeError here; so are opaque shapes, which xla_client cannot build.
 
+    >>> import pytest; jax = pytest.importorskip("jax")  # this example needs jax
     >>> from xlashapes import parse_shape
-    >>> str(to_xla_client_shape(parse_shape("f32[3,5]{0,1}")))  # needs jax
+    >>> str(to_xla_client_shape(parse_shape("f32[3,5]{0,1}")))
     'f32[3,5]{0,1}'
     """
     if not isinstance(shape, Shape):
@@ -189,8 +191,9 @@ def _client_shape(xc: Any, shape: Shape) -> Any:
 def from_xla_client_shape(client_shape: Any) -> Shape:
     """The Shape of a jaxlib ``xla_client.Shape``, read from its ``str()`` (exactly XLA's shape text).
 
+    >>> import pytest; jax = pytest.importorskip("jax")  # this example needs jax
     >>> from xlashapes import parse_shape
-    >>> from_xla_client_shape(to_xla_client_shape(parse_shape("s8[4]"))) == parse_shape("s8[4]")  # needs jax
+    >>> from_xla_client_shape(to_xla_client_shape(parse_shape("s8[4]"))) == parse_shape("s8[4]")
     True
     """
     return parse_shape(str(client_shape))

@@ -148,20 +148,24 @@ class CpuRunner(WorkerProcess):
         assert not isinstance(outputs, str), f"{outputs}\n{module}"
         return outputs[0]
 
-    def run_many(self, cases: Sequence[tuple[str, Sequence[np.ndarray[Any, Any]]]]) -> list[np.ndarray[Any, Any]]:
-        """The result of every (module, args) case, ``CHUNK`` cases per compiled module; a failing case fails alone.
+    def run_many(self, cases: Sequence[tuple[str, Sequence[np.ndarray[Any, Any]]]]
+                 ) -> list[np.ndarray[Any, Any] | str]:
+        """The result of every (module, args) case, ``CHUNK`` cases per compiled module.
 
-        (One module per ``CHUNK`` cases: XLA:CPU's compile time grows faster than linearly in the module size.)
+        A case XLA fails on gets XLA's message (a str) instead of a result, so it fails alone. (One module per
+        ``CHUNK`` cases: XLA:CPU's compile time grows faster than linearly in the module size.)
         """
-        results: list[np.ndarray[Any, Any]] = []
+        results: list[np.ndarray[Any, Any] | str] = []
         for start in range(0, len(cases), CHUNK):
             chunk = cases[start : start + CHUNK]
             module = merged_module([m for m, _ in chunk], [len(args) for _, args in chunk])
             outputs = self._execute(module, [a for _, args in chunk for a in args])
             if isinstance(outputs, list) and len(outputs) == len(chunk):
                 results.extend(outputs)
-            else:
-                results.extend(self.run(m, *args) for m, args in chunk)
+                continue
+            for single, args in chunk:
+                alone = self._execute(single, args)
+                results.append(alone[0] if isinstance(alone, list) else f"{alone}\n{single}")
         return results
 
     def lax_many(self, cases: Sequence[tuple[str, str | None, Any, Any, tuple[int, ...], tuple[int, ...]]]

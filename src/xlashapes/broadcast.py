@@ -1,4 +1,4 @@
-"""Broadcasting exactly as XLA defines it: result shapes, element-wise binary ops on NumPy arrays, explicit HLO.
+"""Broadcasting exactly as XLA defines it: result shapes, operands viewed at the result size, explicit HLO.
 
 The rules (XLA's ``docs/broadcasting.md`` and ``ShapeInference::InferElementwiseBinaryOpShape``):
 
@@ -30,7 +30,11 @@ Dynamic dimensions (``<=N`` bounded, ``?`` unbounded) combine as XLA's shape inf
 The element-wise ops themselves (their values: ``add`` ... ``compare``) live in :mod:`xlashapes.ops`; this module
 has what depends only on the broadcasting: result shapes (``broadcast_shape``, ``binary_op_shape``), NumPy arrays
 viewed at the result size (``broadcast_array``) and the explicit HLO an element-wise op lowers to
-(``lower_binary``).
+(``lower_binary``). ``BINARY_OPS``, ``COMPARISON_DIRECTIONS`` and ``canonical_op``/``canonical_direction`` are
+re-exported here for the modules that import them from this path.
+
+>>> str(broadcast_shape("f32[1,2]", "f32[4,3,1]", broadcast_dimensions=(1, 2)))
+'f32[4,3,2]{2,1,0}'
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ from __future__ import annotations
 from bisect import insort
 from dataclasses import dataclass, field
 
+from ..hlo import HloComputation
 from ._dataflow import Dataflow, Value, can_share
+from ._heap import best_heap, heap_intervals, max_live
 
 BACKENDS = {"cpu": 64, "gpu": 256, "tpu": 512}
 """Heap offset alignment per backend (bytes). CPU's is XLA's; GPU and TPU are estimates (see the docs)."""
@@ -167,11 +169,48 @@ class _Assigner:
 
     def run(self, buffers: list[Buffer]) -> None:
         self.buffer_of = {b.id: b for b in buffers}
-        order = sorted(buffers, key=lambda b: (-b.size, not b.live_out, b.start, b.id))
+        position = post_order_positions(self.flow)
+        first = {b.id: min(position.get(id(v.instruction), 0) for v in b.values) for b in buffers}
+        order = sorted(buffers, key=lambda b: (-b.size, not b.live_out, first[b.id], b.id))
         for buffer in order:
             if buffer.size == 0 and not (buffer.is_parameter or buffer.live_out):
                 continue
             self.assign(buffer)
+
+
+def post_order_positions(flow: Dataflow) -> dict[int, int]:
+    """id(instruction) -> its position in XLA's post order (callers' computations first; operands first)."""
+    positions: dict[int, int] = {}
+    computations: list[HloComputation] = []
+    seen: set[str] = set()
+    for computation, _ in flow.sequence:
+        if computation.name not in seen:
+            seen.add(computation.name)
+            computations.append(computation)
+    entry = flow.module.entry
+    computations.sort(key=lambda c: c is not entry)
+    for computation in computations:
+        by_name = {i.name: i for i in computation.instructions}
+        used = {name for i in computation.instructions for name in (*i.operands, *i.control_predecessors)}
+        roots = [i for i in computation.instructions if i.name not in used]
+        visited: dict[str, bool] = {}
+        for root in roots:
+            stack = [root]
+            while stack:
+                current = stack[-1]
+                state = visited.get(current.name)
+                if state is not None:
+                    stack.pop()
+                    if not state:
+                        visited[current.name] = True
+                        positions[id(current)] = len(positions)
+                    continue
+                visited[current.name] = False
+                for name in reversed([*current.operands, *current.control_predecessors]):
+                    operand = by_name.get(name)
+                    if operand is not None and not visited.get(name):
+                        stack.append(operand)
+    return positions
 
 
 def assign(flow: Dataflow, backend: str = "cpu") -> Assignment:
@@ -186,116 +225,18 @@ def assign(flow: Dataflow, backend: str = "cpu") -> Assignment:
     for buffer in assigner.deferred:
         by_space.setdefault(buffer.memory_space, []).append(buffer)
     for space, members in sorted(by_space.items()):
-        groups = _share_groups(assigner, members)
-        size, offsets = best_heap(groups, alignment)
+        intervals = heap_intervals(assigner, members)
+        size = best_heap(intervals, alignment)
         heap_size[space] = size
-        fragmentation[space] = size - max_live(groups)
+        fragmentation[space] = size - max_live(intervals)
         allocation = Allocation(len(assigner.allocations), size, "temp", space)
         assigner.allocations.append(allocation)
-        for group, offset in zip(groups, offsets):
-            for buffer in group.members:
-                buffer.allocation = allocation
-                buffer.offset = offset
-                allocation.buffers.append(buffer)
+        for buffer in members:
+            buffer.allocation = allocation
+            allocation.buffers.append(buffer)
+        for interval in intervals:
+            if interval.need_allocation:
+                interval.buffer.offset = interval.offset
     return Assignment(flow, buffers, assigner.allocations, heap_size, assigner.deferred, fragmentation)
 
 
-@dataclass(eq=False)
-class Group:
-    """Heap buffers placed at one offset: a buffer and the buffers that share it (XLA's ShareWith)."""
-
-    members: list[Buffer]
-    size: int
-    spans: list[tuple[int, int]]
-    order: int
-
-    @property
-    def start(self) -> int:
-        """First time any member is live."""
-        return min(s for s, _ in self.spans)
-
-    @property
-    def end(self) -> int:
-        """Last time any member is live."""
-        return max(e for _, e in self.spans)
-
-
-def _share_groups(assigner: _Assigner, members: list[Buffer]) -> list[Group]:
-    """Group heap buffers with a dying operand buffer they may overwrite, as the heap simulator does."""
-    flow = assigner.flow
-    ending: dict[int, list[Buffer]] = {}
-    for buffer in members:
-        ending.setdefault(buffer.end, []).append(buffer)
-    group_of: dict[int, Group] = {}
-    groups: list[Group] = []
-    heap_ids = {b.id for b in members}
-    for buffer in sorted(members, key=lambda b: (b.start, b.id)):
-        target: Group | None = None
-        first = min(buffer.values, key=lambda v: v.start)
-        tops = flow.operand_tops.get(id(first.instruction), ())
-        for candidate in ending.get(buffer.start, ()):
-            group = group_of.get(candidate.id)
-            if group is None or candidate.id not in heap_ids or candidate.size < buffer.size:
-                continue
-            if group.end != buffer.start:
-                continue
-            operand = next((v for v in candidate.values if v.id in tops and v.end == buffer.start), None)
-            if operand is not None and assigner.shares(first, operand):
-                target = group
-                break
-        if target is None:
-            target = Group([], buffer.size, [], len(groups))
-            groups.append(target)
-        target.members.append(buffer)
-        target.spans.append((buffer.start, buffer.end))
-        group_of[buffer.id] = target
-    return groups
-
-
-def max_live(groups: list[Group]) -> int:
-    """The largest sum of sizes of groups live at one time (a lower bound of any heap)."""
-    events: dict[int, int] = {}
-    for group in groups:
-        events[group.start] = events.get(group.start, 0) + group.size
-        events[group.end + 1] = events.get(group.end + 1, 0) - group.size
-    live = peak = 0
-    for time in sorted(events):
-        live += events[time]
-        peak = max(peak, live)
-    return peak
-
-
-def _align(offset: int, alignment: int) -> int:
-    return -(-offset // alignment) * alignment
-
-
-def best_fit(groups: list[Group], order: list[Group], alignment: int) -> tuple[int, list[int]]:
-    """Place groups in ``order``, each in the smallest free gap over its lifetime; returns (heap size, offsets)."""
-    placed: list[tuple[int, int, int, int]] = []  # (start, end, offset, chunk end)
-    offsets: dict[int, int] = {}
-    heap = 0
-    for group in order:
-        start, end = group.start, group.end
-        busy = sorted((o, e) for s, t, o, e in placed if s <= end and t >= start)
-        best: tuple[int, int] | None = None
-        cursor = 0
-        for offset, chunk_end in busy:
-            gap_start = _align(cursor, alignment)
-            if offset > gap_start and offset - gap_start >= group.size:
-                candidate = (offset - gap_start, gap_start)
-                if best is None or candidate < best:
-                    best = candidate
-            cursor = max(cursor, chunk_end)
-        offset = best[1] if best is not None else _align(cursor, alignment)
-        offsets[group.order] = offset
-        placed.append((start, end, offset, offset + group.size))
-        heap = max(heap, offset + group.size)
-    return heap, [offsets[g.order] for g in groups]
-
-
-def best_heap(groups: list[Group], alignment: int) -> tuple[int, list[int]]:
-    """XLA's choice between decreasing-size (spatial) and longest-lifetime (temporal) best fit: the smaller."""
-    spatial = sorted(groups, key=lambda g: (-g.size, g.start - g.end, g.order))
-    temporal = sorted(groups, key=lambda g: (g.start - g.end, -g.size, g.order))
-    results = [best_fit(groups, spatial, alignment), best_fit(groups, temporal, alignment)]
-    return min(results, key=lambda r: r[0])

@@ -167,12 +167,14 @@ class _Walker:
         end = self.flow.end_time
         for vid in root.values():
             self.flow.values[vid].end = end
+        self.donations(entry, root)
         for instruction in entry.instructions:
             if instruction.opcode == "parameter":
                 for vid in self.flow.trees[id(instruction)].values():
                     value = self.flow.values[vid]
-                    value.start, value.end = 0, end
-        self.donations(entry, root)
+                    value.start = 0
+                    if vid not in self.flow.donated:  # a donated parameter dies at its last use
+                        value.end = end
 
     def donations(self, entry: HloComputation, root: Tree) -> None:
         """Merge donated parameters with the outputs they alias (``input_output_alias``)."""
@@ -234,21 +236,18 @@ class _Walker:
             for i, operand in enumerate(operands):
                 tree.update({(i, *key): value for key, value in operand.items()})
         elif op == "while" and operands:
-            tree = operands[0]
-            self.run_called(instruction, "condition", [tree])
-            body_root = self.run_called(instruction, "body", [tree])
-            self.merge(tree, body_root)
+            carried = self.fresh(instruction, computation)  # the loop's phi values, one buffer with the init
+            self.merge(carried, operands[0])
+            self.run_called(instruction, "condition", [carried])
+            self.merge(carried, self.run_called(instruction, "body", [carried]))
+            tree = self.fresh(instruction, computation)
+            self.merge(tree, carried)
         elif op == "conditional" and len(operands) >= 1:
-            tree = {}
-            for k, name in enumerate(self.branches(instruction)):
-                branch_root = self.run_named(instruction, name, operands[k + 1:k + 2])
-                if k == 0:
-                    tree = dict(branch_root)
-                else:
-                    self.merge(tree, branch_root)
-            if not tree:
-                tree = self.fresh(instruction, computation)
-            forwarded = False
+            roots = [self.run_named(instruction, name, operands[k + 1:k + 2])
+                     for k, name in enumerate(self.branches(instruction))]
+            tree = self.fresh(instruction, computation)  # phi values: one buffer with every branch root
+            for root in roots:
+                self.merge(tree, root)
         elif op == "call":
             tree = self.run_called(instruction, "to_apply", operands) or self.fresh(instruction, computation)
         elif op == "async-start":

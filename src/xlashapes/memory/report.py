@@ -1,0 +1,230 @@
+"""Peak memory of a compiled HLO module as XLA's buffer assignment counts it: arguments + outputs + temp - alias.
+
+What text alone cannot know: XLA's exact tie-breaks between equal candidates (a few KB), TPU reserved, scoped
+and global memory and program size, alternate-memory (VMEM) prefetch decisions, and the runtime allocator's
+fragmentation. Backends differ in heap alignment and in which instructions may overwrite their operands:
+``backend="cpu"`` (the default) is XLA:CPU's rules (64-byte aligned heap offsets; ``__ynn_fusion`` custom fusions
+never share); ``"gpu"`` and ``"tpu"`` use the same sharing rules with a 256- and 512-byte heap alignment, an
+estimate (GPU and TPU run further passes, such as memory-space assignment, that the text does not show).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ShapeError
+from ..hlo import HloInstruction, HloModule
+from ..shape import Shape
+from ._assign import BACKENDS, Assignment, Buffer, assign
+from ._dataflow import analyze
+
+KINDS = ("parameter", "output", "temp", "constant")
+"""Allocation kinds of a buffer, as XLA's buffer assignment names them (thread-local buffers are not listed)."""
+
+
+@dataclass(frozen=True)
+class BufferInfo:
+    """One buffer: its defining instruction, shape, bytes, allocation kind, lifetime and origin in user code."""
+
+    instruction: str
+    computation: str
+    opcode: str
+    shape: Shape
+    physical_bytes: int
+    logical_bytes: int
+    kind: str
+    allocation: str
+    start: int
+    end: int
+    offset: int
+    memory_space: int
+    op_name: str
+    source: str
+    line: int
+
+    @property
+    def padding_bytes(self) -> int:
+        """Bytes spent on tile, alignment and legacy padding."""
+        return self.physical_bytes - self.logical_bytes
+
+    @property
+    def expansion(self) -> float:
+        """Physical over logical bytes (1.0: no padding)."""
+        return self.physical_bytes / self.logical_bytes if self.logical_bytes else 1.0
+
+
+@dataclass(frozen=True)
+class SpaceTotals:
+    """Arguments, outputs, alias and temp bytes of one memory space; ``peak`` is XLA's total."""
+
+    arguments: int = 0
+    outputs: int = 0
+    alias: int = 0
+    temp: int = 0
+
+    @property
+    def peak(self) -> int:
+        """arguments + outputs + temp - alias."""
+        return self.arguments + self.outputs + self.temp - self.alias
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Peak memory of a module: XLA's four figures, the temp peak's position and the buffers live there.
+
+    >>> from xlashapes.hlo import parse_hlo_module
+    >>> text = '''HloModule m, is_scheduled=true
+    ... ENTRY e {
+    ...   p = f32[256]{0} parameter(0)
+    ...   a = f32[256]{0} exponential(p)
+    ...   b = f32[256]{0} sine(p)
+    ...   ROOT c = f32[256]{0} add(a, b)
+    ... }
+    ... '''
+    >>> r = memory_report(parse_hlo_module(text))
+    >>> r.arguments_bytes, r.outputs_bytes, r.temp_bytes, r.peak_bytes  # a is written into c's buffer
+    (1024, 1024, 1024, 3072)
+    >>> [(b.instruction, b.kind) for b in r.live_at_peak]
+    [('p', 'parameter'), ('b', 'temp'), ('c', 'output')]
+    """
+
+    module: str
+    backend: str
+    scheduled: bool
+    arguments_bytes: int
+    outputs_bytes: int
+    alias_bytes: int
+    temp_bytes: int
+    fragmentation_bytes: int
+    upper_bound_bytes: int
+    peak_time: int
+    peak_instruction: str
+    schedule_length: int
+    by_memory_space: dict[int, SpaceTotals]
+    buffers: tuple[BufferInfo, ...]
+    live_at_peak: tuple[BufferInfo, ...]
+    temp_timeline: tuple[int, ...] = field(repr=False)
+    unsized: tuple[str, ...] = ()
+
+    @property
+    def peak_bytes(self) -> int:
+        """XLA's total: arguments + outputs + temp - alias (an upper bound when the module is not scheduled)."""
+        return self.arguments_bytes + self.outputs_bytes + self.temp_bytes - self.alias_bytes
+
+    @property
+    def is_upper_bound(self) -> bool:
+        """True when the module has no schedule: temps are summed without liveness."""
+        return not self.scheduled
+
+    def grouped(self, by: str = "op_name") -> dict[str, int]:
+        """Bytes live at the peak grouped by ``op_name`` prefix (up to the last ``/``) or ``source`` line."""
+        if by not in ("op_name", "source"):
+            raise ShapeError(f"group by 'op_name' or 'source', not {by!r}")
+        totals: dict[str, int] = {}
+        for info in self.live_at_peak:
+            if by == "source":
+                key = info.source or "(no source)"
+            else:
+                key = info.op_name.rsplit("/", 1)[0] if "/" in info.op_name else (info.op_name or "(no op_name)")
+            totals[key] = totals.get(key, 0) + info.physical_bytes
+        return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _source(module: HloModule, instruction: HloInstruction) -> tuple[str, str]:
+    try:
+        metadata = instruction.metadata
+    except (ValueError, KeyError):
+        return "", ""
+    op_name = str(metadata.get("op_name", ""))
+    if metadata.get("source_file"):
+        return op_name, f"{metadata['source_file']}:{metadata.get('source_line', 0)}"
+    frame_id = metadata.get("stack_frame_id")
+    if isinstance(frame_id, int) and module.stack_frame_index is not None:
+        frames = module.stack_frame_index.frame(frame_id)
+        if frames and frames[0].get("file"):
+            return op_name, f"{frames[0]['file']}:{frames[0].get('line', 0)}"
+    return op_name, ""
+
+
+def _logical(shape: Shape) -> int:
+    if shape.is_array:
+        return shape.xla_byte_size_of()
+    return 0
+
+
+def _info(module: HloModule, buffer: Buffer) -> BufferInfo:
+    value = max(buffer.values, key=lambda v: (v.size, -v.start))
+    instruction = value.instruction
+    op_name, source = _source(module, instruction)
+    if buffer.is_constant:
+        kind = "constant"
+    elif buffer.is_parameter:
+        kind = "parameter"
+    elif buffer.live_out:
+        kind = "output"
+    else:
+        kind = "temp"
+    allocation = buffer.allocation
+    label = f"{allocation.kind} allocation {allocation.index}" if allocation is not None else "none"
+    try:
+        logical = _logical(value.shape) if not value.shape.is_tuple else 0
+    except ShapeError:
+        logical = 0
+    return BufferInfo(instruction.name, value.computation, instruction.opcode, value.shape, buffer.size,
+                      logical if value.shape.is_array else buffer.size, kind, label, buffer.start, buffer.end,
+                      buffer.offset, buffer.memory_space, op_name, source, instruction.line)
+
+
+def _totals(assignment: Assignment, scheduled: bool) -> dict[int, SpaceTotals]:
+    spaces: dict[int, dict[str, int]] = {}
+    for allocation in assignment.allocations:
+        entry = spaces.setdefault(allocation.memory_space, {"arguments": 0, "outputs": 0, "alias": 0, "temp": 0})
+        if allocation.kind == "parameter":
+            entry["arguments"] += allocation.size
+            if allocation.aliased:
+                entry["outputs"] += allocation.size
+                entry["alias"] += allocation.size
+        elif allocation.kind == "output":
+            entry["outputs"] += allocation.size
+        elif allocation.kind == "temp":
+            entry["temp"] += allocation.size if scheduled else sum(b.size for b in allocation.buffers)
+    return {space: SpaceTotals(**entry) for space, entry in sorted(spaces.items())}
+
+
+def _timeline(assignment: Assignment, length: int) -> list[int]:
+    delta = [0] * (length + 2)
+    for buffer in assignment.heap_buffers:
+        delta[buffer.start] += buffer.size
+        delta[min(buffer.end, length) + 1] -= buffer.size
+    live, timeline = 0, []
+    for time in range(length + 1):
+        live += delta[time]
+        timeline.append(live)
+    return timeline
+
+
+def memory_report(module: HloModule, *, backend: str = "cpu") -> MemoryReport:
+    """Peak memory of ``module`` as XLA's buffer assignment on ``backend`` ("cpu", "gpu" or "tpu") counts it."""
+    if backend not in BACKENDS:
+        raise ShapeError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    flow = analyze(module)
+    assignment = assign(flow, backend)
+    scheduled = module.is_scheduled
+    length = flow.end_time
+    timeline = _timeline(assignment, length)
+    peak_time = max(range(len(timeline)), key=lambda t: (timeline[t], -t)) if timeline else 0
+    peak_instruction = flow.sequence[peak_time][1].name if peak_time < len(flow.sequence) else ""
+    infos = {b.id: _info(module, b) for b in assignment.buffers if b.allocation is not None}
+    live = [infos[b.id] for b in assignment.buffers if b.id in infos and
+            (b.is_parameter or b.live_out or (b.allocation is not None and b.allocation.kind == "temp"
+                                              and b.start <= peak_time <= b.end))]
+    live.sort(key=lambda i: (-i.physical_bytes, i.start, i.instruction))
+    totals = _totals(assignment, scheduled)
+    upper = sum(b.size for b in assignment.buffers if not b.is_constant)
+    ordered = sorted(infos.values(), key=lambda i: (i.start, i.instruction))
+    return MemoryReport(
+        module.name, backend, scheduled,
+        sum(t.arguments for t in totals.values()), sum(t.outputs for t in totals.values()),
+        sum(t.alias for t in totals.values()), sum(t.temp for t in totals.values()),
+        sum(assignment.fragmentation.values()), upper, peak_time, peak_instruction, length, totals,
+        tuple(ordered), tuple(live), tuple(timeline), tuple(flow.unsized))

@@ -11,7 +11,7 @@ conditional branches, calls, async computations) run right before the instructio
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import ShapeError
@@ -66,6 +66,7 @@ class Dataflow:
     """The flattened schedule, every value and the union-find that merges values into buffers."""
 
     module: HloModule
+    relayout: Callable[[Shape], Shape] | None = None
     sequence: list[tuple[HloComputation, HloInstruction]] = field(default_factory=list)
     values: list[Value] = field(default_factory=list)
     parent: list[int] = field(default_factory=list)
@@ -117,9 +118,12 @@ def subtree(tree: Tree, index: int) -> Tree:
     return {key[1:]: value for key, value in tree.items() if key[:1] == (index,)}
 
 
-def analyze(module: HloModule) -> Dataflow:
-    """Flatten the schedule, define every value, merge aliased values and compute live ranges."""
-    flow = Dataflow(module)
+def analyze(module: HloModule, relayout: Callable[[Shape], Shape] | None = None) -> Dataflow:
+    """Flatten the schedule, define every value, merge aliased values and compute live ranges.
+
+    ``relayout`` maps an array shape to the one whose bytes count (e.g. with the TPU's tiling).
+    """
+    flow = Dataflow(module, relayout)
     _Walker(flow).run()
     return flow
 
@@ -135,7 +139,7 @@ class _Walker:
                   shape: Shape) -> int:
         flow = self.flow
         try:
-            size = leaf_size(shape)
+            size = leaf_size(flow.relayout(shape) if flow.relayout is not None and shape.is_array else shape)
         except ShapeError:
             size = 0
             flow.unsized.append(instruction.name)

@@ -155,7 +155,8 @@ def upper_bound_report(module: HloModule, *, tpu: bool = False,
     ``tpu=True`` re-lays untiled arrays with the TPU advisor's tiling first.
 
     >>> from xlashapes.hlo import parse_hlo_module
-    >>> m = parse_hlo_module("HloModule m\\nENTRY e {\\n  p = f32[4]{0} parameter(0)\\n  ROOT n = f32[4]{0} negate(p)\\n}\\n")
+    >>> text = "HloModule m\\nENTRY e {\\n  p = f32[4]{0} parameter(0)\\n  ROOT n = f32[4]{0} negate(p)\\n}\\n"
+    >>> m = parse_hlo_module(text)
     >>> upper_bound_report(m).physical_bytes
     32
     """

@@ -17,6 +17,7 @@ from ..hlo import HloInstruction, HloModule
 from ..shape import Shape
 from ._assign import BACKENDS, Assignment, Buffer, assign
 from ._dataflow import analyze
+from ._upper_bound import _tpu_relayout
 
 KINDS = ("parameter", "output", "temp", "constant")
 """Allocation kinds of a buffer, as XLA's buffer assignment names them (thread-local buffers are not listed)."""
@@ -204,10 +205,14 @@ def _timeline(assignment: Assignment, length: int) -> list[int]:
 
 
 def memory_report(module: HloModule, *, backend: str = "cpu") -> MemoryReport:
-    """Peak memory of ``module`` as XLA's buffer assignment on ``backend`` ("cpu", "gpu" or "tpu") counts it."""
+    """Peak memory of ``module`` as XLA's buffer assignment on ``backend`` ("cpu", "gpu" or "tpu") counts it.
+
+    With ``backend="tpu"`` arrays without tiling are sized with the tiling the TPU advisor picks for them.
+    A module without a schedule (``is_scheduled=true``) gets no liveness: every temp is summed (an upper bound).
+    """
     if backend not in BACKENDS:
         raise ShapeError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    flow = analyze(module)
+    flow = analyze(module, _tpu_relayout if backend == "tpu" else None)
     assignment = assign(flow, backend)
     scheduled = module.is_scheduled
     length = flow.end_time

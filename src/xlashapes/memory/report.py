@@ -187,8 +187,13 @@ def _totals(assignment: Assignment, scheduled: bool) -> dict[int, SpaceTotals]:
                 entry["alias"] += allocation.size
         elif allocation.kind == "output":
             entry["outputs"] += allocation.size
-        elif allocation.kind == "temp":
-            entry["temp"] += allocation.size if scheduled else sum(b.size for b in allocation.buffers)
+        elif allocation.kind == "temp" and scheduled:
+            entry["temp"] += allocation.size
+    if not scheduled:  # no liveness: every temporary counts, wherever buffer assignment would put it
+        for buffer in assignment.buffers:
+            if not (buffer.is_parameter or buffer.is_constant or buffer.live_out):
+                entry = spaces.setdefault(buffer.memory_space, {"arguments": 0, "outputs": 0, "alias": 0, "temp": 0})
+                entry["temp"] += buffer.size
     return {space: SpaceTotals(**entry) for space, entry in sorted(spaces.items())}
 
 

@@ -209,7 +209,13 @@ class _Walker:
         self.depth -= 1
         if not computation.instructions:
             return {}
-        return env.get(computation.root.name, last)
+        root = env.get(computation.root.name, last)
+        if parameters is not None:  # values returned by a called computation live one tick past its end
+            end = len(self.flow.sequence)
+            for vid in root.values():
+                value = self.flow.values[vid]
+                value.end = max(value.end, end)
+        return root
 
     def operand_tree(self, env: dict[str, Tree], name: str, user: HloInstruction) -> Tree:
         try:
@@ -222,6 +228,7 @@ class _Walker:
         flow = self.flow
         op = instruction.opcode
         operands = [self.operand_tree(env, name, instruction) for name in instruction.operands]
+        called_from = len(flow.sequence)  # where called computations start: the caller's operands are used there
         forwarded = True
         tree: Tree
         if op == "parameter":
@@ -278,7 +285,17 @@ class _Walker:
         for vid in tree.values():
             if values[vid].end < time:
                 values[vid].end = time
-        if not forwarded or op in ("while", "conditional", "call", "async-start"):
+        if op in ("while", "conditional", "call", "async-start"):
+            used = called_from if op == "while" and called_from < time else time  # a loop reads its init first
+            for operand in operands:
+                for vid in operand.values():
+                    if values[vid].end < used:
+                        values[vid].end = used
+        elif op == "get-tuple-element" and operands and () in operands[0]:
+            table = values[operands[0][()]]  # reading an element reads the tuple's index table
+            if table.end < time:
+                table.end = time
+        elif not forwarded:
             for operand in operands:
                 for vid in operand.values():
                     if values[vid].end < time:

@@ -251,7 +251,6 @@ def int8_matmul() -> Any:
 
 @program
 def int4_dequant() -> Any:
-    import jax
     import jax.numpy as jnp
 
     def run(x: Any, w: Any) -> Any:
@@ -317,7 +316,6 @@ def embedding_grad() -> Any:
 
 @program
 def large_temporaries() -> Any:
-    import jax
     import jax.numpy as jnp
 
     def run(a: Any, b: Any) -> Any:
@@ -330,7 +328,6 @@ def large_temporaries() -> Any:
 
 @program
 def many_small() -> Any:
-    import jax
     import jax.numpy as jnp
 
     def run(xs: Any) -> Any:
@@ -358,7 +355,6 @@ def layernorm_softmax() -> Any:
 
 @program
 def tuple_outputs() -> Any:
-    import jax
     import jax.numpy as jnp
 
     def run(x: Any, y: Any) -> Any:

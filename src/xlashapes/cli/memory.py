@@ -112,7 +112,7 @@ def peak_lines(report: Any, top: int, by: str | None, xla: dict[str, int] | None
     for b in shown:
         pad = f"{percent(b.padding_bytes, b.physical_bytes)}%"
         origin = " ".join(part for part in (b.op_name, b.source) if part)
-        lines.append(f"  {b.physical_bytes:>14,} {pad:>8}  {b.kind:<9} {b.instruction:<32} {str(b.shape):<28} "
+        lines.append(f"  {b.physical_bytes:>14,} {pad:>8}  {b.kind:<9} {b.instruction:<32} {b.shape!s:<28} "
                      f"{origin}")
     if report.unsized:
         lines.append(f"no size (unbounded dims): {', '.join(report.unsized[:10])}")

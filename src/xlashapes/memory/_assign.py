@@ -30,6 +30,8 @@ class Buffer:
     live_out: bool = False
     allocation: Allocation | None = None
     offset: int = 0
+    chunk: int = -1  # heap buffers: which placed chunk holds it (buffers sharing a chunk share memory)
+    spans: list[tuple[int, int]] = field(default_factory=list)  # heap buffers: schedule times its chunk is live
 
 
 @dataclass(eq=False)
@@ -178,6 +180,16 @@ class _Assigner:
             self.assign(buffer)
 
 
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def post_order_positions(flow: Dataflow) -> dict[int, int]:
     """id(instruction) -> its position in XLA's post order (callers' computations first; operands first)."""
     positions: dict[int, int] = {}
@@ -236,7 +248,12 @@ def assign(flow: Dataflow, backend: str = "cpu") -> Assignment:
             allocation.buffers.append(buffer)
         for interval in intervals:
             if interval.need_allocation:
-                interval.buffer.offset = interval.offset
+                family = interval.family()
+                spans = sorted((member.value.start, member.value.end) for member in family)
+                for member in family:
+                    member.buffer.offset = interval.offset
+                    member.buffer.chunk = interval.value.id
+                interval.buffer.spans = _merged(spans)
     return Assignment(flow, buffers, assigner.allocations, heap_size, assigner.deferred, fragmentation)
 
 

@@ -368,10 +368,10 @@ def fusion_in_place_pairs(flow: Dataflow, fusion: HloInstruction) -> list[tuple[
     if body is None or not body.instructions:
         return []
     root = body.root
-    roots = [((), root)]
+    roots: list[tuple[tuple[int, ...], HloInstruction]] = [((), root)]
     if root.opcode == "tuple":
         roots = [((i,), body[name]) for i, name in enumerate(root.operands) if name in body]
-    pairs = []
+    pairs: list[tuple[tuple[int, ...], int]] = []
     for key, instruction in roots:
         if instruction.opcode in ("dynamic-update-slice", "scatter") and instruction.operands:
             source = body[instruction.operands[0]] if instruction.operands[0] in body else None

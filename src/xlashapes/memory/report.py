@@ -198,10 +198,12 @@ def _totals(assignment: Assignment, scheduled: bool) -> dict[int, SpaceTotals]:
 
 
 def _timeline(assignment: Assignment, length: int) -> list[int]:
+    """Heap bytes in use at each schedule time (a chunk shared by an operand and its user counts once)."""
     delta = [0] * (length + 2)
     for buffer in assignment.heap_buffers:
-        delta[buffer.start] += buffer.size
-        delta[min(buffer.end, length) + 1] -= buffer.size
+        for start, end in buffer.spans:
+            delta[start] += buffer.size
+            delta[min(end, length) + 1] -= buffer.size
     live, timeline = 0, []
     for time in range(length + 1):
         live += delta[time]
@@ -225,9 +227,13 @@ def memory_report(module: HloModule, *, backend: str = "cpu") -> MemoryReport:
     peak_time = max(range(len(timeline)), key=lambda t: (timeline[t], -t)) if timeline else 0
     peak_instruction = flow.sequence[peak_time][1].name if peak_time < len(flow.sequence) else ""
     infos = {b.id: _info(module, b) for b in assignment.buffers if b.allocation is not None}
+    chunks: dict[int, Buffer] = {}  # per heap chunk, the buffer in it at the peak (the latest defined)
+    for b in assignment.heap_buffers:
+        if b.start <= peak_time <= b.end and (b.chunk not in chunks or b.start > chunks[b.chunk].start):
+            chunks[b.chunk] = b
+    at_peak = {b.id for b in chunks.values()}
     live = [infos[b.id] for b in assignment.buffers if b.id in infos and
-            (b.is_parameter or b.live_out or (b.allocation is not None and b.allocation.kind == "temp"
-                                              and b.start <= peak_time <= b.end))]
+            (b.is_parameter or b.live_out or b.id in at_peak)]
     live.sort(key=lambda i: (-i.physical_bytes, i.start, i.instruction))
     totals = _totals(assignment, scheduled)
     upper = sum(b.size for b in assignment.buffers if not b.is_constant)

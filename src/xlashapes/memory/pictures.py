@@ -116,7 +116,7 @@ def timeline_svg(report: MemoryReport, *, top: int = 8, width: int = 960, height
     px = x(data.peak_time)
     parts.append(f'<line id="peak-marker" x1="{px:.1f}" y1="{top_margin}" x2="{px:.1f}" y2="{top_margin + plot_h}" '
                  f'stroke="#d62728" stroke-width="1.5" stroke-dasharray="5,3"/>')
-    parts.append(f'<text x="{px + 4:.1f}" y="{top_margin + 12}" fill="#d62728">peak {_mib(data.peak_bytes)} at '
+    parts.append(f'<text x="{px + 4:.1f}" y="{top_margin + 12}" fill="#d62728">most live {_mib(data.peak_bytes)} at '
                  f'{escape(report.peak_instruction)}</text>')
     parts.append(f'<line x1="{left}" y1="{top_margin + plot_h}" x2="{left + plot_w}" y2="{top_margin + plot_h}" '
                  'stroke="#333"/>')
@@ -141,7 +141,7 @@ function fmt(key, v) { return key.endsWith('bytes') ? v.toLocaleString('en-US') 
 function render() {
   rows.sort((a, b) => {
     const x = a[sortKey], y = b[sortKey];
-    const c = (typeof x === 'number') ? x - y : String(x).localeCompare(String(y));
+    const c = (typeof x === 'number') ? x - y : (String(x) < String(y) ? -1 : String(x) > String(y) ? 1 : 0);
     return descending ? -c : c;
   });
   body.replaceChildren(...rows.map(r => {

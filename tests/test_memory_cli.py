@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from profiles import examples
 
 import xlashapes as xs
+from profiles import examples
 from xlashapes.cli import main
 from xlashapes.memory import memory_report
 from xlashapes.memory.oom import expansion_text, human_readable_bytes, oom_entry, oom_lines

@@ -4,7 +4,7 @@ their lifetimes allow, and the remaining temps packed into one heap by best fit 
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_right, insort
 from dataclasses import dataclass, field
 
 from ..hlo import HloComputation
@@ -13,6 +13,15 @@ from ._heap import best_heap, heap_intervals, max_live
 
 BACKENDS = {"cpu": 64, "gpu": 256, "tpu": 512}
 """Heap offset alignment per backend (bytes). CPU's is XLA's; GPU and TPU are estimates (see the docs)."""
+
+
+_BIG = 2**62
+
+MAX_REUSE_TRIES = 64
+"""How many reusable allocations (donated parameters, outputs) a temp tries before going to the heap.
+
+XLA tries every one; after this many misses a fit is rare, and the limit keeps huge modules linear.
+"""
 
 
 @dataclass(eq=False)
@@ -46,6 +55,7 @@ class Allocation:
     aliased: bool = False
     buffers: list[Buffer] = field(default_factory=list)
     intervals: list[tuple[int, int, int]] = field(default_factory=list)  # (start, end, value id), sorted
+    longest: int = 0  # the longest interval's end - start
 
     @property
     def readonly(self) -> bool:
@@ -105,6 +115,7 @@ class _Assigner:
         allocation.buffers.append(buffer)
         for value in buffer.values:
             insort(allocation.intervals, (value.start, value.end, value.id))
+            allocation.longest = max(allocation.longest, value.end - value.start)
 
     def interferes(self, a: Value, b: Value) -> bool:
         if a.start > b.end or b.start > a.end:
@@ -128,13 +139,17 @@ class _Assigner:
         if buffer.live_out and allocation.size != buffer.size:
             return False
         values = self.flow.values
+        intervals = allocation.intervals
         for new in buffer.values:
-            for start, end, vid in allocation.intervals:
-                if start > new.end:
+            # intervals are sorted by start; none starting before new.start - longest can reach new.start
+            position = bisect_right(intervals, (new.end, _BIG, _BIG))
+            horizon = new.start - allocation.longest
+            while position > 0:
+                position -= 1
+                start, end, vid = intervals[position]
+                if start < horizon:
                     break
-                if end < new.start:
-                    continue
-                if self.interferes(new, values[vid]):
+                if end >= new.start and self.interferes(new, values[vid]):
                     return False
         return True
 
@@ -160,10 +175,16 @@ class _Assigner:
                 if owner is not None and owner.allocation is not None and self.fits(owner.allocation, buffer):
                     self.place(owner.allocation, buffer)
                     return
-        for allocation in reversed(self.reusable):
+        tried = 0
+        for allocation in reversed(self.reusable):  # smallest first: the list is in decreasing size order
+            if allocation.size < buffer.size:
+                continue
             if self.fits(allocation, buffer):
                 self.place(allocation, buffer)
                 return
+            tried += 1
+            if tried >= MAX_REUSE_TRIES:
+                break
         if not buffer.live_out:
             self.deferred.append(buffer)
             return

@@ -75,6 +75,7 @@ class Dataflow:
     donated: set[int] = field(default_factory=set)  # value ids of donated entry parameters
     operand_tops: dict[int, list[int | None]] = field(default_factory=dict)  # id(instruction) -> operand values
     unsized: list[str] = field(default_factory=list)
+    sizes: dict[Shape, int] = field(default_factory=dict)  # leaf shape -> bytes (-1: no size)
     _fusion_users: dict[str, dict[str, list[HloInstruction]]] = field(default_factory=dict)
 
     def find(self, value: int) -> int:
@@ -138,9 +139,14 @@ class _Walker:
     def new_value(self, instruction: HloInstruction, computation: HloComputation, index: tuple[int, ...],
                   shape: Shape) -> int:
         flow = self.flow
-        try:
-            size = leaf_size(flow.relayout(shape) if flow.relayout is not None and shape.is_array else shape)
-        except ShapeError:
+        size = flow.sizes.get(shape)
+        if size is None:
+            try:
+                size = leaf_size(flow.relayout(shape) if flow.relayout is not None and shape.is_array else shape)
+            except ShapeError:
+                size = -1
+            flow.sizes[shape] = size
+        if size < 0:
             size = 0
             flow.unsized.append(instruction.name)
         space = 0

@@ -133,14 +133,31 @@ def _align(offset: int, alignment: int) -> int:
 
 
 def best_fit(order: list[Interval], alignment: int) -> tuple[int, dict[int, int]]:
-    """Place intervals in ``order``, each in the smallest free gap over its family's lifetimes."""
+    """Place intervals in ``order``, each in the smallest free gap over its family's lifetimes.
+
+    Placed chunks are indexed by time buckets, so finding the chunks that overlap an interval costs the
+    chunks near it in time, not every chunk placed so far.
+    """
+    last = max((i.end for i in order for i in i.family()), default=0)
+    width = max(1, -(-(last + 1) // min(4096, max(64, len(order)))))
+    buckets: list[list[int]] = [[] for _ in range(last // width + 1)]
     placed: list[tuple[int, int, int, int]] = []  # (start, end, offset, chunk end)
     offsets: dict[int, int] = {}
     heap = 0
     for interval in order:
         family = interval.family()
-        spans = [(i.start, i.end) for i in family]
-        busy = sorted((o, e) for s, t, o, e in placed if any(s <= b and t >= a for a, b in spans))
+        seen: set[int] = set()
+        busy: list[tuple[int, int]] = []
+        for member in family:
+            a, b = member.start, member.end
+            for bucket in range(a // width, b // width + 1):
+                for index in buckets[bucket]:
+                    if index not in seen:
+                        s, t, o, e = placed[index]
+                        if s <= b and t >= a:
+                            seen.add(index)
+                            busy.append((o, e))
+        busy.sort()
         best: tuple[int, int] | None = None
         cursor = 0
         for offset, chunk_end in busy:
@@ -153,7 +170,10 @@ def best_fit(order: list[Interval], alignment: int) -> tuple[int, dict[int, int]
         offset = best[1] if best is not None else _align(cursor, alignment)
         for member in family:
             offsets[id(member)] = offset
+            index = len(placed)
             placed.append((member.start, member.end, offset, offset + member.size))
+            for bucket in range(member.start // width, member.end // width + 1):
+                buckets[bucket].append(index)
         heap = max(heap, offset + interval.size)
     return heap, offsets
 

@@ -10,10 +10,11 @@ estimate (GPU and TPU run further passes, such as memory-space assignment, that 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..errors import ShapeError
-from ..hlo import HloInstruction, HloModule
+from ..hlo import HloInstruction, HloModule, StackFrameIndex
 from ..shape import Shape
 from ._assign import BACKENDS, Assignment, Buffer, assign
 from ._dataflow import analyze
@@ -131,20 +132,39 @@ class MemoryReport:
         return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
 
 
-def _source(module: HloModule, instruction: HloInstruction) -> tuple[str, str]:
+_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
+_SOURCE_FILE = re.compile(r'source_file="((?:[^"\\]|\\.)*)"')
+_SOURCE_LINE = re.compile(r"source_line=(\d+)")
+_FRAME = re.compile(r"stack_frame_id=(\d+)")
+
+
+def _source(module: HloModule, instruction: HloInstruction, frames: dict[int, str]) -> tuple[str, str]:
+    """The JAX op_name and ``file:line`` of an instruction, from its metadata or the stack-frame table."""
     try:
-        metadata = instruction.metadata
-    except (ValueError, KeyError):
+        metadata = instruction.attributes.get("metadata", "")
+    except ValueError:
         return "", ""
-    op_name = str(metadata.get("op_name", ""))
-    if metadata.get("source_file"):
-        return op_name, f"{metadata['source_file']}:{metadata.get('source_line', 0)}"
-    frame_id = metadata.get("stack_frame_id")
-    if isinstance(frame_id, int) and module.stack_frame_index is not None:
-        frames = module.stack_frame_index.frame(frame_id)
-        if frames and frames[0].get("file"):
-            return op_name, f"{frames[0]['file']}:{frames[0].get('line', 0)}"
-    return op_name, ""
+    if not metadata:
+        return "", ""
+    op_name = _OP_NAME.search(metadata)
+    name = op_name.group(1) if op_name else ""
+    source_file = _SOURCE_FILE.search(metadata)
+    if source_file:
+        line = _SOURCE_LINE.search(metadata)
+        return name, f"{source_file.group(1)}:{line.group(1) if line else 0}"
+    frame = _FRAME.search(metadata)
+    if frame and module.stack_frame_index is not None:
+        return name, _frame_source(module.stack_frame_index, int(frame.group(1)), frames)
+    return name, ""
+
+
+def _frame_source(index: StackFrameIndex, frame_id: int, cache: dict[int, str]) -> str:
+    """``file:line`` of the innermost frame of ``frame_id`` ("" when unknown)."""
+    if frame_id not in cache:
+        frames = index.frame(frame_id)
+        first = frames[0] if frames else {}
+        cache[frame_id] = f"{first['file']}:{first.get('line', 0)}" if first.get("file") else ""
+    return cache[frame_id]
 
 
 def _logical(shape: Shape) -> int:
@@ -153,10 +173,10 @@ def _logical(shape: Shape) -> int:
     return 0
 
 
-def _info(module: HloModule, buffer: Buffer) -> BufferInfo:
+def _info(module: HloModule, buffer: Buffer, frames: dict[int, str]) -> BufferInfo:
     value = max(buffer.values, key=lambda v: (v.size, -v.start))
     instruction = value.instruction
-    op_name, source = _source(module, instruction)
+    op_name, source = _source(module, instruction, frames)
     if buffer.is_constant:
         kind = "constant"
     elif buffer.is_parameter:
@@ -226,7 +246,8 @@ def memory_report(module: HloModule, *, backend: str = "cpu") -> MemoryReport:
     timeline = _timeline(assignment, length)
     peak_time = max(range(len(timeline)), key=lambda t: (timeline[t], -t)) if timeline else 0
     peak_instruction = flow.sequence[peak_time][1].name if peak_time < len(flow.sequence) else ""
-    infos = {b.id: _info(module, b) for b in assignment.buffers if b.allocation is not None}
+    frames: dict[int, str] = {}
+    infos = {b.id: _info(module, b, frames) for b in assignment.buffers if b.allocation is not None}
     chunks: dict[int, Buffer] = {}  # per heap chunk, the buffer in it at the peak (the latest defined)
     for b in assignment.heap_buffers:
         if b.start <= peak_time <= b.end and (b.chunk not in chunks or b.start > chunks[b.chunk].start):

@@ -10,6 +10,7 @@ estimate (GPU and TPU run further passes, such as memory-space assignment, that 
 
 from __future__ import annotations
 
+import gc
 import re
 from dataclasses import dataclass, field
 
@@ -239,6 +240,16 @@ def memory_report(module: HloModule, *, backend: str = "cpu") -> MemoryReport:
     """
     if backend not in BACKENDS:
         raise ShapeError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    collecting = gc.isenabled()
+    gc.disable()  # the analysis makes many small objects and no garbage cycles: full collections would be quadratic
+    try:
+        return _memory_report(module, backend)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _memory_report(module: HloModule, backend: str) -> MemoryReport:
     flow = analyze(module, _tpu_relayout if backend == "tpu" else None)
     assignment = assign(flow, backend)
     scheduled = module.is_scheduled

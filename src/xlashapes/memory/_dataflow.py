@@ -27,11 +27,6 @@ _MAX_NESTING = 200
 # constant of xlashapes.hlo once it exists.
 _BRANCH_KEYS = ("branch_computations", "true_computation", "false_computation")
 
-FORWARDING = frozenset({"get-tuple-element", "bitcast", "tuple", "while", "optimization-barrier", "opt-barrier",
-                        "domain", "add-dependency", "call", "conditional", "async-start", "async-update",
-                        "async-done"})
-"""Opcodes whose result is (at least partly) another instruction's storage."""
-
 ELEMENTWISE = frozenset("""
 abs add and atan2 cbrt ceil clamp compare complex convert cosine divide erf exponential exponential-minus-one floor
 imag is-finite log log-plus-one logistic maximum minimum multiply negate not or popcnt power real reduce-precision

@@ -44,7 +44,6 @@ class Interval:
 
 def heap_intervals(assigner: _Assigner, buffers: list[Buffer]) -> list[Interval]:
     """Replay the schedule's define/free events of the heap buffers' values, as XLA's HeapSimulator does."""
-    flow = assigner.flow
     owner: dict[int, Buffer] = {}
     values: list[Value] = []
     for buffer in buffers:
@@ -88,7 +87,6 @@ def heap_intervals(assigner: _Assigner, buffers: list[Buffer]) -> list[Interval]
         for value in ending:
             intervals[value.id].end = tick
             tick += 1
-    del flow
     return list(intervals.values())
 
 

@@ -181,7 +181,16 @@ class DumpFiles:
 
 
 def find_dump_files(path: Path) -> DumpFiles:
-    """For a module file or a dump directory: the (largest) after-optimizations module and its memory files."""
+    """For a module file or a dump directory: the (largest) after-optimizations module and its memory files.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "module_0001.jit_f.cpu_after_optimizations.txt").write_text("HloModule m")
+    >>> _ = (folder / "module_0001.jit_f.cpu_after_optimizations-buffer-assignment.txt").write_text("")
+    >>> found = find_dump_files(folder)
+    >>> found.module.name, found.buffer_assignment is not None, found.live_range
+    ('module_0001.jit_f.cpu_after_optimizations.txt', True, None)
+    """
     if path.is_dir():
         candidates = sorted(p for p in path.glob("*after_optimizations.txt"))
         if not candidates:

@@ -47,7 +47,10 @@ def expansion_text(physical: int, logical: int) -> str:
 
 
 def oom_entry(rank: int, info: BufferInfo, operator: str = "") -> list[str]:
-    """One entry of "Largest program allocations": Size, Operator, Shape, Unpadded size, padding, label, type."""
+    """One entry of "Largest program allocations": Size, Operator, Shape, Unpadded size, padding, label, type.
+
+    Example: see ``oom_lines``.
+    """
     padding = info.physical_bytes - info.logical_bytes
     operator = operator or " ".join(part for part in (
         f'op_name="{info.op_name}"' if info.op_name else "",
@@ -68,7 +71,20 @@ def oom_entry(rank: int, info: BufferInfo, operator: str = "") -> list[str]:
 
 
 def oom_lines(report: MemoryReport, top: int = 10) -> list[str]:
-    """The "Largest program allocations" list for the buffers live at the peak, largest first."""
+    """The "Largest program allocations" list for the buffers live at the peak, largest first.
+
+    >>> from xlashapes.hlo import parse_hlo_module
+    >>> from xlashapes.memory import memory_report
+    >>> text = "HloModule m, is_scheduled=true\\nENTRY e {\\n  ROOT p = f32[3,5]{1,0:T(2,2)} parameter(0)\\n}\\n"
+    >>> print("\\n".join(oom_lines(memory_report(parse_hlo_module(text)))[-7:]))
+      1. Size: 96B
+         Shape: f32[3,5]{1,0:T(2,2)}
+         Unpadded size: 60B
+         Extra memory due to padding: 36B (1.6x expansion)
+         XLA label: p = parameter(...)
+         Allocation type: program input
+         ==========================
+    """
     lines = [f"Total hbm usage >= {human_readable_bytes(report.peak_bytes, '')}:",
              f"    reserved        {human_readable_bytes(0, '')}",
              f"    program         {human_readable_bytes(report.temp_bytes, '')}",

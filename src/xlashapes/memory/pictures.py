@@ -58,7 +58,15 @@ def _samples(report: MemoryReport) -> list[int]:
 
 
 def timeline(report: MemoryReport, top: int = 8) -> Timeline:
-    """The stacked bands: arguments and outputs, the ``top`` largest temps live at the peak, other temps."""
+    """The stacked bands: arguments and outputs, the ``top`` largest temps live at the peak, other temps.
+
+    >>> from xlashapes.hlo import parse_hlo_module
+    >>> from xlashapes.memory import memory_report
+    >>> text = "HloModule m, is_scheduled=true\\nENTRY e {\\n  p = f32[8]{0} parameter(0)\\n"
+    >>> text += "  a = f32[16]{0} concatenate(p, p), dimensions={0}\\n  ROOT b = f32[8]{0} slice(a), slice={[0:8]}\\n}\\n"
+    >>> [(band.label, band.upper) for band in timeline(memory_report(parse_hlo_module(text))).bands]
+    [('arguments + outputs', (64, 64, 64, 64)), ('a', (64, 128, 128, 64)), ('other temporaries', (64, 128, 128, 64))]
+    """
     times = _samples(report)
     base = report.arguments_bytes + report.outputs_bytes - report.alias_bytes
     temps = [b for b in report.live_at_peak if b.kind == "temp"][: max(top, 0)]
@@ -82,7 +90,14 @@ def _mib(size: int) -> str:
 
 
 def timeline_svg(report: MemoryReport, *, top: int = 8, width: int = 960, height: int = 380) -> str:
-    """The memory timeline as an SVG document (bands carry ``<title>`` hover text)."""
+    """The memory timeline as an SVG document (bands carry ``<title>`` hover text).
+
+    >>> from xlashapes.hlo import parse_hlo_module
+    >>> from xlashapes.memory import memory_report
+    >>> text = "HloModule m, is_scheduled=true\\nENTRY e {\\n  ROOT p = f32[8]{0} parameter(0)\\n}\\n"
+    >>> timeline_svg(memory_report(parse_hlo_module(text))).startswith("<svg")
+    True
+    """
     data = timeline(report, top)
     left, right, top_margin, bottom = 80, 190, 30, 40
     plot_w, plot_h = width - left - right, height - top_margin - bottom
@@ -183,7 +198,15 @@ def _row(info: BufferInfo, live: bool) -> dict[str, object]:
 
 
 def report_html(report: MemoryReport, *, top: int = 8, max_rows: int = 5000) -> str:
-    """One self-contained HTML page: the summary, the timeline, a sortable buffer table and hover details."""
+    """One self-contained HTML page: the summary, the timeline, a sortable buffer table and hover details.
+
+    >>> from xlashapes.hlo import parse_hlo_module
+    >>> from xlashapes.memory import memory_report
+    >>> text = "HloModule m, is_scheduled=true\\nENTRY e {\\n  ROOT p = f32[8]{0} parameter(0)\\n}\\n"
+    >>> page = report_html(memory_report(parse_hlo_module(text)))
+    >>> page.startswith("<!DOCTYPE html>"), 'id="peak-marker"' in page, "<script src" in page
+    (True, True, False)
+    """
     live = {(b.computation, b.instruction) for b in report.live_at_peak}
     ranked = sorted(report.buffers, key=lambda b: -b.physical_bytes)[:max_rows]
     rows = [_row(b, (b.computation, b.instruction) in live) for b in ranked]

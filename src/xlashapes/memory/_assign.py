@@ -18,10 +18,49 @@ BACKENDS = {"cpu": 64, "gpu": 256, "tpu": 512}
 _BIG = 2**62
 
 MAX_REUSE_TRIES = 64
-"""How many reusable allocations (donated parameters, outputs) a temp tries before going to the heap.
+"""How many candidate reusable allocations (donated parameters, outputs) a temp tries before the heap.
 
-XLA tries every one; after this many misses a fit is rare, and the limit keeps huge modules linear.
+XLA tries every one. Candidates already held from before the temp ends until the program's end are skipped
+without a try (they cannot fit); after this many misses among the rest a fit is rare, and the limit keeps huge
+modules linear.
 """
+
+
+class _MaxTree:
+    """A segment tree of maxima over positions: the rightmost position up to a limit whose value exceeds a bound."""
+
+    def __init__(self, capacity: int) -> None:
+        size = 1
+        while size < max(capacity, 1):
+            size *= 2
+        self.size = size
+        self.tree = [-_BIG] * (2 * size)
+
+    def set(self, position: int, value: int) -> None:
+        """Set the value at ``position``."""
+        node = position + self.size
+        self.tree[node] = value
+        node //= 2
+        while node:
+            self.tree[node] = max(self.tree[2 * node], self.tree[2 * node + 1])
+            node //= 2
+
+    def rightmost(self, limit: int, bound: int) -> int:
+        """The largest position <= ``limit`` whose value is > ``bound``; -1 when there is none."""
+        if limit < 0:
+            return -1
+        tree, size = self.tree, self.size
+        stack = [(1, 0, size - 1)]
+        while stack:
+            node, low, high = stack.pop()
+            if low > limit or tree[node] <= bound:
+                continue
+            if low == high:
+                return low
+            middle = (low + high) // 2
+            stack.append((2 * node, low, middle))  # popped after the right half
+            stack.append((2 * node + 1, middle + 1, high))
+        return -1
 
 
 @dataclass(eq=False)
@@ -101,7 +140,10 @@ class _Assigner:
         self.flow = flow
         self.backend = backend
         self.allocations: list[Allocation] = []
-        self.reusable: list[Allocation] = []
+        self.reusable: list[Allocation] = []  # donated parameters and outputs, in decreasing size order
+        self.reusable_sizes: list[int] = []  # their sizes, negated (ascending, for bisect)
+        self.reusable_slot: dict[int, int] = {}  # allocation index -> position in reusable
+        self.tails = _MaxTree(0)
         self.deferred: list[Buffer] = []
 
     def new(self, buffer: Buffer, kind: str) -> Allocation:
@@ -116,6 +158,9 @@ class _Assigner:
         for value in buffer.values:
             insort(allocation.intervals, (value.start, value.end, value.id))
             allocation.longest = max(allocation.longest, value.end - value.start)
+        slot = self.reusable_slot.get(allocation.index)
+        if slot is not None and buffer.live_out:
+            self.tails.set(slot, self.tail_start(allocation))
 
     def interferes(self, a: Value, b: Value) -> bool:
         if a.start > b.end or b.start > a.end:
@@ -163,7 +208,7 @@ class _Assigner:
                                         if v.instruction.opcode == "parameter")
             if buffer.live_out:
                 allocation.aliased = True
-                self.reusable.append(allocation)
+                self.add_reusable(allocation)
             return
         for value in buffer.values:
             if value.index or value.shape.is_tuple:
@@ -175,23 +220,40 @@ class _Assigner:
                 if owner is not None and owner.allocation is not None and self.fits(owner.allocation, buffer):
                     self.place(owner.allocation, buffer)
                     return
-        tried = 0
-        for allocation in reversed(self.reusable):  # smallest first: the list is in decreasing size order
-            if allocation.size < buffer.size:
-                continue
+        # The smallest large-enough reusable allocation first (the list is in decreasing size order), skipping
+        # those held until the end by a value that starts before this buffer ends (the tree finds the rest).
+        limit = bisect_right(self.reusable_sizes, -buffer.size) - 1
+        threshold = buffer.end - 1
+        for _ in range(MAX_REUSE_TRIES):
+            index = self.tails.rightmost(limit, threshold)
+            if index < 0:
+                break
+            allocation = self.reusable[index]
+            if buffer.live_out and allocation.size != buffer.size:
+                break
             if self.fits(allocation, buffer):
                 self.place(allocation, buffer)
                 return
-            tried += 1
-            if tried >= MAX_REUSE_TRIES:
-                break
+            limit = index - 1
         if not buffer.live_out:
             self.deferred.append(buffer)
             return
-        self.reusable.append(self.new(buffer, "output"))
+        self.add_reusable(self.new(buffer, "output"))
+
+    def add_reusable(self, allocation: Allocation) -> None:
+        self.reusable_slot[allocation.index] = len(self.reusable)
+        self.reusable.append(allocation)
+        self.reusable_sizes.append(-allocation.size)
+        self.tails.set(len(self.reusable) - 1, self.tail_start(allocation))
+
+    def tail_start(self, allocation: Allocation) -> int:
+        """Where the allocation's value that lives to the end starts (nothing ending earlier can go after it)."""
+        end = self.flow.end_time
+        return min((start for start, stop, _ in allocation.intervals if stop >= end), default=_BIG)
 
     def run(self, buffers: list[Buffer]) -> None:
         self.buffer_of = {b.id: b for b in buffers}
+        self.tails = _MaxTree(len(buffers))
         position = post_order_positions(self.flow)
         first = {b.id: min(position.get(id(v.instruction), 0) for v in b.values) for b in buffers}
         order = sorted(buffers, key=lambda b: (-b.size, not b.live_out, first[b.id], b.id))

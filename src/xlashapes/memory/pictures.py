@@ -63,7 +63,8 @@ def timeline(report: MemoryReport, top: int = 8) -> Timeline:
     >>> from xlashapes.hlo import parse_hlo_module
     >>> from xlashapes.memory import memory_report
     >>> text = "HloModule m, is_scheduled=true\\nENTRY e {\\n  p = f32[8]{0} parameter(0)\\n"
-    >>> text += "  a = f32[16]{0} concatenate(p, p), dimensions={0}\\n  ROOT b = f32[8]{0} slice(a), slice={[0:8]}\\n}\\n"
+    >>> text += "  a = f32[16]{0} concatenate(p, p), dimensions={0}\\n"
+    >>> text += "  ROOT b = f32[8]{0} slice(a), slice={[0:8]}\\n}\\n"
     >>> [(band.label, band.upper) for band in timeline(memory_report(parse_hlo_module(text))).bands]
     [('arguments + outputs', (64, 64, 64, 64)), ('a', (64, 128, 128, 64)), ('other temporaries', (64, 128, 128, 64))]
     """

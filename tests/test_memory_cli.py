@@ -40,7 +40,8 @@ def test_json_has_peak_bytes_and_every_component(capsys: pytest.CaptureFixture[s
     assert code == 0
     assert data["peak_bytes"] == (data["arguments_bytes"] + data["outputs_bytes"] + data["temp_bytes"]
                                   - data["alias_bytes"])
-    assert data["xla"] == {k: figures[k] for k in data["xla"]}
+    assert data["xla"] == {k: figures[k] for k in data["xla"]} and len(data["xla"]) == 4
+    assert data["xla_memory_usage_report_bytes"] >= data["peak_bytes"]
     assert data["alias_bytes"] == figures["alias_size_in_bytes"] > 0
     assert sum(data["grouped"].values()) == sum(b["physical_bytes"] for b in data["live_at_peak"]) or \
         data["live_at_peak_count"] > len(data["live_at_peak"])
@@ -52,9 +53,12 @@ def test_dump_directory_shows_xla_figures_beside_ours(tmp_path: Path, capsys: py
     (tmp_path / f"{stem}.txt").write_text((DATA / "transformer_train.hlo").read_text())
     (tmp_path / f"{stem}-buffer-assignment.txt").write_text(
         (DATA / "transformer_train.buffer-assignment.txt").read_text())
+    (tmp_path / f"{stem}-memory-usage-report.txt").write_text(
+        (DATA / "transformer_train.memory-usage-report.txt").read_text())
     (tmp_path / "module_0007.jit_prog.before_optimizations.txt").write_text("HloModule x\n")
     code, out, _ = run(capsys, str(tmp_path), "--top", "3")
     assert code == 0 and "XLA's own figures" in out and "(ours +0.00%)" in out
+    assert "XLA's memory-usage-report: " in out
     assert out.count("\n  ") >= 3
 
 

@@ -139,7 +139,7 @@ def _write(path: str, text: str) -> None:
 def run_memory(args: argparse.Namespace) -> int:
     from ..hlo import parse_hlo_module
     from ..memory import memory_report, upper_bound_report
-    from ..memory.dumps import find_dump_files, read_buffer_assignment
+    from ..memory.dumps import find_dump_files, read_buffer_assignment, read_memory_usage_report
     from ..memory.oom import oom_lines
     from ..memory.pictures import report_html, timeline_svg
 
@@ -159,19 +159,29 @@ def run_memory(args: argparse.Namespace) -> int:
     xla = None
     if files.buffer_assignment is not None and backend == "cpu":
         xla = read_buffer_assignment(_read(files.buffer_assignment)).figures()
+    usage = None
+    if files.memory_usage_report is not None and backend == "cpu":
+        usage = sum(read_memory_usage_report(_read(files.memory_usage_report)).values())
     if args.svg:
         _write(args.svg, timeline_svg(report))
     if args.html:
         _write(args.html, report_html(report))
     if args.json:
         data = peak_json(report, args.top, args.by, xla)
+        if usage is not None:
+            data["xla_memory_usage_report_bytes"] = usage
         data["upper_bound"] = memory_json(upper_bound_report(module, tpu=backend == "tpu"), args.top)
         print(json.dumps(data, indent=1))
     elif args.oom:
         print("\n".join(oom_lines(report, args.top)))
     else:
         name = files.buffer_assignment.name if files.buffer_assignment is not None else ""
-        print("\n".join(peak_lines(report, args.top, args.by, xla, name)))
+        lines = peak_lines(report, args.top, args.by, xla, name)
+        if usage is not None:
+            lines.insert(lines.index(next(line for line in lines if line.startswith(("live at", "bytes live")))),
+                         f"XLA's memory-usage-report: {mib(usage)} in all allocations ({usage:,} bytes, "
+                         f"constants and thread-local buffers included)")
+        print("\n".join(lines))
     for written in (args.svg, args.html):
         if written:
             print(f"wrote {written}", file=sys.stderr)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import xlashapes as xs
 from profiles import examples
 from xlashapes.memory import memory_report
-from xlashapes.memory._assign import _Assigner, assign
+from xlashapes.memory._assign import BACKENDS, _Assigner, assign
 from xlashapes.memory._dataflow import analyze
 from xlashapes.memory.dumps import read_buffer_assignment, read_live_range, read_memory_usage_report
 
@@ -104,7 +104,7 @@ def test_assignment_is_valid(program: Program, backend: str) -> None:
     assert report.peak_bytes >= report.arguments_bytes + report.outputs_bytes - report.alias_bytes
     assert report.temp_bytes >= max(report.temp_timeline, default=0)
     heap = assignment.heap_buffers
-    alignment = 64 if backend == "cpu" else 256
+    alignment = BACKENDS[backend]
     assert report.temp_bytes <= sum(b.size for b in heap) + alignment * len(heap)
     for a in heap:  # chunks live at once never overlap in memory
         assert a.offset % alignment == 0 and a.offset + a.size <= report.temp_bytes

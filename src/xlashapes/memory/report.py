@@ -3,9 +3,11 @@
 What text alone cannot know: XLA's exact tie-breaks between equal candidates (a few KB), TPU reserved, scoped
 and global memory and program size, alternate-memory (VMEM) prefetch decisions, and the runtime allocator's
 fragmentation. Backends differ in heap alignment and in which instructions may overwrite their operands:
-``backend="cpu"`` (the default) is XLA:CPU's rules (64-byte aligned heap offsets; ``__ynn_fusion`` custom fusions
-never share); ``"gpu"`` and ``"tpu"`` use the same sharing rules with a 256- and 512-byte heap alignment, an
-estimate (GPU and TPU run further passes, such as memory-space assignment, that the text does not show).
+``backend="cpu"`` (the default) follows XLA:CPU (64-byte aligned heap offsets; ``__ynn_fusion`` custom fusions
+never share; checked against XLA's own dumps). ``"gpu"`` uses the same sharing rules and alignment (XLA:GPU's
+allocator alignment is 64 bytes too), ``"tpu"`` a 512-byte alignment and TPU tiling for untiled arrays: both are
+estimates, since those compilers run further passes (memory-space assignment, rematerialization, scoped
+memory) whose results the text shows only in part.
 """
 
 from __future__ import annotations

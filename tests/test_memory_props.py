@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import xlashapes as xs
 from profiles import examples
 from xlashapes.memory import memory_report
-from xlashapes.memory._assign import BACKENDS, _Assigner, assign
+from xlashapes.memory._assign import BACKENDS, _Assigner, _MaxTree, assign
 from xlashapes.memory._dataflow import analyze
 from xlashapes.memory.dumps import read_buffer_assignment, read_live_range, read_memory_usage_report
 
@@ -197,3 +197,13 @@ def test_readers_take_any_text(text: str) -> None:
             reader(text)
         except xs.ParseError:
             pass
+
+
+@settings(max_examples=examples(200))
+@given(st.lists(st.integers(-5, 5), min_size=1, max_size=40), st.integers(-1, 45), st.integers(-6, 6))
+def test_max_tree_finds_the_rightmost_position_above_a_bound(values: list[int], limit: int, bound: int) -> None:
+    tree = _MaxTree(len(values))
+    for position, value in enumerate(values):
+        tree.set(position, value)
+    want = max((i for i in range(min(limit, len(values) - 1) + 1) if values[i] > bound), default=-1)
+    assert tree.rightmost(limit, bound) == want

@@ -51,16 +51,16 @@ class _MaxTree:
         if limit < 0:
             return -1
         tree, size = self.tree, self.size
-        stack = [(1, 0, size - 1)]
-        while stack:
-            node, low, high = stack.pop()
-            if low > limit or tree[node] <= bound:
-                continue
-            if low == high:
-                return low
-            middle = (low + high) // 2
-            stack.append((2 * node, low, middle))  # popped after the right half
-            stack.append((2 * node + 1, middle + 1, high))
+        node = min(limit, size - 1) + size
+        if tree[node] > bound:
+            return node - size
+        while node > 1:
+            if node & 1 and tree[node - 1] > bound:  # the left sibling covers the positions just before
+                node -= 1
+                while node < size:
+                    node = 2 * node + 1 if tree[2 * node + 1] > bound else 2 * node
+                return node - size
+            node //= 2
         return -1
 
 

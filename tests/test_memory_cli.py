@@ -56,8 +56,11 @@ def test_dump_directory_shows_xla_figures_beside_ours(tmp_path: Path, capsys: py
     (tmp_path / f"{stem}-memory-usage-report.txt").write_text(
         (DATA / "transformer_train.memory-usage-report.txt").read_text())
     (tmp_path / "module_0007.jit_prog.before_optimizations.txt").write_text("HloModule x\n")
-    code, out, _ = run(capsys, str(tmp_path), "--top", "3")
+    (tmp_path / "module_0002.jit_small.cpu_after_optimizations.txt").write_text(
+        (DATA / "int8_matmul.hlo").read_text())
+    code, out, err = run(capsys, str(tmp_path), "--top", "3")
     assert code == 0 and "XLA's own figures" in out and "(ours +0.00%)" in out
+    assert "2 optimized modules" in err and out.startswith("module jit_prog_transformer_train:")
     assert "XLA's memory-usage-report: " in out
     assert out.count("\n  ") >= 3
 

@@ -150,6 +150,11 @@ def run_memory(args: argparse.Namespace) -> int:
         files = find_dump_files(path)
     except OSError as error:
         raise ShapeError(f"cannot read {path}: {error}") from None
+    if path.is_dir():
+        others = sorted(path.glob("*after_optimizations.txt"))
+        if len(others) > 1:
+            print(f"{len(others)} optimized modules in {path}; reading the largest, {files.module.name} "
+                  "(name a file to choose another)", file=sys.stderr)
     text = _read(files.module)
     if len(text) > 4 * 2**20 and sys.stderr.isatty():
         print(f"  parsing {mib(len(text))} of HLO ...", file=sys.stderr)

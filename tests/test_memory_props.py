@@ -9,6 +9,7 @@ figures add up. Readers take any text without crashing: a result or a ParseError
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -207,3 +208,30 @@ def test_max_tree_finds_the_rightmost_position_above_a_bound(values: list[int], 
         tree.set(position, value)
     want = max((i for i in range(min(limit, len(values) - 1) + 1) if values[i] > bound), default=-1)
     assert tree.rightmost(limit, bound) == want
+
+
+CORPUS = sorted((Path(__file__).parent / "data" / "memory").glob("*.hlo"))
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(st.sampled_from(CORPUS), st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(("drop", "copy", "edit"))),
+                                         min_size=1, max_size=3))
+def test_mutated_real_modules_give_a_report_or_a_clean_error(path: Path, edits: list[tuple[int, str]]) -> None:
+    lines = path.read_text().splitlines()
+    for position, edit in edits:
+        i = position % len(lines)
+        if edit == "drop":
+            del lines[i]
+        elif edit == "copy":
+            lines.insert(i, lines[(position * 7) % len(lines)])
+        else:
+            lines[i] = lines[i].replace("parameter(0)", "parameter(3)").replace("index=0", "index=5")
+    try:
+        module = xs.parse_hlo_module("\n".join(lines))
+    except xs.XlaShapesError:
+        return
+    try:
+        report = memory_report(module)
+    except xs.XlaShapesError:
+        return
+    assert report.peak_bytes >= 0 and report.temp_bytes >= max(report.temp_timeline, default=0)

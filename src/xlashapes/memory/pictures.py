@@ -103,7 +103,7 @@ def timeline_svg(report: MemoryReport, *, top: int = 8, width: int = 960, height
     left, right, top_margin, bottom = 80, 190, 30, 40
     plot_w, plot_h = width - left - right, height - top_margin - bottom
     last = max(data.times[-1] if data.times else 1, 1)
-    ceiling = max([max(b.upper) for b in data.bands if b.upper] + [1])
+    ceiling = max([max(b.upper) for b in data.bands if b.upper] + [1]) * 1.12  # headroom for the peak label
 
     def x(t: int) -> float:
         return left + plot_w * t / last
@@ -132,13 +132,14 @@ def timeline_svg(report: MemoryReport, *, top: int = 8, width: int = 960, height
     px = x(data.peak_time)
     parts.append(f'<line id="peak-marker" x1="{px:.1f}" y1="{top_margin}" x2="{px:.1f}" y2="{top_margin + plot_h}" '
                  f'stroke="#d62728" stroke-width="1.5" stroke-dasharray="5,3"/>')
-    parts.append(f'<text x="{px + 4:.1f}" y="{top_margin + 12}" fill="#d62728">most live {_mib(data.peak_bytes)} at '
-                 f'{escape(report.peak_instruction)}</text>')
+    anchor, shift = ("end", -4) if px > left + plot_w / 2 else ("start", 4)
+    parts.append(f'<text x="{px + shift:.1f}" y="{top_margin + 12}" text-anchor="{anchor}" fill="#d62728">most live '
+                 f'{_mib(data.peak_bytes)} at {escape(report.peak_instruction)}</text>')
     parts.append(f'<line x1="{left}" y1="{top_margin + plot_h}" x2="{left + plot_w}" y2="{top_margin + plot_h}" '
                  'stroke="#333"/>')
     parts.append(f'<line x1="{left}" y1="{top_margin}" x2="{left}" y2="{top_margin + plot_h}" stroke="#333"/>')
     for i in range(5):
-        value = ceiling * i // 4
+        value = int(ceiling * i / 4)
         parts.append(f'<text x="{left - 6}" y="{y(value) + 4:.1f}" text-anchor="end">{_mib(value)}</text>')
     parts.append(f'<text x="{left + plot_w / 2:.0f}" y="{height - 8}" text-anchor="middle">schedule position '
                  f'(0 to {last})</text>')

@@ -92,7 +92,7 @@ def programs(draw: st.DrawFn) -> Program:
     return Program(text, params)
 
 
-@settings(max_examples=examples(150), deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(programs(), st.sampled_from(("cpu", "gpu")))
 def test_assignment_is_valid(program: Program, backend: str) -> None:
     module = xs.parse_hlo_module(program.text)
@@ -129,7 +129,7 @@ def test_assignment_is_valid(program: Program, backend: str) -> None:
             assert info.start <= report.peak_time <= info.end
 
 
-@settings(max_examples=examples(100), deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(programs())
 def test_unscheduled_is_an_upper_bound_of_scheduled(program: Program) -> None:
     scheduled = memory_report(xs.parse_hlo_module(program.text))
@@ -213,7 +213,7 @@ def test_max_tree_finds_the_rightmost_position_above_a_bound(values: list[int], 
 CORPUS = sorted((Path(__file__).parent / "data" / "memory").glob("*.hlo"))
 
 
-@settings(max_examples=examples(150), deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.sampled_from(CORPUS), st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(("drop", "copy", "edit"))),
                                          min_size=1, max_size=3))
 def test_mutated_real_modules_give_a_report_or_a_clean_error(path: Path, edits: list[tuple[int, str]]) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import ShapeError
@@ -176,7 +177,8 @@ def _logical(shape: Shape) -> int:
     return 0
 
 
-def _info(module: HloModule, buffer: Buffer, frames: dict[int, str]) -> BufferInfo:
+def _info(module: HloModule, buffer: Buffer, frames: dict[int, str],
+          relayout: Callable[[Shape], Shape] | None = None) -> BufferInfo:
     value = max(buffer.values, key=lambda v: (v.size, -v.start))
     instruction = value.instruction
     op_name, source = _source(module, instruction, frames)
@@ -194,7 +196,13 @@ def _info(module: HloModule, buffer: Buffer, frames: dict[int, str]) -> BufferIn
         logical = _logical(value.shape) if not value.shape.is_tuple else 0
     except ShapeError:
         logical = 0
-    return BufferInfo(instruction.name, value.computation, instruction.opcode, value.shape, buffer.size,
+    shape = value.shape
+    if relayout is not None and shape.is_array:
+        try:
+            shape = relayout(shape)
+        except ShapeError:
+            pass
+    return BufferInfo(instruction.name, value.computation, instruction.opcode, shape, buffer.size,
                       logical if value.shape.is_array else buffer.size, kind, label, buffer.start, buffer.end,
                       buffer.offset, buffer.memory_space, op_name, source, instruction.line)
 
@@ -260,7 +268,7 @@ def _memory_report(module: HloModule, backend: str) -> MemoryReport:
     peak_time = max(range(len(timeline)), key=lambda t: (timeline[t], -t)) if timeline else 0
     peak_instruction = flow.sequence[peak_time][1].name if peak_time < len(flow.sequence) else ""
     frames: dict[int, str] = {}
-    infos = {b.id: _info(module, b, frames) for b in assignment.buffers if b.allocation is not None}
+    infos = {b.id: _info(module, b, frames, flow.relayout) for b in assignment.buffers if b.allocation is not None}
     chunks: dict[int, Buffer] = {}  # per heap chunk, the buffer in it at the peak (the latest defined)
     for b in assignment.heap_buffers:
         if b.start <= peak_time <= b.end and (b.chunk not in chunks or b.start > chunks[b.chunk].start):

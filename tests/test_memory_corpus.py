@@ -74,7 +74,7 @@ def test_arguments_outputs_alias_exact_and_peak_within_one_percent(name: str) ->
 def test_most_programs_are_exact_the_rest_within_a_few_alignments() -> None:
     errors = {name: report(name).peak_bytes - xla_peak(analysis(name)) for name in PROGRAMS}
     exact = [name for name, error in errors.items() if error == 0]
-    assert len(exact) >= 0.6 * len(PROGRAMS), errors
+    assert len(exact) >= 0.75 * len(PROGRAMS), errors
     assert all(abs(error) <= 512 for error in errors.values()), errors  # tie-breaks: a few 64-byte alignments
 
 

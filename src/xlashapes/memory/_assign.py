@@ -211,8 +211,15 @@ class _Assigner:
                 allocation.aliased = True
                 self.add_reusable(allocation)
             return
+        if any(value.shape.is_tuple for value in buffer.values):
+            # a tuple's index table: never put in another allocation, and its own is not reused (XLA's dumps)
+            if buffer.live_out:
+                self.new(buffer, "output")
+            else:
+                self.deferred.append(buffer)
+            return
         for value in buffer.values:
-            if value.index or value.shape.is_tuple:
+            if value.index:
                 continue
             for top in self.flow.operand_tops.get(id(value.instruction), ()):
                 if top is None:

@@ -5,11 +5,12 @@ their lifetimes allow, and the remaining temps packed into one heap by best fit 
 from __future__ import annotations
 
 from bisect import bisect_right, insort
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..hlo import HloComputation
 from ._dataflow import Dataflow, Value, can_share
 from ._heap import best_heap, heap_intervals, max_live
+from ._model import Allocation, Buffer
 
 BACKENDS = {"cpu": 64, "gpu": 64, "tpu": 512}
 """Heap offset alignment per backend (bytes): XLA:CPU's 64 (checked against its dumps); XLA:GPU aligns to tsl's
@@ -62,45 +63,6 @@ class _MaxTree:
                 return node - size
             node //= 2
         return -1
-
-
-@dataclass(eq=False)
-class Buffer:
-    """Values that share storage, with their combined size and lifetime."""
-
-    id: int
-    values: list[Value]
-    size: int
-    start: int
-    end: int
-    memory_space: int
-    is_parameter: bool = False
-    is_constant: bool = False
-    live_out: bool = False
-    allocation: Allocation | None = None
-    offset: int = 0
-    chunk: int = -1  # heap buffers: which placed chunk holds it (buffers sharing a chunk share memory)
-    spans: list[tuple[int, int]] = field(default_factory=list)  # heap buffers: schedule times its chunk is live
-
-
-@dataclass(eq=False)
-class Allocation:
-    """One allocation: its kind (parameter, output, temp, constant), size and the buffers placed in it."""
-
-    index: int
-    size: int
-    kind: str
-    memory_space: int
-    parameter: int | None = None
-    aliased: bool = False
-    buffers: list[Buffer] = field(default_factory=list)
-    intervals: list[tuple[int, int, int]] = field(default_factory=list)  # (start, end, value id), sorted
-    longest: int = 0  # the longest interval's end - start
-
-    @property
-    def readonly(self) -> bool:
-        """Parameters that are not donated and constants may not hold other values."""
-        return self.kind == "constant" or (self.kind == "parameter" and not self.aliased)
 
 
 @dataclass(eq=False)
@@ -328,7 +290,7 @@ def assign(flow: Dataflow, backend: str = "cpu") -> Assignment:
     for buffer in assigner.deferred:
         by_space.setdefault(buffer.memory_space, []).append(buffer)
     for space, members in sorted(by_space.items()):
-        intervals = heap_intervals(assigner, members)
+        intervals = heap_intervals(flow, assigner.shares, members)
         size = best_heap(intervals, alignment)
         heap_size[space] = size
         fragmentation[space] = size - max_live(intervals)

@@ -9,13 +9,14 @@ gap over the lifetimes of itself and its colocations; the smaller heap wins.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from ._dataflow import Value
+from ._dataflow import Dataflow, Value
+from ._model import Buffer
 
-if TYPE_CHECKING:
-    from ._assign import Buffer, _Assigner
+Shares = Callable[[Value, Value], bool]
+"""``shares(user, operand)``: may the user's instruction overwrite the operand, which dies there?"""
 
 
 @dataclass(eq=False)
@@ -42,7 +43,7 @@ class Interval:
         return found
 
 
-def heap_intervals(assigner: _Assigner, buffers: list[Buffer]) -> list[Interval]:
+def heap_intervals(flow: Dataflow, shares: Shares, buffers: list[Buffer]) -> list[Interval]:
     """Replay the schedule's define/free events of the heap buffers' values, as XLA's HeapSimulator does."""
     owner: dict[int, Buffer] = {}
     values: list[Value] = []
@@ -70,7 +71,7 @@ def heap_intervals(assigner: _Assigner, buffers: list[Buffer]) -> list[Interval]
                 continue
             partner = None
             if len(buffer.values) == 1:
-                partner = _operand_to_share(assigner, value, owner, ending, time)
+                partner = _operand_to_share(flow, shares, value, owner, ending, time)
             if partner is not None:
                 partner_interval = intervals[partner.id]
                 partner_interval.end = tick
@@ -90,9 +91,8 @@ def heap_intervals(assigner: _Assigner, buffers: list[Buffer]) -> list[Interval]
     return list(intervals.values())
 
 
-def _operand_to_share(assigner: _Assigner, value: Value, owner: dict[int, Buffer], ending: list[Value],
+def _operand_to_share(flow: Dataflow, shares: Shares, value: Value, owner: dict[int, Buffer], ending: list[Value],
                       time: int) -> Value | None:
-    flow = assigner.flow
     instruction = value.instruction
     if instruction.opcode == "copy":
         return None
@@ -105,7 +105,7 @@ def _operand_to_share(assigner: _Assigner, value: Value, owner: dict[int, Buffer
             continue
         if operand.instruction.name not in instruction.operands:
             continue  # XLA asks that the user reads the operand's defining instruction directly
-        if assigner.shares(value, operand):
+        if shares(value, operand):
             return operand
     return None
 

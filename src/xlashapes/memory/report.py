@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from ..errors import ShapeError
 from ..hlo import HloInstruction, HloModule, StackFrameIndex
 from ..shape import Shape
-from ._assign import BACKENDS, Assignment, Buffer, assign
+from ._assign import BACKENDS, Assignment, assign
+from ._model import Buffer
 from ._dataflow import analyze
 from ._upper_bound import _tpu_relayout
 

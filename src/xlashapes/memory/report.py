@@ -21,8 +21,8 @@ from ..errors import ShapeError
 from ..hlo import HloInstruction, HloModule, StackFrameIndex
 from ..shape import Shape
 from ._assign import BACKENDS, Assignment, assign
-from ._model import Buffer
 from ._dataflow import analyze
+from ._model import Buffer
 from ._upper_bound import _tpu_relayout
 
 KINDS = ("parameter", "output", "temp", "constant")

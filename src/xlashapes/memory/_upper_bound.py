@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ..errors import ShapeError
 from ..hlo import HloComputation, HloInstruction, HloModule
 from ..shape import Shape
+from ..tpu import tpu_layout
 
 ALIASING_OPCODES = frozenset({
     "get-tuple-element", "bitcast", "tuple", "while", "optimization-barrier", "opt-barrier", "domain",
@@ -177,8 +178,7 @@ def upper_bound_report(module: HloModule, *, tpu: bool = False,
 
 
 def _tpu_relayout(shape: Shape) -> Shape:
-    from ..tpu import tpu_layout
-
+    """``shape`` with every untiled array re-laid in the tiling the TPU advisor picks."""
     if shape.is_tuple:
         return Shape(shape.element_type, tuple_shapes=tuple(_tpu_relayout(s) for s in shape.tuple_shapes))
     if not shape.is_array or (shape.layout is not None and shape.layout.tiles):

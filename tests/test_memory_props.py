@@ -235,3 +235,11 @@ def test_mutated_real_modules_give_a_report_or_a_clean_error(path: Path, edits: 
     except xs.XlaShapesError:
         return
     assert report.peak_bytes >= 0 and report.temp_bytes >= max(report.temp_timeline, default=0)
+
+
+def test_unbounded_dimensions_are_listed_not_sized() -> None:
+    text = ("HloModule m, is_scheduled=true\nENTRY e {\n  p = f32[?,3]{1,0} parameter(0)\n"
+            "  q = f32[<=4,3]{1,0} negate(p)\n  ROOT r = f32[?,3]{1,0} negate(q)\n}\n")
+    report = memory_report(xs.parse_hlo_module(text))
+    assert report.unsized == ("p", "r")
+    assert {b.instruction: b.physical_bytes for b in report.buffers} == {"p": 0, "q": 48, "r": 0}

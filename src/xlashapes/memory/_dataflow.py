@@ -252,6 +252,8 @@ class _Walker:
             self.merge(carried, operands[0])
             self.run_called(instruction, "condition", [carried])
             self.merge(carried, self.run_called(instruction, "body", [carried]))
+            for vid in carried.values():
+                flow.values[vid].end = max(flow.values[vid].end, len(flow.sequence))
             tree = self.fresh(instruction, computation)
             self.merge(tree, carried)
         elif op == "conditional" and len(operands) >= 1:

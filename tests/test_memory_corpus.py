@@ -166,3 +166,5 @@ def test_dump_directory_finds_the_after_optimizations_module(tmp_path: Path) -> 
     assert files.buffer_assignment is not None and files.live_range is not None
     assert files.memory_usage_report is not None and not files.before_optimizations
     assert find_dump_files(DATA / "mlp_train.hlo").buffer_assignment == DATA / "mlp_train.buffer-assignment.txt"
+    named = find_dump_files(tmp_path / "module_0001.jit_f.cpu_after_optimizations-live-range.txt")
+    assert named.module == files.module and named.buffer_assignment == files.buffer_assignment

@@ -202,6 +202,10 @@ def find_dump_files(path: Path) -> DumpFiles:
         module = max(candidates, key=lambda p: (p.stat().st_size, p.name))
     else:
         module = path
+        for kind in ("-buffer-assignment.txt", "-memory-usage-report.txt", "-live-range.txt",
+                     "-buffer-assignment-values.txt"):
+            if module.name.endswith(kind):  # a memory file named: read the module it belongs to
+                module = module.with_name(module.name[: -len(kind)] + ".txt")
     stem = module.name
     for suffix in (".txt", ".hlo"):
         if stem.endswith(suffix):

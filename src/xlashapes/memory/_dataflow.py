@@ -23,8 +23,8 @@ POINTER_SIZE = 8
 
 _MAX_NESTING = 200
 
-# Attributes that name computations run as such (their buffers are the caller's concern). Switch to the public
-# constant of xlashapes.hlo once it exists.
+# Attributes that name a conditional's branches (the walker also reads "condition", "body", "to_apply" and
+# "calls"). Switch to the public constant of xlashapes.hlo once it exists.
 _BRANCH_KEYS = ("branch_computations", "true_computation", "false_computation")
 
 ELEMENTWISE = frozenset("""
@@ -323,10 +323,10 @@ class _Walker:
 
     def branches(self, instruction: HloInstruction) -> list[str]:
         attributes = instruction.attributes
-        if "branch_computations" in attributes:
-            names = attributes.typed("branch_computations")
+        if _BRANCH_KEYS[0] in attributes:
+            names = attributes.typed(_BRANCH_KEYS[0])
             return list(names) if isinstance(names, tuple) else [names]
-        return [attributes.typed(key) for key in ("true_computation", "false_computation") if key in attributes]
+        return [attributes.typed(key) for key in _BRANCH_KEYS[1:] if key in attributes]
 
     def run_called(self, instruction: HloInstruction, key: str, parameters: list[Tree]) -> Tree:
         if key not in instruction.attributes:

@@ -1,4 +1,4 @@
-"""Buffers of an HLO module: what each materialized instruction holds in memory, by memory space and computation.
+"""The no-liveness upper bound: every buffer of an HLO module summed, by memory space and computation.
 
 A buffer is the result of an instruction in a computation that runs as such (the entry, while bodies and
 conditions, conditional branches, called and async computations), not of the instructions fused into a fusion
@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from .errors import ShapeError
-from .hlo import HloComputation, HloInstruction, HloModule
-from .shape import Shape
+from ..errors import ShapeError
+from ..hlo import HloComputation, HloInstruction, HloModule
+from ..shape import Shape
+from ..tpu import tpu_layout
 
 ALIASING_OPCODES = frozenset({
     "get-tuple-element", "bitcast", "tuple", "while", "optimization-barrier", "opt-barrier", "domain",
@@ -45,7 +46,7 @@ class Buffer:
 
 
 @dataclass(frozen=True)
-class MemoryReport:
+class UpperBoundReport:
     """Every buffer of a module, with totals; ``unsized`` lists instructions with unbounded dims."""
 
     module: str
@@ -148,9 +149,18 @@ def _instructions(module: HloModule) -> Iterator[tuple[HloComputation, HloInstru
                 yield computation, instruction
 
 
-def memory_report(module: HloModule, *, tpu: bool = False,
-                  progress: Callable[[int, int], None] | None = None) -> MemoryReport:
-    """Every buffer of ``module``; ``tpu=True`` re-lays untiled arrays with the TPU advisor's tiling first."""
+def upper_bound_report(module: HloModule, *, tpu: bool = False,
+                       progress: Callable[[int, int], None] | None = None) -> UpperBoundReport:
+    """Every buffer of ``module`` summed without liveness: an upper bound on memory, not XLA's peak.
+
+    ``tpu=True`` re-lays untiled arrays with the TPU advisor's tiling first.
+
+    >>> from xlashapes.hlo import parse_hlo_module
+    >>> text = "HloModule m\\nENTRY e {\\n  p = f32[4]{0} parameter(0)\\n  ROOT n = f32[4]{0} negate(p)\\n}\\n"
+    >>> m = parse_hlo_module(text)
+    >>> upper_bound_report(m).physical_bytes
+    32
+    """
     relayout = _tpu_relayout if tpu else None
     pairs = list(_instructions(module))
     buffers: list[Buffer] = []
@@ -164,12 +174,11 @@ def memory_report(module: HloModule, *, tpu: bool = False,
             unsized.append(instruction.name)
     if progress is not None:
         progress(len(pairs), len(pairs))
-    return MemoryReport(module.name, tuple(buffers), tuple(unsized))
+    return UpperBoundReport(module.name, tuple(buffers), tuple(unsized))
 
 
 def _tpu_relayout(shape: Shape) -> Shape:
-    from .tpu import tpu_layout
-
+    """``shape`` with every untiled array re-laid in the tiling the TPU advisor picks."""
     if shape.is_tuple:
         return Shape(shape.element_type, tuple_shapes=tuple(_tpu_relayout(s) for s in shape.tuple_shapes))
     if not shape.is_array or (shape.layout is not None and shape.layout.tiles):

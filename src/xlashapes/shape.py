@@ -6,21 +6,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ._ints import INT64_MIN, checked_int, checked_ints, checked_product, checked_round_up
+from ._printer import shape_text
 from .dtypes import OPAQUE_TYPE, TOKEN_TYPE, TUPLE_TYPE, ElementType, element_type
 from .errors import ShapeError
-from .layout import (
-    INT64_MIN,
-    Layout,
-    bytes_for_elements,
-    checked_int,
-    checked_ints,
-    checked_product,
-    default_layout,
-    element_bits,
-    physical_element_count,
-    tiled_dimensions,
-    validate_layout,
-)
+from .layout import Layout, default_layout, layout_problem
+from .tiling import bytes_for_elements, element_bits, physical_element_count, tiled_dimensions
 
 UNBOUNDED_SIZE = INT64_MIN
 """The size XLA records for an unbounded dynamic dimension (``?``)."""
@@ -36,6 +27,11 @@ ShapeIndex = tuple[int, ...]
 @dataclass(frozen=True, repr=False)
 class Shape:
     """An XLA shape. Arrays have an element type, dimensions and a layout; tuples hold shapes.
+
+    The constructor validates everything, the layout against the dimensions too (ShapeError naming the field).
+    Shape text may carry a layout that XLA's parser accepts but that means nothing (``f32[2]{5}``, ``T(0)``):
+    ``parse_shape`` keeps such a shape, printing it as XLA does, and its sizes, index math and ``validate()``
+    raise ShapeError naming the field. The verdict is reached once per shape and kept.
 
     >>> s = make_shape("f32", [2, 3])
     >>> str(s), s.rank, s.element_count()
@@ -75,12 +71,15 @@ class Shape:
             raise ShapeError(f"only tuples hold tuple_shapes, not {kind}")
         elif not kind.is_array_type and (self.dimensions or self.layout is not None):
             raise ShapeError(f"{kind} shapes have no dimensions and no layout")
+        if self.layout is not None:
+            problem = layout_problem(self.layout, self)
+            if problem is not None:
+                raise ShapeError(f"layout {self.layout} of {kind}{list(self.dimensions)}: {problem}")
+            self.__dict__["_problem"] = None
 
     def __str__(self) -> str:
         text: str | None = self.__dict__.get("_text")
         if text is None:
-            from .text import shape_text
-
             text = shape_text(self)
             object.__setattr__(self, "_text", text)  # shapes are immutable: print once
         return text
@@ -91,7 +90,14 @@ class Shape:
     @classmethod
     def trusted(cls, etype: ElementType, dimensions: tuple[int, ...], dynamic_dimensions: tuple[bool, ...],
                 layout: Layout | None) -> Shape:
-        """An array shape from values already in canonical form (the parser's fast path); no checks."""
+        """An array shape from values already in canonical form (the parser's), its layout not yet judged.
+
+        The layout's rank must match; whether it means anything is decided on first use (sizes, index math,
+        ``validate``), which raise ShapeError naming the field. Only the text parser calls this.
+
+        >>> Shape.trusted(element_type("f32"), (2,), (False,), Layout((5,)))
+        Shape('f32[2]{5}')
+        """
         shape = object.__new__(cls)
         fields = shape.__dict__
         fields["element_type"] = etype
@@ -228,11 +234,33 @@ class Shape:
         return replace(self, layout=None)
 
     def validate(self) -> Shape:
-        """Check every layout against its array; raise ShapeError naming the field. Returns self."""
+        """Check every layout against its array; raise ShapeError naming the field. Returns self.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[2]{5}").validate()
+        Traceback (most recent call last):
+        xlashapes.errors.ShapeError: layout {5} of f32[2]: minor_to_major [5] is not a permutation of 0..0 ...
+        """
         for _, leaf in self.leaves():
-            if leaf.is_array and leaf.layout is not None:
-                validate_layout(leaf.layout, leaf)
+            problem = leaf.layout_problem()
+            if problem is not None:
+                raise ShapeError(f"layout {leaf.layout} of {leaf.element_type}{list(leaf.dimensions)}: {problem}")
         return self
+
+    def layout_problem(self) -> str | None:
+        """What is wrong with this array's layout (None when nothing is, or for a tuple); decided once.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[2]{0:T(0)}").layout_problem()
+        "tile 0 dimension 0 is 0; tile sizes must be positive or '*'"
+        """
+        fields = self.__dict__
+        if "_problem" in fields:
+            known: str | None = fields["_problem"]
+            return known
+        problem = layout_problem(self.layout, self) if self.layout is not None else None
+        fields["_problem"] = problem
+        return problem
 
     def physical_dimensions(self) -> tuple[int, ...]:
         """The physical (tiled) dims from major to minor after padding and every tile level."""
@@ -240,7 +268,11 @@ class Shape:
         return tiled_dimensions(array.dimensions, array.layout_or_default())
 
     def layout_or_default(self) -> Layout:
-        """The layout, or the default one when this array has none."""
+        """The layout, or the default one when this array has none.
+
+        >>> str(Shape(element_type("f32"), (2, 3)).layout_or_default())
+        '{1,0}'
+        """
         return self.layout if self.layout is not None else default_layout(self.rank)
 
     # ----- equality -------------------------------------------------------------------------------
@@ -294,8 +326,12 @@ class Shape:
 
     def physical_element_count(self) -> int:
         """Elements the buffer holds, padding from tiles, tail alignment and legacy padding included."""
-        array = self._sized_array("physical element count")
-        return physical_element_count(array.dimensions, array.layout_or_default())
+        count: int | None = self.__dict__.get("_physical_count")
+        if count is None:
+            array = self._sized_array("physical element count")
+            count = physical_element_count(array.dimensions, array.layout_or_default())
+            self.__dict__["_physical_count"] = count  # shapes are immutable: count once
+        return count
 
     def element_size_in_bits(self) -> int:
         """Bits one element occupies in memory: E(n) when set, else the type's byte width."""
@@ -326,15 +362,36 @@ class Shape:
         return pointer_size * len(self.tuple_shapes)
 
     def xla_byte_size_of(self, pointer_size: int = POINTER_SIZE) -> int:
-        """What XLA's ShapeUtil::ByteSizeOf returns: logical elements only (tiles ignored), E(n) packing."""
+        """XLA's ShapeUtil::ByteSizeOf: the logical elements (no padding) at the stored width (E(n), else bytes).
+
+        An unpacked s4 counts one byte per element (ByteSizeOfPrimitiveType); see ``data_byte_size`` for the
+        bytes of the data at the type's own width. A tuple gives its index table.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("s4[3]").xla_byte_size_of(), parse_shape("s4[3]{0:E(4)}").xla_byte_size_of()
+        (3, 2)
+        """
         if self.is_tuple:
             return self.tuple_index_table_size(pointer_size)
         if not self.is_array:
             return self.byte_size(pointer_size)
-        count = self.element_count()
-        if self.layout is not None and self.layout.element_size_in_bits:
-            return bytes_for_elements(count, self.layout.element_size_in_bits)
-        return bytes_for_elements(count, self.element_type.byte_width * 8)
+        return bytes_for_elements(self.element_count(), self.element_size_in_bits())
+
+    def data_byte_size(self, pointer_size: int = POINTER_SIZE) -> int:
+        """Bytes of the logical elements at the type's own bit width, densely packed, whatever the layout.
+
+        The unpadded size TPU memory reports give: s4 counts half a byte, pred one byte even under E(32).
+        Tuples sum their leaves; a token takes 0 bytes, an opaque value one pointer.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("s4[3]").data_byte_size(), parse_shape("pred[4]{0:E(32)}").data_byte_size()
+        (2, 4)
+        """
+        if self.is_tuple:
+            return sum(leaf.data_byte_size(pointer_size) for _, leaf in self.leaves())
+        if not self.is_array:
+            return self.byte_size(pointer_size)
+        return bytes_for_elements(self.element_count(), self.element_type.bits)
 
     def xla_array_size(self) -> int:
         """What XLA's ShapeUtil::ArraySize returns: padding from the first tile only, then L(n) and E(n)."""
@@ -350,20 +407,18 @@ class Shape:
                 t = tile[len(tile) - 1 - i]
                 size = -(-size // t) * t if t > 0 else size
             count = checked_product((count, size), f"array size of {self}")
-        alignment = layout.tail_padding_alignment_in_elements
-        count = -(-count // alignment) * alignment
-        if layout.element_size_in_bits:
-            return bytes_for_elements(count, layout.element_size_in_bits)
-        return bytes_for_elements(count, array.element_type.byte_width * 8)
+        count = checked_round_up(count, layout.tail_padding_alignment_in_elements, f"array size of {self}")
+        return bytes_for_elements(count, array.element_size_in_bits())
 
     def _sized_array(self, what: str) -> Shape:
         if not self.is_array:
             raise ShapeError(f"{what} needs an array shape, not {self}")
-        for i, size in enumerate(self.dimensions):
-            if size == UNBOUNDED_SIZE:
+        if UNBOUNDED_SIZE in self.dimensions:
+            i = self.dimensions.index(UNBOUNDED_SIZE)
+            if self.dynamic_dimensions[i]:
                 raise ShapeError(f"{what} of {self}: dimension {i} is unbounded ('?') and has no size")
-        if self.layout is not None:
-            validate_layout(self.layout, self)
+        if self.__dict__.get("_problem", 0) is not None:
+            self.validate()
         return self
 
 

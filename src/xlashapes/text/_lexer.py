@@ -27,12 +27,17 @@ _IDENT = re.compile(r"[a-zA-Z_][a-zA-Z0-9_.\-]*")
 _FLOAT = re.compile(r"-?(?:(?:\d+\.\d*|\d*\.\d+|\d+)[eE][+\-]?\d+|\d+\.\d*|\d*\.\d+)", re.ASCII)
 _DIM_LABELS = re.compile(r"[0-9bf?]{2,}_[0-9io?]{2,}->[0-9bf?]{2,}")
 _LABEL_RUN = re.compile(r"[0-9bf?]*")
+_LABEL_CHARS = frozenset("0123456789bf?")
 _DXD = re.compile(r"[0-9]+(?:x[0-9]+)+", re.ASCII)
 _PAD = re.compile(r"-?[0-9]+_-?[0-9]+(?:_[0-9]+)?(?:x-?[0-9]+_-?[0-9]+(?:_[0-9]+)?)*")
 _INT = re.compile(r"-?\d+", re.ASCII)
 _NAN_PAYLOAD = re.compile(r"\(0x[0-9a-fA-F]+\)")
 _STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", re.DOTALL)
 _PERCENT_NAME = re.compile(r"%([a-zA-Z_][a-zA-Z0-9_.\-]*)")
+_PLAIN_INT = re.compile(r"[0-9]{1,18}(?=[,\]}):])")
+"""Digits followed by a character no longer token continues with: always an int token (at most 18 digits)."""
+_SIMPLE = frozenset("[]{}(),:=+~#0123456789")
+"""First characters the fast path of ``Lexer.next`` may handle (punctuation other than '*'; digits)."""
 _PUNCTUATION = {
     "[": "[", "]": "]", "{": "{", "}": "}", "(": "(", ")": ")", ",": ",", ":": ":", "*": "*", "#": "#",
     "+": "+", "~": "~", "=": "=",
@@ -90,7 +95,17 @@ class Lexer:
         'error'
         """
         text = self.text
-        start = _SKIP.match(text, self.pos).end()  # type: ignore[union-attr]
+        start = self.pos
+        char = text[start : start + 1]
+        if char in _SIMPLE:  # the common tokens of shape text, without the general machinery
+            if char in _PUNCTUATION:
+                self.pos = start + 1
+                return Token(char, char, start, start + 1)
+            plain = _PLAIN_INT.match(text, start)
+            if plain is not None:
+                self.pos = end = plain.end()
+                return Token("int", int(plain.group()), start, end)
+        start = _SKIP.match(text, start).end()  # type: ignore[union-attr]
         if start >= len(text):
             self.pos = start
             return Token("eof", None, start, start)
@@ -106,7 +121,12 @@ class Lexer:
         text = self.text
         if char.isascii() and (char.isalpha() or char == "_"):
             return self._identifier(start)
-        if (char.isdigit() and char.isascii()) or char in "-?":
+        if char == "?":  # '?' alone, unless it starts dimension labels ("??_??->??")
+            labels = self._dim_labels(start)
+            if labels:
+                return Token("dim_labels", labels.group(0), start, labels.end())
+            return Token("?", "?", start, start + 1)
+        if (char.isdigit() and char.isascii()) or char == "-":
             if char == "-" and text.startswith("->", start):
                 return Token("->", "->", start, start + 2)
             return self._number_or_pattern(char, start)
@@ -158,7 +178,7 @@ class Lexer:
 
     def _dim_labels(self, start: int) -> re.Match[str] | None:
         """Dimension labels at ``start``, without rescanning a run of label characters where they failed."""
-        if start < self._no_labels_before:
+        if start < self._no_labels_before or self.text[start + 1 : start + 2] not in _LABEL_CHARS:
             return None
         match = _DIM_LABELS.match(self.text, start)
         if match is None:

@@ -29,6 +29,14 @@ MAX_TUPLE_DEPTH = 200
 LAYOUT_ATTRIBUTE_ORDER = ("D", "T", "L", "#", "*", "E", "S", "SC", "P", "M")
 
 
+# Long runs that the parser reads in one step instead of token by token (linear either way, but a 1 MB list of
+# dimensions should not take a second). Each pattern only matches where every item is followed by ',' or the
+# closing bracket, so no item could be read as a longer token (1x2, 1.5, 01_io->01, ??_??->??).
+_PLAIN_DIMS = re.compile(r"\[((?:(?:<=)?[0-9]{1,18}|\?)(?:,(?:(?:<=)?[0-9]{1,18}|\?))*)\]")
+_PLAIN_ORDER = re.compile(r"\{([0-9]{1,18}(?:,[0-9]{1,18})*)(?=[:}])")
+_PLAIN_TILES = re.compile(r"(?:\((?:(?:[0-9]{1,18}|\*)(?:,(?:[0-9]{1,18}|\*))*)?\))+")
+
+
 class ShapeParser:
     """Recursive-descent parser for XLA shapes and layouts over a Lexer, with one token of lookahead."""
 
@@ -56,6 +64,19 @@ class ShapeParser:
         if self.token.kind != kind:
             raise self.error(f"{message}, found {describe(self.token, self.text)}")
         return self.advance()
+
+    def _plain(self, pattern: re.Pattern[str], kind: str) -> re.Match[str] | None:
+        """When the current token is ``kind`` and ``pattern`` matches from it, skip past the match and return it.
+
+        The patterns only match text that the token-by-token rules read the same way (see ``_PLAIN_DIMS``).
+        """
+        if self.token.kind != kind:
+            return None
+        match = pattern.match(self.text, self.token.start)
+        if match is not None:
+            self.lexer.pos = match.end()
+            self.token = self.lexer.next()
+        return match
 
     def peek_kind(self) -> str:
         saved = self.lexer.pos
@@ -140,6 +161,12 @@ class ShapeParser:
 
     def dimension_sizes(self) -> tuple[list[int], list[bool], list[Token]]:
         """dims ::= '[' [dim (',' dim)*] ']' ; dim ::= int | '<=' int | '?'"""
+        plain = self._plain(_PLAIN_DIMS, "[")
+        if plain is not None:  # no spaces, comments or errors: the same tokens, read in one step
+            items = plain.group(1).split(",")
+            first = Token("dimension", None, plain.start(1), plain.start(1))
+            return ([UNBOUNDED_SIZE if d == "?" else int(d[2:]) if d[0] == "<" else int(d) for d in items],
+                    [d[0] in "?<" for d in items], [first])
         self.expect("[", "expected '[' after the element type")
         sizes: list[int] = []
         dynamic: list[bool] = []
@@ -173,9 +200,13 @@ class ShapeParser:
     # ----- layouts -----
     def layout(self) -> Layout:
         """layout ::= '{' [int (',' int)*] [':' D() T()... L() #() *() E() S() SC()... P() M()] '}'"""
-        self.expect("{", "expected '{' to start a layout")
-        minor_to_major: list[int] = []
-        if self.token.kind == "int":
+        plain = self._plain(_PLAIN_ORDER, "{")
+        if plain is not None:  # the dimension numbers without spaces or comments, read in one step
+            minor_to_major = [int(d) for d in plain.group(1).split(",")]
+        else:
+            self.expect("{", "expected '{' to start a layout")
+            minor_to_major = []
+        if plain is None and self.token.kind == "int":
             while True:
                 minor_to_major.append(self.integer("a dimension number"))
                 if self.token.kind != ",":
@@ -282,6 +313,11 @@ class ShapeParser:
 
     def _tiles(self) -> tuple[tuple[int, ...], ...]:
         tiles: list[tuple[int, ...]] = []
+        plain = self._plain(_PLAIN_TILES, "(")
+        if plain is not None:  # complete tiles without spaces or comments, read in one step
+            tiles.extend(_tile_values(plain.group(0)))
+            if self.token.kind != "(":
+                return tuple(tiles)
         while True:
             tile: list[int] = []
             complete = self._lenient_list(tile, self._tile_size, "a tile")

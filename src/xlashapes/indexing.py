@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
-from typing import Any, SupportsIndex, overload
+from typing import Any, NamedTuple, SupportsIndex, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,6 +48,9 @@ _CHUNK = 1 << 14
 
 _TABLE_LIMIT = 1 << 16
 """Largest dimension whose per-index offsets are precomputed into a lookup table."""
+
+_TABLE_RANK_LIMIT = 64
+"""Highest rank that gets lookup tables (building one costs rank + tile levels steps, so all cost rank squared)."""
 
 _BRUTE_FORCE_LIMIT = 1 << 20
 """Largest element count for which ``dimension_stride`` checks every step when no closed form decides it."""
@@ -106,8 +109,7 @@ def _tiled_backward(step: TileStep, coords: list[Any], valid: Any) -> Any:
 # ----------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Digit:
+class _Digit(NamedTuple):
     """``((index[dim] // div) % mod) * mult``; ``mod`` None means no modulus."""
 
     dim: int
@@ -116,12 +118,15 @@ class _Digit:
     mult: int
 
 
-@dataclass(frozen=True)
-class _Coord:
+class _Coord(NamedTuple):
     """A physical coordinate: a sum of digits, or (``digits`` None) no closed form, depending on ``dims``."""
 
     digits: tuple[_Digit, ...] | None
     dims: frozenset[int]
+
+
+_ZERO = _Coord((), frozenset())
+"""A coordinate that is always 0."""
 
 
 def _digit_range(digit: _Digit, sizes: Sequence[int]) -> int:
@@ -146,6 +151,8 @@ def _digits_coord(digits: Sequence[_Digit | None]) -> _Coord:
 
 def _merged_coord(parts: Sequence[_Coord], sizes: Sequence[int]) -> _Coord:
     """The coordinate of ``*``-merged dims: ``((c0 * s1 + c1) * s2 + c2) ...``."""
+    if len(parts) == 1:  # no '*': the coordinate itself
+        return parts[0]
     dims = frozenset().union(*(p.dims for p in parts))
     if any(p.digits is None for p in parts):
         return _Coord(None, dims)
@@ -169,7 +176,7 @@ def _split_digit(digit: _Digit, tile: int, sizes: Sequence[int]) -> list[_Digit 
 
 def _split_coord(coord: _Coord, tile: int, sizes: Sequence[int]) -> tuple[_Coord, _Coord]:
     """``coord // tile`` and ``coord % tile`` in closed form when the tile falls on digit boundaries."""
-    if coord.digits is None:
+    if not coord.digits:  # no closed form, or always 0
         return coord, coord
     digits = [d for digit in coord.digits for d in _split_digit(digit, tile, sizes) if d is not None]
     high = [_Digit(d.dim, d.div, d.mod, d.mult // tile) for d in digits if d.mult % tile == 0]
@@ -185,7 +192,7 @@ def _symbolic_forward(step: TileStep, coords: list[_Coord], sizes: Sequence[int]
     if k == 0:
         return
     if step.pad:
-        coords[:0] = [_Coord((), frozenset())] * step.pad
+        coords[:0] = [_ZERO] * step.pad
     covered = coords[len(coords) - k :]
     del coords[len(coords) - k :]
     inners: list[_Coord] = []
@@ -481,8 +488,9 @@ def _dim_evaluators(plan: _Plan) -> Evaluators | None:
     if not plan.separable:
         return None
     evaluators: Evaluators = []
+    tables = plan.rank <= _TABLE_RANK_LIMIT  # each table walks every dim and level once
     for dim, size in enumerate(plan.sizes):
-        if size <= _TABLE_LIMIT:
+        if tables and size <= _TABLE_LIMIT:
             evaluators.append((dim, _table(plan, dim)))
         elif dim in plan.terms:
             evaluators.append((dim, plan.terms[dim]))

@@ -60,8 +60,7 @@ class _Plain(NamedTuple):
     element_size_in_bits: int = 0
 
 
-@dataclass(frozen=True)
-class TileGroup:
+class TileGroup(NamedTuple):
     """One non-``*`` entry of a tile with the ``*`` entries just before it: the dims it merges and its size.
 
     >>> TileGroup((7, 8), 2).merged, TileGroup((7, 8), 2).outer
@@ -83,8 +82,7 @@ class TileGroup:
         return -(-merged // self.tile) if self.tile > 0 else merged
 
 
-@dataclass(frozen=True)
-class TileStep:
+class TileStep(NamedTuple):
     """One tile applied to the physical dims of the previous level.
 
     ``pad`` 1s are put in front when the tile is longer than the dims; the last ``len(tile)`` dims are the covered

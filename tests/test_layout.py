@@ -43,13 +43,20 @@ def test_constructor_normalizes_fields() -> None:
 
 
 def test_a_shape_validates_its_layout_at_construction() -> None:
+    f32 = xs.element_type("f32")
     with pytest.raises(xs.ShapeError, match="minor_to_major has 1 entries but the shape has rank 2"):
-        xs.Shape(xs.element_type("f32"), (2, 3), layout=Layout((5,)))
-    with pytest.raises(xs.ShapeError, match="tile 0 dimension 0 is 0"):
-        xs.Shape(xs.element_type("f32"), (2,), layout=Layout((0,), tiles=((0,),)))
-    with pytest.raises(xs.ShapeError, match="M\\(-1\\) must be >= 0"):
-        xs.Shape(xs.element_type("f32"), (2,), layout=Layout((0,), dynamic_shape_metadata_prefix_bytes=-1))
-    good = xs.Shape(xs.element_type("f32"), (2, 3), layout=Layout((0, 1)))
+        xs.Shape(f32, (2, 3), layout=Layout((5,)))
+    for layout, field in [(Layout((0,), tiles=((0,),)), "tile 0 dimension 0 is 0"),
+                          (Layout((0,), dynamic_shape_metadata_prefix_bytes=-1), "M\\(-1\\) must be >= 0"),
+                          (Layout((1,)), "not a permutation")]:
+        kept = xs.Shape(f32, (2,), layout=layout)  # XLA keeps such shapes too (protos, top-level text)
+        assert kept.layout_problem() is not None and str(kept) == f"f32[2]{layout}"
+        for use in (kept.byte_size, kept.validate, lambda: xs.linear_index(kept, (0,))):
+            with pytest.raises(xs.ShapeError, match=field):
+                use()
+        with pytest.raises(xs.ShapeError, match=field):
+            xs.make_shape("f32", [2], layout=layout)
+    good = xs.Shape(f32, (2, 3), layout=Layout((0, 1)))
     assert good.layout_problem() is None and good.validate() is good
     with pytest.raises(xs.ShapeError, match="not a permutation"):
         good.with_layout(Layout((0, 0)))
@@ -85,11 +92,13 @@ def test_layout_problem_agrees_with_the_constructor(order: list[int], bad_order:
     for mtm in (tuple(order), tuple(bad_order)):
         layout = Layout(mtm)
         problem = layout_problem(layout, xs.parse_shape("f32[2,3,4,5]"))
+        shape = xs.Shape(xs.element_type("f32"), dims, layout=layout)
+        assert shape.layout_problem() == problem
         if problem is None:
-            assert xs.Shape(xs.element_type("f32"), dims, layout=layout).layout == layout
+            assert shape.validate() is shape
         else:
             with pytest.raises(xs.ShapeError, match="minor_to_major"):
-                xs.Shape(xs.element_type("f32"), dims, layout=layout)
+                shape.byte_size()
 
 
 def test_permutation_check_is_linear() -> None:

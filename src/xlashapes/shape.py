@@ -28,10 +28,11 @@ ShapeIndex = tuple[int, ...]
 class Shape:
     """An XLA shape. Arrays have an element type, dimensions and a layout; tuples hold shapes.
 
-    The constructor validates everything, the layout against the dimensions too (ShapeError naming the field).
-    Shape text may carry a layout that XLA's parser accepts but that means nothing (``f32[2]{5}``, ``T(0)``):
-    ``parse_shape`` keeps such a shape, printing it as XLA does, and its sizes, index math and ``validate()``
-    raise ShapeError naming the field. The verdict is reached once per shape and kept.
+    The constructor checks every field and judges the layout against the dimensions once: a layout of
+    another rank is a ShapeError at once. A layout of the right rank that means nothing (``{1,1}``, ``T(0)``,
+    ``#(s32)`` on a dense array) is kept, because XLA keeps it too (its parser accepts ``f32[2]{1}`` at top level,
+    its protos carry anything): such a shape prints as XLA prints it, and its sizes, index math and
+    ``validate()`` raise ShapeError naming the field. ``make_shape`` and ``with_layout`` refuse it at once.
 
     >>> s = make_shape("f32", [2, 3])
     >>> str(s), s.rank, s.element_count()
@@ -72,10 +73,10 @@ class Shape:
         elif not kind.is_array_type and (self.dimensions or self.layout is not None):
             raise ShapeError(f"{kind} shapes have no dimensions and no layout")
         if self.layout is not None:
-            problem = layout_problem(self.layout, self)
-            if problem is not None:
-                raise ShapeError(f"layout {self.layout} of {kind}{list(self.dimensions)}: {problem}")
-            self.__dict__["_problem"] = None
+            if len(self.layout.minor_to_major) != len(self.dimensions):
+                raise ShapeError(f"layout {self.layout} of {kind}{list(self.dimensions)}: minor_to_major has "
+                                 f"{len(self.layout.minor_to_major)} entries but the shape has rank {self.rank}")
+            self.__dict__["_problem"] = layout_problem(self.layout, self)  # judged once; sizes raise it
 
     def __str__(self) -> str:
         text: str | None = self.__dict__.get("_text")

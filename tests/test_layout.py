@@ -51,7 +51,7 @@ def test_a_shape_validates_its_layout_at_construction() -> None:
                           (Layout((1,)), "not a permutation")]:
         kept = xs.Shape(f32, (2,), layout=layout)  # XLA keeps such shapes too (protos, top-level text)
         assert kept.layout_problem() is not None and str(kept) == f"f32[2]{layout}"
-        for use in (kept.byte_size, kept.validate, lambda: xs.linear_index(kept, (0,))):
+        for use in (kept.byte_size, kept.validate, lambda kept=kept: xs.linear_index(kept, (0,))):
             with pytest.raises(xs.ShapeError, match=field):
                 use()
         with pytest.raises(xs.ShapeError, match=field):

@@ -48,7 +48,12 @@ TUPLE = Kind.TUPLE
 
 @dataclass(frozen=True)
 class ElementType:
-    """One XLA primitive type, e.g. ``bf16``: 16 bits, a float, NumPy dtype ``ml_dtypes.bfloat16``."""
+    """One XLA primitive type, e.g. ``bf16``: 16 bits, a float, NumPy dtype ``ml_dtypes.bfloat16``.
+
+    >>> t = element_type("bf16")
+    >>> t.bits, t.kind, t.numpy_dtype
+    (16, <Kind.FLOAT: 'float'>, dtype(bfloat16))
+    """
 
     name: str
     bits: int
@@ -64,42 +69,74 @@ class ElementType:
 
     @property
     def is_array_type(self) -> bool:
-        """True for types an array can hold (not token, opaque or tuple)."""
+        """True for types an array can hold (not token, opaque or tuple).
+
+        >>> element_type("f32").is_array_type, element_type("token").is_array_type
+        (True, False)
+        """
         return self.kind not in (TOKEN, OPAQUE, TUPLE)
 
     @property
     def is_integral(self) -> bool:
-        """True for signed and unsigned integers (not pred)."""
+        """True for signed and unsigned integers (not pred).
+
+        >>> element_type("u8").is_integral, element_type("pred").is_integral
+        (True, False)
+        """
         return self.kind in (SIGNED, UNSIGNED)
 
     @property
     def is_signed(self) -> bool:
-        """True for signed integers, floats and complex types."""
+        """True for signed integers, floats and complex types.
+
+        >>> element_type("s4").is_signed, element_type("u4").is_signed
+        (True, False)
+        """
         return self.kind in (SIGNED, FLOAT, COMPLEX)
 
     @property
     def is_floating(self) -> bool:
-        """True for real floating-point types."""
+        """True for real floating-point types.
+
+        >>> element_type("f8e4m3fn").is_floating
+        True
+        """
         return self.kind == FLOAT
 
     @property
     def is_complex(self) -> bool:
-        """True for c64 and c128."""
+        """True for c64 and c128.
+
+        >>> element_type("c64").is_complex
+        True
+        """
         return self.kind == COMPLEX
 
     @property
     def is_sub_byte(self) -> bool:
-        """True for array types narrower than a byte (s1, u2, s4, f4e2m1fn ...)."""
+        """True for array types narrower than a byte (s1, u2, s4, f4e2m1fn ...).
+
+        >>> element_type("s4").is_sub_byte, element_type("s8").is_sub_byte
+        (True, False)
+        """
         return self.is_array_type and 0 < self.bits < 8
 
     @property
     def byte_width(self) -> int:
-        """Bytes one unpacked element occupies (XLA's ByteSizeOfPrimitiveType: sub-byte types take 1)."""
+        """Bytes one unpacked element occupies (XLA's ByteSizeOfPrimitiveType: sub-byte types take 1).
+
+        >>> element_type("s4").byte_width, element_type("c128").byte_width
+        (1, 16)
+        """
         return (self.bits + 7) // 8
 
     @property
     def numpy_dtype(self) -> np.dtype[Any]:
-        """The NumPy dtype holding one element (ml_dtypes for bf16, fp8, int4 ...)."""
+        """The NumPy dtype holding one element (ml_dtypes for bf16, fp8, int4 ...).
+
+        >>> element_type("s4").numpy_dtype
+        dtype(int4)
+        """
         if self.numpy_name is None:
             raise ShapeError(f"element type {self.name} has no NumPy dtype")
         found = getattr(np, self.numpy_name, None) or getattr(ml_dtypes, self.numpy_name, None)

@@ -78,7 +78,11 @@ class ArrayLike(Protocol):
 
 @dataclass(frozen=True)
 class SplitConfig:
-    """``SC(dim:i,j,...)``: dimension ``dimension`` is split at ``split_indices``."""
+    """``SC(dim:i,j,...)``: dimension ``dimension`` is split at ``split_indices``.
+
+    >>> SplitConfig(0, [2, 4]).split_indices
+    (2, 4)
+    """
 
     dimension: int
     split_indices: tuple[int, ...] = ()
@@ -170,7 +174,11 @@ class Layout:
     def trusted(cls, minor_to_major: tuple[int, ...], tiles: tuple[tuple[int, ...], ...] = (),
                 tail_padding_alignment_in_elements: int = 1, element_size_in_bits: int = 0,
                 memory_space: int = 0) -> Layout:
-        """A layout from int64 values already in canonical form (the parser's fast path); no checks."""
+        """A layout from int64 values already in canonical form (the parser's fast path); no checks.
+
+        >>> Layout.trusted((1, 0), memory_space=1) == Layout((1, 0), memory_space=1)
+        True
+        """
         layout = object.__new__(cls)
         fields = layout.__dict__
         fields.update(_DEFAULTS)
@@ -182,27 +190,47 @@ class Layout:
         return layout
 
     def replace(self, **changes: Any) -> Layout:
-        """A copy with some fields changed: ``layout.replace(memory_space=1)``."""
+        """A copy with some fields changed: ``layout.replace(memory_space=1)``.
+
+        >>> str(Layout((1, 0)).replace(memory_space=1))
+        '{1,0:S(1)}'
+        """
         return replace(self, **changes)
 
     @property
     def major_to_minor(self) -> tuple[int, ...]:
-        """Dimension numbers from the most major (slowest varying) to the most minor."""
+        """Dimension numbers from the most major (slowest varying) to the most minor.
+
+        >>> Layout((0, 2, 1)).major_to_minor
+        (1, 2, 0)
+        """
         return self.minor_to_major[::-1]
 
     @property
     def memory_space_name(self) -> str:
-        """What ``memory_space`` means: HBM, VMEM, host memory or device-specific."""
+        """What ``memory_space`` means: HBM, VMEM, host memory or device-specific.
+
+        >>> Layout((0,), memory_space=1).memory_space_name
+        'on-chip fast memory (VMEM on TPU)'
+        """
         return memory_space_name(self.memory_space)
 
     @property
     def is_dense(self) -> bool:
-        """True unless some dimension has a sparse level type (C, S or H)."""
+        """True unless some dimension has a sparse level type (C, S or H).
+
+        >>> Layout((0,)).is_dense, Layout((0,), dim_level_types=("C",)).is_dense
+        (True, False)
+        """
         return all(level == "D" for level in self.dim_level_types)
 
     @property
     def is_tiled(self) -> bool:
-        """True when the layout has at least one tile."""
+        """True when the layout has at least one tile.
+
+        >>> Layout((0,), tiles=((128,),)).is_tiled
+        True
+        """
         return bool(self.tiles)
 
 

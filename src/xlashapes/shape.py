@@ -111,78 +111,141 @@ class Shape:
     # ----- kind -----------------------------------------------------------------------------------
     @property
     def is_array(self) -> bool:
-        """True for arrays (including scalars)."""
+        """True for arrays (including scalars).
+
+        >>> make_shape("f32", []).is_array, token_shape().is_array
+        (True, False)
+        """
         return self.element_type.is_array_type
 
     @property
     def is_tuple(self) -> bool:
-        """True for tuples."""
+        """True for tuples.
+
+        >>> tuple_shape([]).is_tuple
+        True
+        """
         return self.element_type is TUPLE_TYPE
 
     @property
     def is_token(self) -> bool:
-        """True for ``token[]``."""
+        """True for ``token[]``.
+
+        >>> token_shape().is_token
+        True
+        """
         return self.element_type is TOKEN_TYPE
 
     @property
     def is_opaque(self) -> bool:
-        """True for ``opaque[]``."""
+        """True for ``opaque[]``.
+
+        >>> opaque_shape().is_opaque
+        True
+        """
         return self.element_type is OPAQUE_TYPE
 
     @property
     def is_scalar(self) -> bool:
-        """True for arrays of rank 0."""
+        """True for arrays of rank 0.
+
+        >>> make_shape("f32", []).is_scalar, make_shape("f32", [1]).is_scalar
+        (True, False)
+        """
         return self.is_array and not self.dimensions
 
     # ----- dimensions -----------------------------------------------------------------------------
     @property
     def rank(self) -> int:
-        """Number of dimensions."""
+        """Number of dimensions.
+
+        >>> make_shape("f32", [2, 3]).rank
+        2
+        """
         return len(self.dimensions)
 
     @property
     def true_rank(self) -> int:
-        """Dimensions whose size is not 1 (XLA's ShapeUtil::TrueRank)."""
+        """Dimensions whose size is not 1 (XLA's ShapeUtil::TrueRank).
+
+        >>> make_shape("f32", [8, 1, 128]).true_rank
+        2
+        """
         return sum(1 for size in self.dimensions if size != 1)
 
     def dimension_number(self, dimension: int) -> int:
-        """A dimension number with Python-style negatives resolved: -1 is the last dimension."""
+        """A dimension number with Python-style negatives resolved: -1 is the last dimension.
+
+        >>> make_shape("f32", [2, 3]).dimension_number(-1)
+        1
+        """
         number = checked_int(dimension, "dimension")
         if not -self.rank <= number < self.rank:
             raise ShapeError(f"dimension {dimension} is out of range for rank {self.rank} shape {self}")
         return number % self.rank
 
     def dimension(self, dimension: int) -> int:
-        """The size of ``dimension`` (negative numbers count from the end)."""
+        """The size of ``dimension`` (negative numbers count from the end).
+
+        >>> make_shape("f32", [2, 3]).dimension(-1)
+        3
+        """
         return self.dimensions[self.dimension_number(dimension)]
 
     def is_dynamic_dimension(self, dimension: int) -> bool:
-        """True when ``dimension`` is dynamic (``<=N`` or ``?``)."""
+        """True when ``dimension`` is dynamic (``<=N`` or ``?``).
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[<=4,3]").is_dynamic_dimension(0)
+        True
+        """
         return self.dynamic_dimensions[self.dimension_number(dimension)]
 
     def is_unbounded_dimension(self, dimension: int) -> bool:
-        """True when ``dimension`` is ``?`` (dynamic with no bound)."""
+        """True when ``dimension`` is ``?`` (dynamic with no bound).
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[?,3]").is_unbounded_dimension(0)
+        True
+        """
         return self.dimensions[self.dimension_number(dimension)] == UNBOUNDED_SIZE
 
     @property
     def is_dynamic(self) -> bool:
-        """True when any dimension (of any tuple element) is dynamic."""
+        """True when any dimension (of any tuple element) is dynamic.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("(f32[2], s32[<=3])").is_dynamic
+        True
+        """
         if self.is_tuple:
             return any(sub.is_dynamic for sub in self.tuple_shapes)
         return any(self.dynamic_dimensions)
 
     @property
     def is_static(self) -> bool:
-        """True when no dimension is dynamic."""
+        """True when no dimension is dynamic.
+
+        >>> make_shape("f32", [2]).is_static
+        True
+        """
         return not self.is_dynamic
 
     def dimension_letters(self) -> tuple[str, ...] | None:
-        """The conventional letters of the dims: (y, x) for 2-D, (z, y, x) for 3-D, (p, z, y, x) for 4-D."""
+        """The conventional letters of the dims: (y, x) for 2-D, (z, y, x) for 3-D, (p, z, y, x) for 4-D.
+
+        >>> make_shape("f32", [2, 3, 4]).dimension_letters()
+        ('z', 'y', 'x')
+        """
         letters = _LETTERS.get(self.rank)
         return tuple(letters) if letters else None
 
     def dimension_by_letter(self, letter: str) -> int:
-        """The dimension number a letter names: for a 4-D shape, ``'p'`` is 0 and ``'x'`` is 3."""
+        """The dimension number a letter names: for a 4-D shape, ``'p'`` is 0 and ``'x'`` is 3.
+
+        >>> make_shape("f32", [2, 3, 4, 5]).dimension_by_letter("p")
+        0
+        """
         letters = self.dimension_letters() or ()
         if letter not in letters:
             raise ShapeError(f"rank {self.rank} shape {self} has no dimension {letter!r}")
@@ -190,7 +253,12 @@ class Shape:
 
     # ----- tuples ---------------------------------------------------------------------------------
     def subshape(self, index: Sequence[int]) -> Shape:
-        """The shape at ``index`` inside nested tuples: ``s.subshape((1, 0))``."""
+        """The shape at ``index`` inside nested tuples: ``s.subshape((1, 0))``.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("(f32[2], (s32[], pred[3]))").subshape((1, 1))
+        Shape('pred[3]{0}')
+        """
         shape = self
         for depth, i in enumerate(index):
             if not shape.is_tuple or not 0 <= i < len(shape.tuple_shapes):
@@ -199,7 +267,12 @@ class Shape:
         return shape
 
     def leaves(self) -> Iterator[tuple[ShapeIndex, Shape]]:
-        """Every non-tuple subshape with its shape index, depth first."""
+        """Every non-tuple subshape with its shape index, depth first.
+
+        >>> from xlashapes import parse_shape
+        >>> [index for index, _ in parse_shape("(f32[2], (s32[], token[]))").leaves()]
+        [(0,), (1, 0), (1, 1)]
+        """
         if not self.is_tuple:
             yield (), self
             return
@@ -209,7 +282,11 @@ class Shape:
 
     # ----- layout ---------------------------------------------------------------------------------
     def with_layout(self, layout: Layout | None = None, **fields: Any) -> Shape:
-        """This array with ``layout`` (or the default layout with ``fields`` set), validated."""
+        """This array with ``layout`` (or the default layout with ``fields`` set), validated.
+
+        >>> str(make_shape("f32", [2, 3]).with_layout(memory_space=1))
+        'f32[2,3]{1,0:S(1)}'
+        """
         if not self.is_array:
             raise ShapeError(f"{self} is not an array and has no layout")
         if layout is None:
@@ -221,7 +298,11 @@ class Shape:
         return shape
 
     def with_default_layouts(self) -> Shape:
-        """This shape with the default layout filled in on every array that has none."""
+        """This shape with the default layout filled in on every array that has none.
+
+        >>> str(make_shape("f32", [2, 3]).without_layout().with_default_layouts())
+        'f32[2,3]{1,0}'
+        """
         if self.is_tuple:
             return replace(self, tuple_shapes=tuple(s.with_default_layouts() for s in self.tuple_shapes))
         if self.is_array and self.layout is None:
@@ -229,7 +310,11 @@ class Shape:
         return self
 
     def without_layout(self) -> Shape:
-        """This shape with every layout removed."""
+        """This shape with every layout removed.
+
+        >>> str(make_shape("f32", [2, 3]).without_layout())
+        'f32[2,3]'
+        """
         if self.is_tuple:
             return replace(self, tuple_shapes=tuple(s.without_layout() for s in self.tuple_shapes))
         return replace(self, layout=None)
@@ -264,7 +349,12 @@ class Shape:
         return problem
 
     def physical_dimensions(self) -> tuple[int, ...]:
-        """The physical (tiled) dims from major to minor after padding and every tile level."""
+        """The physical (tiled) dims from major to minor after padding and every tile level.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[3,5]{1,0:T(2,2)}").physical_dimensions()
+        (2, 3, 2, 2)
+        """
         array = self._sized_array("physical dimensions")
         return tiled_dimensions(array.dimensions, array.layout_or_default())
 
@@ -287,7 +377,12 @@ class Shape:
         ignore_memory_space: bool = False,
         ignore_tiles: bool = False,
     ) -> bool:
-        """Shape equality with XLA's Shape::Equal options; plain ``==`` compares everything."""
+        """Shape equality with XLA's Shape::Equal options; plain ``==`` compares everything.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[2]{0:S(1)}").equal(parse_shape("f32[2]"), ignore_memory_space=True)
+        True
+        """
         if self.is_tuple or other.is_tuple:
             return (
                 self.is_tuple
@@ -316,17 +411,32 @@ class Shape:
         )
 
     def compatible(self, other: Shape) -> bool:
-        """XLA's ShapeUtil::Compatible: same element type and dimensions, ignoring layout and dynamism."""
+        """XLA's ShapeUtil::Compatible: same element type and dimensions, ignoring layout and dynamism.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[<=2,3]{0,1}").compatible(parse_shape("f32[2,3]"))
+        True
+        """
         return self.equal(other, ignore_layout=True, ignore_dynamic=True)
 
     # ----- sizes ----------------------------------------------------------------------------------
     def element_count(self) -> int:
-        """Logical elements of an array (bounded dynamic dims count at their bound)."""
+        """Logical elements of an array (bounded dynamic dims count at their bound).
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[<=10,3]").element_count()
+        30
+        """
         array = self._sized_array("element count")
         return checked_product(array.dimensions, f"element count of {self}")
 
     def physical_element_count(self) -> int:
-        """Elements the buffer holds, padding from tiles, tail alignment and legacy padding included."""
+        """Elements the buffer holds, padding from tiles, tail alignment and legacy padding included.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[3,5]{1,0:T(2,2)}").physical_element_count()
+        24
+        """
         count: int | None = self.__dict__.get("_physical_count")
         if count is None:
             array = self._sized_array("physical element count")
@@ -335,7 +445,12 @@ class Shape:
         return count
 
     def element_size_in_bits(self) -> int:
-        """Bits one element occupies in memory: E(n) when set, else the type's byte width."""
+        """Bits one element occupies in memory: E(n) when set, else the type's byte width.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("s4[8]").element_size_in_bits(), parse_shape("s4[8]{0:E(4)}").element_size_in_bits()
+        (8, 4)
+        """
         return element_bits(self.element_type, self.layout)
 
     def byte_size(self, pointer_size: int = POINTER_SIZE) -> int:
@@ -343,6 +458,10 @@ class Shape:
 
         For a tuple: the bytes of all its leaf buffers (see ``tuple_index_table_size`` for XLA's
         ByteSizeOf of the tuple itself). A token takes 0 bytes, an opaque value one pointer.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[3,5]{1,0:T(2,2)}").byte_size(), parse_shape("s4[3]{0:E(4)}").byte_size()
+        (96, 2)
         """
         if self.is_tuple:
             return sum(leaf.byte_size(pointer_size) for _, leaf in self.leaves())
@@ -353,11 +472,21 @@ class Shape:
         return bytes_for_elements(self.physical_element_count(), self.element_size_in_bits())
 
     def leaf_byte_sizes(self) -> dict[ShapeIndex, int]:
-        """The byte size of every leaf buffer of a tuple (or of this array, at index ``()``)."""
+        """The byte size of every leaf buffer of a tuple (or of this array, at index ``()``).
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("(f32[2], s8[3])").leaf_byte_sizes()
+        {(0,): 8, (1,): 3}
+        """
         return {index: leaf.byte_size() for index, leaf in self.leaves()}
 
     def tuple_index_table_size(self, pointer_size: int = POINTER_SIZE) -> int:
-        """Bytes of a tuple's table of pointers to its elements (XLA's ByteSizeOf for a tuple)."""
+        """Bytes of a tuple's table of pointers to its elements (XLA's ByteSizeOf for a tuple).
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("(f32[2], s8[3])").tuple_index_table_size()
+        16
+        """
         if not self.is_tuple:
             raise ShapeError(f"{self} is not a tuple")
         return pointer_size * len(self.tuple_shapes)
@@ -395,7 +524,13 @@ class Shape:
         return bytes_for_elements(self.element_count(), self.element_type.bits)
 
     def xla_array_size(self) -> int:
-        """What XLA's ShapeUtil::ArraySize returns: padding from the first tile only, then L(n) and E(n)."""
+        """What XLA's ShapeUtil::ArraySize returns: padding from the first tile only, then L(n) and E(n).
+
+        >>> from xlashapes import parse_shape
+        >>> s = parse_shape("f32[2,4]{1,0:T(2,4)(3,1)}")
+        >>> s.xla_array_size(), s.byte_size()
+        (32, 48)
+        """
         array = self._sized_array("array size")
         layout = array.layout_or_default()
         if not layout.tiles:
@@ -468,15 +603,27 @@ def make_shape(
 
 
 def tuple_shape(shapes: Sequence[Shape]) -> Shape:
-    """A tuple of ``shapes``: ``tuple_shape([a, b])`` prints ``(a, b)``."""
+    """A tuple of ``shapes``: ``tuple_shape([a, b])`` prints ``(a, b)``.
+
+    >>> tuple_shape([make_shape("f32", [2]), token_shape()])
+    Shape('(f32[2]{0}, token[])')
+    """
     return Shape(TUPLE_TYPE, tuple_shapes=tuple(shapes))
 
 
 def token_shape() -> Shape:
-    """The token shape ``token[]``."""
+    """The token shape ``token[]``.
+
+    >>> str(token_shape())
+    'token[]'
+    """
     return Shape(TOKEN_TYPE)
 
 
 def opaque_shape() -> Shape:
-    """The opaque shape ``opaque[]``."""
+    """The opaque shape ``opaque[]``.
+
+    >>> opaque_shape().byte_size()
+    8
+    """
     return Shape(OPAQUE_TYPE)

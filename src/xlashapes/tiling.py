@@ -72,12 +72,20 @@ class TileGroup(NamedTuple):
 
     @property
     def merged(self) -> int:
-        """The size of the merged dim (the product of ``sizes``)."""
+        """The size of the merged dim (the product of ``sizes``).
+
+        >>> TileGroup((2, 3), 4).merged
+        6
+        """
         return math.prod(self.sizes)
 
     @property
     def outer(self) -> int:
-        """How many tiles cover the merged dim: ``ceil(merged / tile)`` (the merged size when the tile is 0)."""
+        """How many tiles cover the merged dim: ``ceil(merged / tile)`` (the merged size when the tile is 0).
+
+        >>> TileGroup((5,), 2).outer
+        3
+        """
         merged = self.merged
         return -(-merged // self.tile) if self.tile > 0 else merged
 
@@ -100,7 +108,11 @@ class TileStep(NamedTuple):
 
     @property
     def covered(self) -> int:
-        """How many dims (after the padding) the tile covers: its length."""
+        """How many dims (after the padding) the tile covers: its length.
+
+        >>> tile_step([3, 5], (2, 2)).covered
+        2
+        """
         return len(self.tile)
 
 
@@ -179,7 +191,11 @@ def tiled_dimensions(dimensions: Sequence[int], layout: TiledLayout) -> tuple[in
 
 @dataclass(frozen=True)
 class TileLevel:
-    """One row of the tiling table: the tile applied (None for the untiled dims) and the dims after it."""
+    """One row of the tiling table: the tile applied (None for the untiled dims) and the dims after it.
+
+    >>> tile_levels((3, 5), _Plain((1, 0), ((2, 2),)))[1]
+    TileLevel(tile=(2, 2), dims=(2, 3, 2, 2))
+    """
 
     tile: tuple[int, ...] | None
     dims: tuple[int, ...]

@@ -79,6 +79,10 @@ class TpuAdvice:
     ``physical_bytes`` is ``shape.byte_size()`` with every tile level (one bit per element for the 1-bit
     format); ``waste_percent`` is the share of the physical buffer that is padding. For a tuple, ``leaves``
     holds the advice for each leaf, depth first.
+
+    >>> from xlashapes import parse_shape
+    >>> tpu_advice(parse_shape("f32[3,128]")).waste_percent
+    25.0
     """
 
     shape: Shape

@@ -38,7 +38,12 @@ _PLAIN_TILES = re.compile(r"(?:\((?:(?:[0-9]{1,18}|\*)(?:,(?:[0-9]{1,18}|\*))*)?
 
 
 class ShapeParser:
-    """Recursive-descent parser for XLA shapes and layouts over a Lexer, with one token of lookahead."""
+    """Recursive-descent parser for XLA shapes and layouts over a Lexer, with one token of lookahead.
+
+    >>> parser = ShapeParser("f32[2] rest")
+    >>> str(parser.shape()), parser.token.value
+    ('f32[2]{0}', 'rest')
+    """
 
     __slots__ = ("lexer", "soft_error", "text", "token")
 
@@ -50,17 +55,32 @@ class ShapeParser:
 
     # ----- helpers -----
     def advance(self) -> Token:
+        """The current token, moving on to the next one.
+
+        >>> ShapeParser("f32[2]").advance().kind
+        'type'
+        """
         token = self.token
         self.token = self.lexer.next()
         return token
 
     def error(self, message: str, token: Token | None = None) -> ParseError:
+        """A ParseError at ``token`` (default: the current one), with the lexer's reason for an error token.
+
+        >>> ShapeParser("f32").error("oops").position
+        0
+        """
         token = token or self.token
         if token.kind == "error":
             message = f"{message}; {token.value}"
         return ParseError(message, self.text, token.start)
 
     def expect(self, kind: str, message: str) -> Token:
+        """The current token if it is ``kind`` (moving on), else ParseError ``message``.
+
+        >>> ShapeParser("[").expect("[", "expected '['").kind
+        '['
+        """
         if self.token.kind != kind:
             raise self.error(f"{message}, found {describe(self.token, self.text)}")
         return self.advance()
@@ -79,16 +99,32 @@ class ShapeParser:
         return match
 
     def peek_kind(self) -> str:
+        """The kind of the token after the current one, without moving.
+
+        >>> ShapeParser("{1,0}").peek_kind()
+        'int'
+        """
         saved = self.lexer.pos
         kind = self.lexer.next().kind
         self.lexer.pos = saved
         return kind
 
     def integer(self, what: str) -> int:
+        """The current int token's value (moving on), else ParseError naming ``what``.
+
+        >>> ShapeParser("42").integer("a size")
+        42
+        """
         token = self.expect("int", f"expected {what}")
         return token.value  # type: ignore[return-value]
 
     def int_list(self, open_: str, close: str, item: Callable[[], int], what: str) -> list[int]:
+        """``open_ item, item, ... close`` read with ``item``; ParseError naming ``what`` where it breaks.
+
+        >>> p = ShapeParser("{1,2}")
+        >>> p.int_list("{", "}", lambda: p.integer("a number"), "a list")
+        [1, 2]
+        """
         self.expect(open_, f"expected {open_!r} to start {what}")
         values: list[int] = []
         if self.token.kind == close:
@@ -104,7 +140,11 @@ class ShapeParser:
 
     # ----- shapes -----
     def shape(self, in_tuple: bool = False, depth: int = 0) -> Shape:
-        """shape ::= '(' [shape (',' shape)*] ')' | type '[' dims ']' [layout]"""
+        """shape ::= '(' [shape (',' shape)*] ')' | type '[' dims ']' [layout]
+
+        >>> ShapeParser("(f32[2], s32[])").shape()
+        Shape('(f32[2]{0}, s32[])')
+        """
         token = self.token
         if token.kind == "(":
             if depth >= MAX_TUPLE_DEPTH:
@@ -160,7 +200,11 @@ class ShapeParser:
             token)
 
     def dimension_sizes(self) -> tuple[list[int], list[bool], list[Token]]:
-        """dims ::= '[' [dim (',' dim)*] ']' ; dim ::= int | '<=' int | '?'"""
+        """dims ::= '[' [dim (',' dim)*] ']' ; dim ::= int | '<=' int | '?'
+
+        >>> ShapeParser("[2,<=3,?]").dimension_sizes()[:2]
+        ([2, 3, -9223372036854775808], [False, True, True])
+        """
         plain = self._plain(_PLAIN_DIMS, "[")
         if plain is not None:  # no spaces, comments or errors: the same tokens, read in one step
             items = plain.group(1).split(",")
@@ -199,7 +243,11 @@ class ShapeParser:
 
     # ----- layouts -----
     def layout(self) -> Layout:
-        """layout ::= '{' [int (',' int)*] [':' D() T()... L() #() *() E() S() SC()... P() M()] '}'"""
+        """layout ::= '{' [int (',' int)*] [':' D() T()... L() #() *() E() S() SC()... P() M()] '}'
+
+        >>> ShapeParser("{1,0:T(8,128)}").layout().tiles
+        ((8, 128),)
+        """
         plain = self._plain(_PLAIN_ORDER, "{")
         if plain is not None:  # the dimension numbers without spaces or comments, read in one step
             minor_to_major = [int(d) for d in plain.group(1).split(",")]
@@ -397,6 +445,15 @@ class ShapeParser:
         return False
 
     def finish(self, what: str) -> None:
+        """ParseError unless the text ends here (``what`` names what was read).
+
+        >>> p = ShapeParser("f32[2] f32[3]")
+        >>> _ = p.shape()
+        >>> p.finish("shape")
+        Traceback (most recent call last):
+        xlashapes.errors.ParseError: unexpected 'f32' after the shape (at position 7)
+        ...
+        """
         if self.token.kind != "eof":
             extra = ""
             if self.token.kind == "{":

@@ -553,8 +553,8 @@ class Shape:
             i = self.dimensions.index(UNBOUNDED_SIZE)
             if self.dynamic_dimensions[i]:
                 raise ShapeError(f"{what} of {self}: dimension {i} is unbounded ('?') and has no size")
-        if self.__dict__.get("_problem", 0) is not None:
-            self.validate()
+        if self.__dict__.get("_problem", 0) is not None and self.layout_problem() is not None:
+            self.validate()  # raises, naming the field
         return self
 
 

@@ -668,12 +668,13 @@ def _cpu_seconds(function: Any) -> float:
         pytest.param("f32[" + ",".join(["1"] * 100_000) + "]", (0,) * 100_000, 0, id="rank-100k"),
         pytest.param("f32[" + ",".join(["2"] * 20) + "]{" + ",".join(map(str, range(20))) + "}", (1,) * 20,
                      2**20 - 1, id="rank-20-column-major"),
-        pytest.param("f32[2]{0:T" + "(2)" * 50_000 + "}", (1,), 1, id="tile-levels-50k"),
-        pytest.param("f32[2,3]{1,0:T" + "(2,1)" * 50_000 + "}", (1, 2), 5, id="2d-tile-levels-50k"),
-        pytest.param("f32[5,7]{1,0:T(*,7)" + "(7)" * 40_000 + "}", (4, 6), 34, id="combined-then-40k-levels"),
+        pytest.param("f32[2]{0:T" + "(2)" * 20_000 + "}", (1,), 1, id="tile-levels-20k"),
+        pytest.param("f32[2,3]{1,0:T" + "(2,1)" * 20_000 + "}", (1, 2), 5, id="2d-tile-levels-20k"),
+        pytest.param("f32[5,7]{1,0:T(*,7)" + "(7)" * 20_000 + "}", (4, 6), 34, id="combined-then-20k-levels"),
     ],
 )
 def test_index_math_and_sizes_are_linear(text: str, index: tuple[int, ...], offset: int | None) -> None:
+    # Quadratic before (25k tile levels: 16 s for one linear_index); now ~0.1 s for these.
     shape = xs.parse_shape(text)
     assert _cpu_seconds(shape.byte_size) < 1.0
     found: list[Any] = []

@@ -102,7 +102,7 @@ def test_layout_problem_agrees_with_the_constructor(order: list[int], bad_order:
 
 
 def test_permutation_check_is_linear() -> None:
-    rank = 200_000
+    rank = 100_000
     start = time.process_time()
     shape = xs.make_shape("s8", [1] * rank, minor_to_major=list(range(rank)))
     assert time.process_time() - start < 1.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import re
 import time
 from typing import Any
 
@@ -298,6 +299,7 @@ def mutated_texts(draw: st.DrawFn) -> str:
 def test_mutated_shapes_match_xla_and_the_fast_path(xla_batch: BatchOracle, texts: list[str]) -> None:
     for text in texts:
         _same_as_careful(text)
+        _same_token_by_token(text)
     check_batch_against_xla(xla_batch, [text for text in texts if "parameter" not in text])
 
 
@@ -359,6 +361,28 @@ def _same_as_careful(text: str) -> None:
         return
     careful = careful_parse_shape(text)
     assert fast == careful and str(fast) == str(careful), text
+
+
+def _careful_answer(text: str) -> tuple[object, ...]:
+    try:
+        shape = careful_parse_shape(text)
+    except xs.ParseError as error:
+        return "error", error.position, error.reason
+    return "ok", shape, str(shape)
+
+
+def _same_token_by_token(text: str) -> None:
+    """The careful parser's one-step reading of plain lists (_PLAIN_*) answers as reading token by token does."""
+    from xlashapes.text import _parser
+
+    plain = _careful_answer(text)
+    saved = _parser._PLAIN_DIMS, _parser._PLAIN_ORDER, _parser._PLAIN_TILES
+    never = re.compile("(?!)")
+    _parser._PLAIN_DIMS = _parser._PLAIN_ORDER = _parser._PLAIN_TILES = never
+    try:
+        assert _careful_answer(text) == plain, text
+    finally:
+        _parser._PLAIN_DIMS, _parser._PLAIN_ORDER, _parser._PLAIN_TILES = saved
 
 
 def test_fast_path_is_taken_for_xla_printed_shapes() -> None:

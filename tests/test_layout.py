@@ -107,3 +107,32 @@ def test_permutation_check_is_linear() -> None:
     shape = xs.make_shape("s8", [1] * rank, minor_to_major=list(range(rank)))
     assert time.process_time() - start < 1.0
     assert shape.byte_size() == 1
+
+
+JUNK = st.one_of(st.integers(-(2**64), 2**64), st.floats(), st.none(), st.booleans(), st.text(max_size=3),
+                 st.lists(st.integers(-3, 9), max_size=3), st.lists(st.lists(st.integers(-3, 9), max_size=3), max_size=2),
+                 st.just(np.array(2)), st.just(np.array([1, 2])), st.just(object()), st.just(("C", "D")),
+                 st.just([(0, [1])]), st.just(np.float32(1.5)))
+FIELDS = ["tiles", "tail_padding_alignment_in_elements", "index_primitive_type", "pointer_primitive_type",
+          "element_size_in_bits", "memory_space", "split_configs", "dynamic_shape_metadata_prefix_bytes",
+          "dim_level_types", "dim_unique", "dim_ordered", "padded_dimensions", "padding_value", "physical_shape"]
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(JUNK, st.dictionaries(st.sampled_from(FIELDS), JUNK, max_size=3), JUNK, JUNK)
+def test_constructors_raise_only_shape_errors(order: object, fields: dict[str, object], dims: object,
+                                               dynamic: object) -> None:
+    try:
+        layout = Layout(order, **fields)  # type: ignore[arg-type]
+    except xs.ShapeError:
+        layout = Layout((0,))
+    assert hash(layout) == hash(Layout(layout.minor_to_major, **{f: getattr(layout, f) for f in FIELDS}))
+    try:
+        shape = xs.Shape(xs.element_type("f32"), dims, dynamic, layout)  # type: ignore[arg-type]
+    except xs.ShapeError:
+        return
+    assert hash(shape) is not None and str(shape)
+    try:
+        shape.byte_size()
+    except xs.ShapeError as error:
+        assert shape.layout_problem() is not None or "int64" in str(error), error

@@ -40,7 +40,24 @@ def checked_ints(values: Iterable[Any], what: str) -> tuple[int, ...]:
         return values
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise ShapeError(f"{what} must be a sequence of integers, got {values!r}")
-    return tuple(checked_int(v, f"{what}[{i}]") for i, v in enumerate(values))
+    try:
+        items = list(values)
+    except TypeError:  # e.g. a 0-d NumPy array
+        raise ShapeError(f"{what} must be a sequence of integers, got {values!r}") from None
+    return tuple(checked_int(v, f"{what}[{i}]") for i, v in enumerate(items))
+
+
+def checked_sequence(value: Any, what: str) -> tuple[Any, ...]:
+    """A sequence's entries as a tuple, or ShapeError naming ``what`` (strings and scalars are not sequences).
+
+    >>> checked_sequence([1, "a"], "entries")
+    (1, 'a')
+    """
+    if type(value) is tuple:
+        return value
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable) or getattr(value, "ndim", 1) == 0:
+        raise ShapeError(f"{what} must be a sequence, got {value!r}")
+    return tuple(value)
 
 
 def checked_product(values: Iterable[int], what: str) -> int:

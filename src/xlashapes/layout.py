@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol
 
 import numpy as np
 
-from ._ints import INT64_MAX, INT64_MIN, checked_int, checked_ints, checked_product
+from ._ints import INT64_MAX, INT64_MIN, checked_int, checked_ints, checked_product, checked_sequence
 from ._printer import layout_text
 from .dtypes import UNSIGNED, ElementType, Kind, element_type
 from .errors import ShapeError
@@ -92,6 +91,23 @@ class SplitConfig:
         object.__setattr__(self, "split_indices", checked_ints(self.split_indices, "split indices"))
 
 
+def _flag(value: Any, what: str) -> bool:
+    """A bool field entry: True, False, 0, 1 (or a NumPy bool), else ShapeError naming ``what``."""
+    if isinstance(value, (bool, np.bool_)) or (type(value) is int and value in (0, 1)):
+        return bool(value)
+    raise ShapeError(f"{what} must be True or False, got {value!r}")
+
+
+def _split_config(value: Any, position: int) -> SplitConfig:
+    """A split config from a SplitConfig or a ``(dimension, split_indices)`` pair."""
+    if isinstance(value, SplitConfig):
+        return value
+    items = checked_sequence(value, f"split_configs[{position}]")
+    if len(items) not in (1, 2):
+        raise ShapeError(f"split_configs[{position}] must be (dimension, split_indices), got {value!r}")
+    return SplitConfig(*items)
+
+
 def _optional_type(value: Any, what: str) -> ElementType | None:
     if value is None:
         return None
@@ -128,10 +144,9 @@ class Layout:
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         set_(self, "minor_to_major", checked_ints(self.minor_to_major, "minor_to_major"))
-        if isinstance(self.tiles, (str, bytes)) or not isinstance(self.tiles, Iterable):
-            raise ShapeError(f"tiles must be a sequence of tuples, got {self.tiles!r}")
-        if self.tiles or type(self.tiles) is not tuple:
-            set_(self, "tiles", tuple(checked_ints(t, f"tile {i}") for i, t in enumerate(self.tiles)))
+        if type(self.tiles) is not tuple or self.tiles:
+            tiles = checked_sequence(self.tiles, "tiles")
+            set_(self, "tiles", tuple(checked_ints(t, f"tile {i}") for i, t in enumerate(tiles)))
         for name in ("tail_padding_alignment_in_elements", "element_size_in_bits", "memory_space",
                      "dynamic_shape_metadata_prefix_bytes"):
             set_(self, name, checked_int(getattr(self, name), name))
@@ -139,11 +154,11 @@ class Layout:
             set_(self, "index_primitive_type", _optional_type(self.index_primitive_type, "index_primitive_type"))
         if self.pointer_primitive_type is not None:
             set_(self, "pointer_primitive_type", _optional_type(self.pointer_primitive_type, "pointer_primitive_type"))
-        if self.split_configs or type(self.split_configs) is not tuple:
-            configs = tuple(c if isinstance(c, SplitConfig) else SplitConfig(*c) for c in self.split_configs)
-            set_(self, "split_configs", configs)
+        if type(self.split_configs) is not tuple or self.split_configs:
+            configs = checked_sequence(self.split_configs, "split_configs")
+            set_(self, "split_configs", tuple(_split_config(c, i) for i, c in enumerate(configs)))
         levels = (self.dim_level_types, self.dim_unique, self.dim_ordered)
-        if any(value or type(value) is not tuple for value in levels):
+        if any(type(value) is not tuple or value for value in levels):
             self._normalize_dim_levels()
         if self.padded_dimensions is not None:
             set_(self, "padded_dimensions", checked_ints(self.padded_dimensions, "padded_dimensions"))
@@ -159,13 +174,14 @@ class Layout:
         return f"Layout({str(self)!r}{extra}{levels})"
 
     def _normalize_dim_levels(self) -> None:
-        levels = tuple(str(t) for t in self.dim_level_types)
+        levels = tuple(str(t) for t in checked_sequence(self.dim_level_types, "dim_level_types"))
         for level in levels:
             if level not in DIM_LEVEL_TYPES:
                 raise ShapeError(f"dim_level_types: {level!r} is not one of {', '.join(DIM_LEVEL_TYPES)}")
         object.__setattr__(self, "dim_level_types", levels)
-        object.__setattr__(self, "dim_unique", tuple(bool(u) for u in self.dim_unique))
-        object.__setattr__(self, "dim_ordered", tuple(bool(o) for o in self.dim_ordered))
+        for name in ("dim_unique", "dim_ordered"):
+            flags = tuple(_flag(v, f"{name}[{i}]") for i, v in enumerate(checked_sequence(getattr(self, name), name)))
+            object.__setattr__(self, name, flags)
 
     def __str__(self) -> str:
         return layout_text(self)

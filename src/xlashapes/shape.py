@@ -6,7 +6,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ._ints import INT64_MIN, checked_int, checked_ints, checked_product, checked_round_up
+import numpy as np
+
+from ._ints import INT64_MIN, checked_int, checked_ints, checked_product, checked_round_up, checked_sequence
 from ._printer import shape_text
 from .dtypes import OPAQUE_TYPE, TOKEN_TYPE, TUPLE_TYPE, ElementType, element_type
 from .errors import ShapeError
@@ -49,7 +51,9 @@ class Shape:
         set_ = object.__setattr__
         set_(self, "element_type", element_type(self.element_type))
         set_(self, "dimensions", checked_ints(self.dimensions, "dimensions"))
-        dynamic = tuple(bool(d) for d in self.dynamic_dimensions) or (False,) * len(self.dimensions)
+        dynamic = tuple(_flag(d, f"dynamic_dimensions[{i}]")
+                        for i, d in enumerate(checked_sequence(self.dynamic_dimensions, "dynamic_dimensions")))
+        dynamic = dynamic or (False,) * len(self.dimensions)
         if len(dynamic) != len(self.dimensions):
             raise ShapeError(
                 f"dynamic_dimensions has {len(dynamic)} entries but there are {len(self.dimensions)} dimensions"
@@ -60,7 +64,7 @@ class Shape:
                 raise ShapeError(f"dimension {i} has negative size {size}")
         if self.layout is not None and not isinstance(self.layout, Layout):
             raise ShapeError(f"layout must be a Layout, got {type(self.layout).__name__}")
-        set_(self, "tuple_shapes", tuple(self.tuple_shapes))
+        set_(self, "tuple_shapes", checked_sequence(self.tuple_shapes, "tuple_shapes"))
         for sub in self.tuple_shapes:
             if not isinstance(sub, Shape):
                 raise ShapeError(f"tuple elements must be Shapes, got {type(sub).__name__}")
@@ -556,6 +560,13 @@ class Shape:
         if self.__dict__.get("_problem", 0) is not None and self.layout_problem() is not None:
             self.validate()  # raises, naming the field
         return self
+
+
+def _flag(value: Any, what: str) -> bool:
+    """A dynamic-dimension flag: a bool (or 0/1, a NumPy bool), else ShapeError naming ``what``."""
+    if isinstance(value, (bool, np.bool_)) or (type(value) is int and value in (0, 1)):
+        return bool(value)
+    raise ShapeError(f"{what} must be True or False, got {value!r}")
 
 
 def _dims_match_ignoring_dynamic(a: Shape, b: Shape) -> bool:

@@ -110,7 +110,8 @@ def test_permutation_check_is_linear() -> None:
 
 
 JUNK = st.one_of(st.integers(-(2**64), 2**64), st.floats(), st.none(), st.booleans(), st.text(max_size=3),
-                 st.lists(st.integers(-3, 9), max_size=3), st.lists(st.lists(st.integers(-3, 9), max_size=3), max_size=2),
+                 st.lists(st.integers(-3, 9), max_size=3),
+                 st.lists(st.lists(st.integers(-3, 9), max_size=3), max_size=2),
                  st.just(np.array(2)), st.just(np.array([1, 2])), st.just(object()), st.just(("C", "D")),
                  st.just([(0, [1])]), st.just(np.float32(1.5)))
 FIELDS = ["tiles", "tail_padding_alignment_in_elements", "index_primitive_type", "pointer_primitive_type",

@@ -224,7 +224,7 @@ def element_type(spec: str | ElementType | Any) -> ElementType:
         raise ShapeError("element type is None; expected an XLA name, a NumPy name or a dtype")
     try:
         dtype = np.dtype(spec)
-    except (TypeError, ValueError, AttributeError, OverflowError):
+    except Exception:  # np.dtype() of an arbitrary object may raise anything its attributes raise
         raise ShapeError(f"unknown element type {spec!r}; expected an XLA name, a NumPy name or a dtype") from None
     return _from_dtype(dtype)
 

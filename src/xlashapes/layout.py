@@ -1,4 +1,14 @@
-"""XLA layouts: dimension order, tiles, padding, element size, memory space and the rest of LayoutProto."""
+"""XLA layouts: dimension order, tiles, padding, element size, memory space and the rest of LayoutProto.
+
+A Layout is validated and normalized once, in its constructor: every number is an int64, every sequence a tuple,
+element types are ElementTypes, ``padding_value`` is hashable (lists become tuples), so every Layout is hashable.
+What a layout means for a given array (a permutation of its dims, positive tiles, ...) is judged against that
+array by :func:`layout_problem`, once per Shape (see :class:`xlashapes.shape.Shape`). The tile walk and the
+byte math live in :mod:`xlashapes.tiling`, the int64 checks in ``xlashapes._ints``; both stay importable here.
+
+>>> str(Layout([1, 0], tiles=[(8, 128)], memory_space=1))
+'{1,0:T(8,128)S(1)}'
+"""
 
 from __future__ import annotations
 

@@ -226,10 +226,6 @@ def ours(text: str) -> tuple[str, str]:
     return "ok", shape_text(shape, index_comments=True)
 
 
-def check_against_xla(xla, text: str) -> None:  # type: ignore[no-untyped-def]
-    check_verdict(xla.print_shape(text), text)
-
-
 def check_verdict(verdict: dict[str, Any], text: str) -> None:
     """Our answer on ``text`` is XLA's ``verdict``: the same printing, or an error too."""
     kind, printed = ours(text)
@@ -455,18 +451,19 @@ def test_lexer_is_linear_on_runs_of_question_marks() -> None:
     assert [t.kind for t in tokens("??_??->?? ?")] == ["dim_labels", "?"]
 
 
-def test_zero_padded_integers_of_any_length_read_as_xla_reads_them(xla) -> None:  # type: ignore[no-untyped-def]
-    for text in ("f32[" + "0" * 5000 + "1]", "f32[2]{0:T(" + "0" * 5000 + "2)}", "f32[2]{" + "0" * 5000 + "}",
-                 "f32[" + "0" * 5000 + "]", "f32[0" + "0" * 30 + "9223372036854775807]"):
-        check_against_xla(xla, text)
+def test_zero_padded_integers_of_any_length_read_as_xla_reads_them(xla_batch: BatchOracle) -> None:
+    check_batch_against_xla(xla_batch, ["f32[" + "0" * 5000 + "1]", "f32[2]{0:T(" + "0" * 5000 + "2)}",
+                                        "f32[2]{" + "0" * 5000 + "}", "f32[" + "0" * 5000 + "]",
+                                        "f32[0" + "0" * 30 + "9223372036854775807]"])
     assert str(xs.parse_shape("f32[" + "0" * 5000 + "1]")) == "f32[1]{0}"
     with pytest.raises(xs.ParseError, match="does not fit in int64"):
         xs.parse_shape("f32[" + "1" * 5000 + "]")
 
 
-def test_negative_dynamic_metadata_prefix_reads_as_xla_prints_it(xla) -> None:  # type: ignore[no-untyped-def]
-    for text in ("f32[2]{0:M(-1)}", "(f32[2]{0:M(-1)})", "f32[2]{0:S(1)M(-5)}", "f32[2]{0:M(0)}"):
-        check_against_xla(xla, text)
+def test_negative_dynamic_metadata_prefix_reads_as_xla_prints_it(xla_batch: BatchOracle) -> None:
+    texts = ["f32[2]{0:M(-1)}", "(f32[2]{0:M(-1)})", "f32[2]{0:S(1)M(-5)}", "f32[2]{0:M(0)}"]
+    check_batch_against_xla(xla_batch, texts)
+    for text in texts:
         shape = xs.parse_shape(text)
         assert xs.parse_shape(str(shape)) == shape, text  # the round trip keeps the shape
     assert xs.parse_shape("f32[2]{0:M(-1)}") == xs.parse_shape("f32[2]{0}")

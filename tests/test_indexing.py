@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import xlashapes as xs
+from profiles import examples
 from xlashapes import indexing
 from xlashapes.indexing import (
     dimension_stride,
@@ -368,29 +369,46 @@ def tiled_shapes(draw: Any, max_physical: int = 30000) -> xs.Shape:
     return shape
 
 
-PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+# Nine properties over the same two generators: each drawn shape is checked by every property of its
+# generator (drawing the shapes is most of the cost, so the properties share the draws; 600 shapes each).
+PROPERTY = settings(max_examples=examples(600), deadline=None, suppress_health_check=list(HealthCheck))
 
 
 @PROPERTY
-@given(tiled_shapes())
-def test_offsets_match_the_brute_force_reference(shape: xs.Shape) -> None:
+@given(tiled_shapes(), st.randoms(use_true_random=False))
+def test_index_math_on_tiled_shapes(shape: xs.Shape, random: Any) -> None:
+    check_offsets_match_the_brute_force_reference(shape)
+    check_offsets_are_injective_and_in_bounds(shape)
+    check_multi_index_inverts_and_finds_every_padding_offset(shape)
+    check_scalar_equals_vectorized(shape, random)
+    check_every_evaluation_path_agrees(shape)
+
+
+@PROPERTY
+@given(tiled_shapes(max_physical=5000))
+def test_index_math_on_small_tiled_shapes(shape: xs.Shape) -> None:
+    check_dimension_stride_is_exact(shape)
+    check_untiled_layouts_match_numpy_strides(shape)
+    check_memory_order_iteration(shape)
+    check_next_index_walks_row_major(shape)
+
+
+
+
+def check_offsets_match_the_brute_force_reference(shape: xs.Shape) -> None:
     expected = reference_offsets(shape)
     assert np.array_equal(linear_index(shape, all_indices(shape)), expected), str(shape)
     assert shape.physical_dimensions() == xs.layout.tiled_dimensions(shape.dimensions, shape.layout_or_default())
 
 
-@PROPERTY
-@given(tiled_shapes())
-def test_offsets_are_injective_and_in_bounds(shape: xs.Shape) -> None:
+def check_offsets_are_injective_and_in_bounds(shape: xs.Shape) -> None:
     offsets = linear_index(shape, all_indices(shape))
     assert len(set(offsets.tolist())) == offsets.size
     if offsets.size:
         assert 0 <= offsets.min() and offsets.max() + 1 <= shape.physical_element_count()
 
 
-@PROPERTY
-@given(tiled_shapes())
-def test_multi_index_inverts_and_finds_every_padding_offset(shape: xs.Shape) -> None:
+def check_multi_index_inverts_and_finds_every_padding_offset(shape: xs.Shape) -> None:
     buffer = reference_buffer(shape)
     assert buffer.size == shape.physical_element_count()
     indices, valid = multi_index(shape, np.arange(buffer.size))
@@ -403,20 +421,17 @@ def test_multi_index_inverts_and_finds_every_padding_offset(shape: xs.Shape) -> 
         assert element == (tuple(grid[buffer[offset]].tolist()) if buffer[offset] >= 0 else None)
 
 
-@PROPERTY
-@given(tiled_shapes(), st.randoms(use_true_random=False))
-def test_scalar_equals_vectorized(shape: xs.Shape, random: Any) -> None:
+def check_scalar_equals_vectorized(shape: xs.Shape, random: Any) -> None:
     grid = all_indices(shape)
-    assume(grid.shape[0] > 0)
+    if grid.shape[0] == 0:
+        return
     rows = [grid[random.randrange(grid.shape[0])] for _ in range(30)]
     vector = linear_index(shape, np.array(rows)).tolist()
     assert vector == [linear_index(shape, tuple(r.tolist())) for r in rows]
     assert vector == [linear_index(shape, list(r)) for r in rows]
 
 
-@PROPERTY
-@given(tiled_shapes())
-def test_every_evaluation_path_agrees(shape: xs.Shape) -> None:
+def check_every_evaluation_path_agrees(shape: xs.Shape) -> None:
     """Tables, closed-form terms and the level walk give the same offsets wherever each applies."""
     plan = indexing._plan(shape)
     grid = all_indices(shape)
@@ -437,9 +452,7 @@ def test_every_evaluation_path_agrees(shape: xs.Shape) -> None:
         assert np.array_equal(out, expected)
 
 
-@PROPERTY
-@given(tiled_shapes(max_physical=5000))
-def test_dimension_stride_is_exact(shape: xs.Shape) -> None:
+def check_dimension_stride_is_exact(shape: xs.Shape) -> None:
     offsets = reference_offsets(shape).reshape(shape.dimensions)
     for dim, size in enumerate(shape.dimensions):
         stride = dimension_stride(shape, dim)
@@ -450,9 +463,7 @@ def test_dimension_stride_is_exact(shape: xs.Shape) -> None:
             assert isinstance(stride, int) and stride >= 0
 
 
-@PROPERTY
-@given(tiled_shapes(max_physical=5000))
-def test_untiled_layouts_match_numpy_strides(shape: xs.Shape) -> None:
+def check_untiled_layouts_match_numpy_strides(shape: xs.Shape) -> None:
     layout = shape.layout_or_default().replace(tiles=())
     untiled = shape.with_layout(layout)
     grid = all_indices(untiled)
@@ -467,17 +478,13 @@ def test_untiled_layouts_match_numpy_strides(shape: xs.Shape) -> None:
         assert dimension_stride(untiled, dim) == strides[position]
 
 
-@PROPERTY
-@given(tiled_shapes(max_physical=5000))
-def test_memory_order_iteration(shape: xs.Shape) -> None:
+def check_memory_order_iteration(shape: xs.Shape) -> None:
     expected = all_indices(shape)[np.argsort(reference_offsets(shape), kind="stable")]
     assert np.array_equal(indices_in_memory_order_array(shape), expected.reshape(len(expected), shape.rank))
     assert list(indices_in_memory_order(shape)) == [tuple(r) for r in expected.tolist()]
 
 
-@PROPERTY
-@given(tiled_shapes(max_physical=5000))
-def test_next_index_walks_row_major(shape: xs.Shape) -> None:
+def check_next_index_walks_row_major(shape: xs.Shape) -> None:
     grid = [tuple(r) for r in all_indices(shape).tolist()]
     for current, following in zip(grid, [*grid[1:], None]):
         assert next_index(shape, current) == following
@@ -635,3 +642,45 @@ def test_int64_max_sized_dimension_is_indexable() -> None:
     assert multi_index(s, INT64_MAX - 1) == (INT64_MAX - 1,)
     assert linear_index(s, np.array([[INT64_MAX - 1]])).tolist() == [INT64_MAX - 1]
     assert dimension_stride(s, 0) == 1
+
+
+# ----------------------------------------------------------------------------------------------------
+# Issue 15: linear in rank and in tile levels
+# ----------------------------------------------------------------------------------------------------
+
+
+def _cpu_seconds(function: Any) -> float:
+    import gc
+    import time
+
+    gc.disable()
+    try:
+        start = time.process_time()
+        function()
+        return time.process_time() - start
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize(
+    ("text", "index", "offset"),
+    [
+        pytest.param("f32[" + ",".join(["1"] * 100_000) + "]", (0,) * 100_000, 0, id="rank-100k"),
+        pytest.param("f32[" + ",".join(["2"] * 20) + "]{" + ",".join(map(str, range(20))) + "}", (1,) * 20,
+                     2**20 - 1, id="rank-20-column-major"),
+        pytest.param("f32[2]{0:T" + "(2)" * 20_000 + "}", (1,), 1, id="tile-levels-20k"),
+        pytest.param("f32[2,3]{1,0:T" + "(2,1)" * 20_000 + "}", (1, 2), 5, id="2d-tile-levels-20k"),
+        pytest.param("f32[5,7]{1,0:T(*,7)" + "(7)" * 20_000 + "}", (4, 6), 34, id="combined-then-20k-levels"),
+    ],
+)
+def test_index_math_and_sizes_are_linear(text: str, index: tuple[int, ...], offset: int | None) -> None:
+    # Quadratic before (25k tile levels: 16 s for one linear_index); now ~0.1 s for these.
+    shape = xs.parse_shape(text)
+    assert _cpu_seconds(shape.byte_size) < 1.0
+    found: list[Any] = []
+    assert _cpu_seconds(lambda: found.append(linear_index(shape, index))) < 1.0  # builds the plan
+    assert _cpu_seconds(lambda: found.append(multi_index(shape, found[0]))) < 1.0
+    assert found[1] == index and (offset is None or found[0] == offset)
+    rows = np.array([index, [0] * len(index)])
+    assert _cpu_seconds(lambda: found.append(linear_index(shape, rows))) < 1.0
+    assert found[2].tolist() == [found[0], 0]

@@ -272,3 +272,37 @@ def test_generated_shapes(shape: xs.Shape, bool_tiling: bool, generation: int) -
         assert advice.physical_bytes == out.byte_size()
     assert xs.parse_shape(str(out)) == out  # the advised layout is valid shape text
     assert tpu_layout(out, bool_tiling=bool_tiling, generation=generation) == out  # idempotent
+
+
+# ----- issue 15: meaningless layouts are ShapeErrors, never IndexError ---------------------------------
+
+
+@pytest.mark.parametrize("text", ["f32[3,3,3,8]{3,72,1,0}", "f32[2,3]{1,1}", "f32[2]{5}", "f32[4,4]{1,0:T(0)}",
+                                  "tuple"])
+def test_meaningless_layouts_are_shape_errors(text: str) -> None:
+    # XLA's parser refuses these inside a tuple; a tuple built in Python may still hold one
+    shape = xs.tuple_shape([xs.parse_shape("f32[2]"), xs.parse_shape("f32[3,3,3,8]{3,72,1,0}")]) \
+        if text == "tuple" else xs.parse_shape(text)
+    for advise in (tpu_layout, tpu_advice):
+        with pytest.raises(xs.ShapeError, match="layout"):
+            advise(shape)
+
+
+def test_meaningless_layouts_from_protos_and_modules_are_shape_errors() -> None:
+    from xlashapes.interop import shape_from_proto_bytes, shape_to_proto_bytes
+    from xlashapes.memory import memory_report
+
+    shape = xs.parse_shape("f32[3,3,3,8]{3,72,1,0}")
+    decoded = shape_from_proto_bytes(shape_to_proto_bytes(shape))
+    with pytest.raises(xs.ShapeError, match="dimension 72 is out of range"):
+        tpu_layout(decoded)
+    module = xs.parse_hlo_module("HloModule m\nENTRY e {\n  ROOT p = f32[3,3,3,8]{3,72,1,0} parameter(0)\n}\n")
+    report = memory_report(module, tpu=True)  # the buffer without a size is reported, not a crash
+    assert report.buffers == () and report.unsized == ("p",)
+
+
+def test_logical_bytes_is_the_data_byte_size() -> None:
+    for text in ("s4[3]", "s4[3]{0:E(4)}", "pred[8,128]{1,0:E(32)}", "(f32[2], s4[5])", "token[]", "bf16[3,5]"):
+        shape = xs.parse_shape(text)
+        assert logical_byte_size(shape) == shape.data_byte_size()
+    assert xs.parse_shape("s4[3]").data_byte_size() == 2 and xs.parse_shape("s4[3]").xla_byte_size_of() == 3

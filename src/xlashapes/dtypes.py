@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import ml_dtypes
@@ -10,24 +11,53 @@ import numpy as np
 
 from .errors import ShapeError
 
-# Kinds of element type.
-PRED = "pred"
-SIGNED = "signed"
-UNSIGNED = "unsigned"
-FLOAT = "float"
-COMPLEX = "complex"
-TOKEN = "token"
-OPAQUE = "opaque"
-TUPLE = "tuple"
+
+class Kind(str, Enum):
+    """The kind of an element type; a ``str`` too, so ``Kind.PRED == "pred"``.
+
+    >>> element_type("u8").kind is Kind.UNSIGNED, str(Kind.UNSIGNED)
+    (True, 'unsigned')
+    """
+
+    PRED = "pred"
+    SIGNED = "signed"
+    UNSIGNED = "unsigned"
+    FLOAT = "float"
+    COMPLEX = "complex"
+    TOKEN = "token"
+    OPAQUE = "opaque"
+    TUPLE = "tuple"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+# The kinds as module constants (the names other modules import).
+PRED = Kind.PRED
+SIGNED = Kind.SIGNED
+UNSIGNED = Kind.UNSIGNED
+FLOAT = Kind.FLOAT
+COMPLEX = Kind.COMPLEX
+TOKEN = Kind.TOKEN
+OPAQUE = Kind.OPAQUE
+TUPLE = Kind.TUPLE
 
 
 @dataclass(frozen=True)
 class ElementType:
-    """One XLA primitive type, e.g. ``bf16``: 16 bits, a float, NumPy dtype ``ml_dtypes.bfloat16``."""
+    """One XLA primitive type, e.g. ``bf16``: 16 bits, a float, NumPy dtype ``ml_dtypes.bfloat16``.
+
+    >>> t = element_type("bf16")
+    >>> t.bits, t.kind, t.numpy_dtype
+    (16, <Kind.FLOAT: 'float'>, dtype(bfloat16))
+    """
 
     name: str
     bits: int
-    kind: str
+    kind: Kind
     proto_number: int | None
     numpy_name: str | None
 
@@ -39,42 +69,74 @@ class ElementType:
 
     @property
     def is_array_type(self) -> bool:
-        """True for types an array can hold (not token, opaque or tuple)."""
+        """True for types an array can hold (not token, opaque or tuple).
+
+        >>> element_type("f32").is_array_type, element_type("token").is_array_type
+        (True, False)
+        """
         return self.kind not in (TOKEN, OPAQUE, TUPLE)
 
     @property
     def is_integral(self) -> bool:
-        """True for signed and unsigned integers (not pred)."""
+        """True for signed and unsigned integers (not pred).
+
+        >>> element_type("u8").is_integral, element_type("pred").is_integral
+        (True, False)
+        """
         return self.kind in (SIGNED, UNSIGNED)
 
     @property
     def is_signed(self) -> bool:
-        """True for signed integers, floats and complex types."""
+        """True for signed integers, floats and complex types.
+
+        >>> element_type("s4").is_signed, element_type("u4").is_signed
+        (True, False)
+        """
         return self.kind in (SIGNED, FLOAT, COMPLEX)
 
     @property
     def is_floating(self) -> bool:
-        """True for real floating-point types."""
+        """True for real floating-point types.
+
+        >>> element_type("f8e4m3fn").is_floating
+        True
+        """
         return self.kind == FLOAT
 
     @property
     def is_complex(self) -> bool:
-        """True for c64 and c128."""
+        """True for c64 and c128.
+
+        >>> element_type("c64").is_complex
+        True
+        """
         return self.kind == COMPLEX
 
     @property
     def is_sub_byte(self) -> bool:
-        """True for array types narrower than a byte (s1, u2, s4, f4e2m1fn ...)."""
+        """True for array types narrower than a byte (s1, u2, s4, f4e2m1fn ...).
+
+        >>> element_type("s4").is_sub_byte, element_type("s8").is_sub_byte
+        (True, False)
+        """
         return self.is_array_type and 0 < self.bits < 8
 
     @property
     def byte_width(self) -> int:
-        """Bytes one unpacked element occupies (XLA's ByteSizeOfPrimitiveType: sub-byte types take 1)."""
+        """Bytes one unpacked element occupies (XLA's ByteSizeOfPrimitiveType: sub-byte types take 1).
+
+        >>> element_type("s4").byte_width, element_type("c128").byte_width
+        (1, 16)
+        """
         return (self.bits + 7) // 8
 
     @property
     def numpy_dtype(self) -> np.dtype[Any]:
-        """The NumPy dtype holding one element (ml_dtypes for bf16, fp8, int4 ...)."""
+        """The NumPy dtype holding one element (ml_dtypes for bf16, fp8, int4 ...).
+
+        >>> element_type("s4").numpy_dtype
+        dtype(int4)
+        """
         if self.numpy_name is None:
             raise ShapeError(f"element type {self.name} has no NumPy dtype")
         found = getattr(np, self.numpy_name, None) or getattr(ml_dtypes, self.numpy_name, None)
@@ -84,7 +146,7 @@ class ElementType:
         return dtype
 
 
-_TABLE: tuple[tuple[str, int, str, int | None, str | None], ...] = (
+_TABLE: tuple[tuple[str, int, Kind, int | None, str | None], ...] = (
     ("pred", 8, PRED, 1, "bool_"),
     ("s1", 1, SIGNED, 30, "int1"),
     ("s2", 2, SIGNED, 26, "int2"),
@@ -133,28 +195,64 @@ OPAQUE_TYPE = ELEMENT_TYPES["opaque"]
 TEXT_TYPE_NAMES = frozenset(name for name in ELEMENT_TYPES if name != "tuple")
 
 
-def element_type(spec: str | ElementType | Any) -> ElementType:
-    """The ElementType named by ``spec``: an HLO name (``"bf16"``), an ElementType, or a NumPy dtype.
+# NumPy/JAX spellings of the array types: their NumPy names ("bfloat16", "float32", "int4", "bool").
+_NUMPY_NAMES: dict[str, ElementType] = {
+    **{t.numpy_name.rstrip("_"): t for t in ELEMENT_TYPES.values() if t.numpy_name is not None},
+    "bool_": ELEMENT_TYPES["pred"],
+}
+_BY_DTYPE: dict[np.dtype[Any], ElementType] = {}
 
-    >>> element_type("bf16").bits
-    16
+
+def element_type(spec: str | ElementType | Any) -> ElementType:
+    """The ElementType named by ``spec``: an HLO name, a NumPy/JAX name, a NumPy/ml_dtypes/JAX dtype or type.
+
+    Accepted: ``"bf16"``, ``"bfloat16"``, ``"float32"``, ``"int4"``, ``np.float32``, ``np.dtype("int8")``,
+    ``ml_dtypes.bfloat16``, ``jnp.bfloat16`` (anything ``np.dtype()`` takes), or an ElementType.
+
+    >>> element_type("bf16").bits, element_type("bfloat16").name, element_type(np.float32).name
+    (16, 'bf16', 'f32')
     """
     if isinstance(spec, ElementType):
         return spec
     if isinstance(spec, str):
-        if spec in ELEMENT_TYPES:
-            return ELEMENT_TYPES[spec]
-        raise ShapeError(f"unknown element type {spec!r}; expected one of {', '.join(ELEMENT_TYPES)}")
+        found = ELEMENT_TYPES.get(spec) or _NUMPY_NAMES.get(spec)
+        if found is not None:
+            return found
+        raise ShapeError(f"unknown element type {spec!r}{_suggestion(spec)}; expected an XLA name "
+                         f"({', '.join(ELEMENT_TYPES)}) or a NumPy name (float32, bfloat16, int4, ...)")
+    if spec is None:  # np.dtype(None) would be float64
+        raise ShapeError("element type is None; expected an XLA name, a NumPy name or a dtype")
     try:
         dtype = np.dtype(spec)
-    except (TypeError, ValueError):
-        raise ShapeError(f"unknown element type {spec!r}; expected one of {', '.join(ELEMENT_TYPES)}") from None
+    except Exception:  # np.dtype() of an arbitrary object may raise anything its attributes raise
+        raise ShapeError(f"unknown element type {spec!r}; expected an XLA name, a NumPy name or a dtype") from None
+    return _from_dtype(dtype)
+
+
+def hlo_name_for(word: str) -> str | None:
+    """The XLA name of a type spelled the NumPy way (``"float32"`` -> ``"f32"``), or None.
+
+    >>> hlo_name_for("float32"), hlo_name_for("F32"), hlo_name_for("x")
+    ('f32', 'f32', None)
+    """
+    found = _NUMPY_NAMES.get(word) or ELEMENT_TYPES.get(word.lower()) or _NUMPY_NAMES.get(word.lower())
+    return None if found is None or found.name == "tuple" else found.name
+
+
+def _suggestion(word: str) -> str:
+    name = hlo_name_for(word)
+    return f" (did you mean {name}?)" if name is not None else ""
+
+
+def _from_dtype(dtype: np.dtype[Any]) -> ElementType:
+    found = _BY_DTYPE.get(dtype)
+    if found is not None:
+        return found
     for candidate in ELEMENT_TYPES.values():
         if candidate.numpy_name is not None and _same_dtype(candidate, dtype):
+            _BY_DTYPE[dtype] = candidate
             return candidate
     raise ShapeError(f"NumPy dtype {dtype} has no XLA element type")
-
-
 def _same_dtype(candidate: ElementType, dtype: np.dtype[Any]) -> bool:
     try:
         return candidate.numpy_dtype == dtype

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 
 class XlaShapesError(ValueError):
-    """Base class of every error xlashapes raises on bad input."""
+    """Base class of every error xlashapes raises on bad input.
+
+    >>> issubclass(ParseError, XlaShapesError) and issubclass(XlaShapesError, ValueError)
+    True
+    """
 
 
 class ParseError(XlaShapesError):
     """Text that is not a valid XLA shape, layout or HLO; points at the offending character.
 
     ``position`` is the 0-based offset into ``text``; ``line``/``column`` are 1-based.
+
+    >>> error = ParseError("bad", "f32[x]", 4)
+    >>> error.line, error.column, str(error).splitlines()[2].index("^")
+    (1, 5, 8)
     """
 
     def __init__(self, message: str, text: str = "", position: int = 0) -> None:
@@ -41,4 +49,10 @@ class ParseError(XlaShapesError):
 
 
 class ShapeError(XlaShapesError):
-    """A shape, layout, index or array that is well-formed text but wrong for the operation asked."""
+    """A shape, layout, index or array that is well-formed text but wrong for the operation asked.
+
+    >>> from xlashapes import parse_shape
+    >>> parse_shape("f32[2]").dimension(5)
+    Traceback (most recent call last):
+    xlashapes.errors.ShapeError: dimension 5 is out of range for rank 1 shape f32[2]{0}
+    """

@@ -1,6 +1,6 @@
 """Index math for every layout: logical index <-> linear offset in the physical (tiled) buffer.
 
-The geometry is the one of :func:`xlashapes.layout.tiled_dimensions`: the logical dims are put in physical order
+The geometry is the tile walk of :mod:`xlashapes.tiling`: the logical dims are put in physical order
 (``minor_to_major`` reversed, legacy ``padded_dimensions`` as their sizes), then each tile in turn left-pads the
 dims with 1s to its length, merges ``*`` dims into the next more minor one, splits every covered dim ``d`` into
 ``(ceil(d/t), t)`` and moves the ``t`` parts to the minor end. An element's linear index is its row-major offset
@@ -20,15 +20,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
-from typing import Any, SupportsIndex, overload
+from typing import Any, NamedTuple, SupportsIndex, overload
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ._ints import checked_int
 from .errors import ShapeError
-from .layout import COMBINE_DIMENSION, apply_tile, checked_int
 from .shape import Shape
 from .text import parse_shape
+from .tiling import TileStep, tile_step, untiled_dimensions
 
 __all__ = [
     "dimension_stride",
@@ -48,6 +49,9 @@ _CHUNK = 1 << 14
 _TABLE_LIMIT = 1 << 16
 """Largest dimension whose per-index offsets are precomputed into a lookup table."""
 
+_TABLE_RANK_LIMIT = 64
+"""Highest rank that gets lookup tables (building one costs rank + tile levels steps, so all cost rank squared)."""
+
 _BRUTE_FORCE_LIMIT = 1 << 20
 """Largest element count for which ``dimension_stride`` checks every step when no closed form decides it."""
 
@@ -57,77 +61,47 @@ _BRUTE_FORCE_LIMIT = 1 << 20
 # ----------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Group:
-    """Covered dims that one tile entry handles: the ``*`` dims and the dim they merge into."""
-
-    positions: tuple[int, ...]
-    sizes: tuple[int, ...]
-    tile: int
-    merged: int
-
-
-@dataclass(frozen=True)
-class _Level:
-    """One tile applied to the physical dims of the previous level."""
-
-    pad: int
-    head: int
-    groups: tuple[_Group, ...]
-    dims_out: tuple[int, ...]
-
-
-def _level(dims_in: Sequence[int], tile: Sequence[int]) -> _Level:
-    """The geometry of applying ``tile`` to ``dims_in`` (major to minor), as ``layout.apply_tile`` does it."""
-    pad = max(0, len(tile) - len(dims_in))
-    padded = (1,) * pad + tuple(dims_in)
-    head = len(padded) - len(tile)
-    groups: list[_Group] = []
-    members: list[int] = []
-    for position, size in zip(range(head, len(padded)), tile):
-        members.append(position)
-        if size != COMBINE_DIMENSION:
-            sizes = tuple(padded[p] for p in members)
-            groups.append(_Group(tuple(members), sizes, size, math.prod(sizes)))
-            members = []
-    dims_out = tuple(apply_tile(dims_in, tile))
-    expected = padded[:head] + tuple(-(-g.merged // g.tile) for g in groups) + tuple(g.tile for g in groups)
-    if dims_out != expected:  # pragma: no cover - the two geometries must never disagree
-        raise AssertionError(f"tile geometry mismatch: {dims_out} != {expected}")
-    return _Level(pad, head, tuple(groups), dims_out)
-
-
-def _tiled_forward(level: _Level, coords: list[Any]) -> list[Any]:
-    """Coordinates (ints or int64 arrays) in ``level``'s output dims from those in its input dims."""
-    padded = [0] * level.pad + coords
-    outers: list[Any] = []
+def _tiled_forward(step: TileStep, coords: list[Any]) -> None:
+    """Coordinates (ints or int64 arrays) in ``step``'s input dims turned into its output dims, in place."""
+    k = step.covered
+    if k == 0:
+        return
+    if step.pad:
+        coords[:0] = [0] * step.pad
+    covered = coords[len(coords) - k :]
+    del coords[len(coords) - k :]
     inners: list[Any] = []
-    for group in level.groups:
+    position = 0
+    for group in step.groups:
         merged: Any = 0
-        for position, size in zip(group.positions, group.sizes):
-            merged = merged * size + padded[position]
+        for size in group.sizes:
+            merged = merged * size + covered[position]
+            position += 1
         outer, inner = divmod(merged, group.tile)
-        outers.append(outer)
+        coords.append(outer)
         inners.append(inner)
-    return padded[: level.head] + outers + inners
+    coords.extend(inners)
 
 
-def _tiled_backward(level: _Level, coords: list[Any], valid: Any) -> tuple[list[Any], Any]:
-    """Coordinates in ``level``'s input dims from those in its output dims, and whether they name an element."""
-    count = len(level.groups)
-    head = coords[: level.head]
-    outers = coords[level.head : level.head + count]
-    inners = coords[level.head + count :]
-    covered: list[Any] = []
-    for group, outer, inner in zip(level.groups, outers, inners):
+def _tiled_backward(step: TileStep, coords: list[Any], valid: Any) -> Any:
+    """Coordinates in ``step``'s output dims turned back into its input dims, in place; and which name an element."""
+    count = len(step.groups)
+    if step.covered == 0:
+        return valid
+    inners = coords[len(coords) - count :]
+    outers = coords[len(coords) - 2 * count : len(coords) - count]
+    del coords[len(coords) - 2 * count :]
+    for group, outer, inner in zip(step.groups, outers, inners):
         merged = outer * group.tile + inner
         valid = valid & (merged < group.merged)
         parts: list[Any] = []
         for size in reversed(group.sizes):
             merged, part = divmod(merged, size)
             parts.append(part)
-        covered.extend(reversed(parts))
-    return (head + covered)[level.pad :], valid
+        coords.extend(reversed(parts))
+    if step.pad:
+        del coords[: step.pad]
+    return valid
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -135,8 +109,7 @@ def _tiled_backward(level: _Level, coords: list[Any], valid: Any) -> tuple[list[
 # ----------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Digit:
+class _Digit(NamedTuple):
     """``((index[dim] // div) % mod) * mult``; ``mod`` None means no modulus."""
 
     dim: int
@@ -145,12 +118,15 @@ class _Digit:
     mult: int
 
 
-@dataclass(frozen=True)
-class _Coord:
+class _Coord(NamedTuple):
     """A physical coordinate: a sum of digits, or (``digits`` None) no closed form, depending on ``dims``."""
 
     digits: tuple[_Digit, ...] | None
     dims: frozenset[int]
+
+
+_ZERO = _Coord((), frozenset())
+"""A coordinate that is always 0."""
 
 
 def _digit_range(digit: _Digit, sizes: Sequence[int]) -> int:
@@ -175,6 +151,8 @@ def _digits_coord(digits: Sequence[_Digit | None]) -> _Coord:
 
 def _merged_coord(parts: Sequence[_Coord], sizes: Sequence[int]) -> _Coord:
     """The coordinate of ``*``-merged dims: ``((c0 * s1 + c1) * s2 + c2) ...``."""
+    if len(parts) == 1:  # no '*': the coordinate itself
+        return parts[0]
     dims = frozenset().union(*(p.dims for p in parts))
     if any(p.digits is None for p in parts):
         return _Coord(None, dims)
@@ -198,7 +176,7 @@ def _split_digit(digit: _Digit, tile: int, sizes: Sequence[int]) -> list[_Digit 
 
 def _split_coord(coord: _Coord, tile: int, sizes: Sequence[int]) -> tuple[_Coord, _Coord]:
     """``coord // tile`` and ``coord % tile`` in closed form when the tile falls on digit boundaries."""
-    if coord.digits is None:
+    if not coord.digits:  # no closed form, or always 0
         return coord, coord
     digits = [d for digit in coord.digits for d in _split_digit(digit, tile, sizes) if d is not None]
     high = [_Digit(d.dim, d.div, d.mod, d.mult // tile) for d in digits if d.mult % tile == 0]
@@ -208,17 +186,25 @@ def _split_coord(coord: _Coord, tile: int, sizes: Sequence[int]) -> tuple[_Coord
     return _digits_coord(high), _digits_coord(low)
 
 
-def _symbolic_forward(level: _Level, coords: list[_Coord], sizes: Sequence[int]) -> list[_Coord]:
-    """``_tiled_forward`` on symbolic coordinates."""
-    padded = [_Coord((), frozenset())] * level.pad + coords
-    outers: list[_Coord] = []
+def _symbolic_forward(step: TileStep, coords: list[_Coord], sizes: Sequence[int]) -> None:
+    """``_tiled_forward`` on symbolic coordinates, in place."""
+    k = step.covered
+    if k == 0:
+        return
+    if step.pad:
+        coords[:0] = [_ZERO] * step.pad
+    covered = coords[len(coords) - k :]
+    del coords[len(coords) - k :]
     inners: list[_Coord] = []
-    for group in level.groups:
-        merged = _merged_coord([padded[p] for p in group.positions], group.sizes)
+    position = 0
+    for group in step.groups:
+        count = len(group.sizes)
+        merged = _merged_coord(covered[position : position + count], group.sizes)
+        position += count
         outer, inner = _split_coord(merged, group.tile, sizes)
-        outers.append(outer)
+        coords.append(outer)
         inners.append(inner)
-    return padded[: level.head] + outers + inners
+    coords.extend(inners)
 
 
 def _canonical_terms(digits: Sequence[_Digit]) -> tuple[_Digit, ...]:
@@ -248,10 +234,11 @@ class _Plan:
     text: str
     sizes: tuple[int, ...]
     order: tuple[int, ...]
-    levels: tuple[_Level, ...]
+    levels: tuple[TileStep, ...]
     final: tuple[int, ...]
     strides: tuple[int, ...]
     physical_count: int
+    final_count: int
     element_count: int
     terms: dict[int, tuple[_Digit, ...]]
     separable: bool
@@ -278,17 +265,9 @@ def _plan(shape: Any) -> _Plan:
     return _cached_plan(_array_shape(shape))
 
 
-def _cached_plan(shape: Shape) -> _Plan:
-    """The plan from the cache, or a fresh one for a shape that can't be hashed (e.g. a list inside its layout)."""
-    try:
-        hash(shape)
-    except TypeError:
-        return _new_plan(shape)
-    return _hashable_plan(shape)
-
-
 @lru_cache(maxsize=64)
-def _hashable_plan(shape: Shape) -> _Plan:
+def _cached_plan(shape: Shape) -> _Plan:
+    """The plan of ``shape`` through a small cache (shapes and their layouts are hashable)."""
     return _new_plan(shape)
 
 
@@ -300,18 +279,15 @@ def _new_plan(shape: Shape) -> _Plan:
         raise ShapeError(f"{shape} has a sparse layout; index math covers dense layouts only")
     sizes = shape.dimensions
     order = layout.major_to_minor
-    allocated = layout.padded_dimensions if layout.padded_dimensions is not None else sizes
-    dims: tuple[int, ...] = tuple(allocated[d] for d in order)
+    walked = list(untiled_dimensions(sizes, layout))
     coords = [_digits_coord([_normalized(_Digit(d, 1, None, 1), sizes)]) for d in order]
-    levels: list[_Level] = []
+    levels: list[TileStep] = []
     for tile in layout.tiles:
-        level = _level(dims, tile)
-        coords = _symbolic_forward(level, coords, sizes)
-        levels.append(level)
-        dims = level.dims_out
-    if dims != shape.physical_dimensions():  # pragma: no cover - same geometry as layout.tiled_dimensions
-        raise AssertionError(f"{shape}: {dims} != {shape.physical_dimensions()}")
-    strides = tuple(math.prod(dims[i + 1 :]) for i in range(len(dims)))
+        step = tile_step(walked, tile)
+        _symbolic_forward(step, coords, sizes)
+        levels.append(step)
+    dims = tuple(walked)
+    strides = tuple(accumulate(reversed(dims[1:]), lambda a, b: a * b, initial=1))[::-1] if dims else ()
     opaque = [c.dims for c in coords if c.digits is None]
     entangled = frozenset().union(*opaque)
     per_dim: dict[int, list[_Digit]] = {d: [] for d in range(len(sizes)) if d not in entangled}
@@ -327,6 +303,7 @@ def _new_plan(shape: Shape) -> _Plan:
         final=dims,
         strides=strides,
         physical_count=physical_count,
+        final_count=math.prod(dims),
         element_count=math.prod(sizes),
         terms={d: _canonical_terms(digits) for d, digits in per_dim.items()},
         separable=all(len(dims) <= 1 for dims in opaque),
@@ -343,7 +320,7 @@ def _offsets_by_levels(plan: _Plan, index: Sequence[Any]) -> Any:
     """Linear offsets of checked logical ``index`` columns by walking every tile level."""
     coords: list[Any] = [index[d] for d in plan.order]
     for level in plan.levels:
-        coords = _tiled_forward(level, coords)
+        _tiled_forward(level, coords)
     total: Any = 0
     for coord, stride in zip(coords, plan.strides):
         total = total + coord * stride
@@ -352,7 +329,7 @@ def _offsets_by_levels(plan: _Plan, index: Sequence[Any]) -> Any:
 
 def _indices_by_levels(plan: _Plan, offsets: Any) -> tuple[list[Any], Any]:
     """Logical index columns of checked in-range ``offsets``, and whether each names an element."""
-    valid: Any = offsets < math.prod(plan.final)
+    valid: Any = offsets < plan.final_count
     coords: list[Any] = []
     rest = offsets * valid  # tail padding walks as offset 0, so no arithmetic leaves the physical dims
     for size in reversed(plan.final):
@@ -360,7 +337,7 @@ def _indices_by_levels(plan: _Plan, offsets: Any) -> tuple[list[Any], Any]:
         coords.append(coord)
     coords.reverse()
     for level in reversed(plan.levels):
-        coords, valid = _tiled_backward(level, coords, valid)
+        valid = _tiled_backward(level, coords, valid)
     index: list[Any] = [0] * plan.rank
     for position, dim in enumerate(plan.order):
         index[dim] = coords[position]
@@ -511,8 +488,9 @@ def _dim_evaluators(plan: _Plan) -> Evaluators | None:
     if not plan.separable:
         return None
     evaluators: Evaluators = []
+    tables = plan.rank <= _TABLE_RANK_LIMIT  # each table walks every dim and level once
     for dim, size in enumerate(plan.sizes):
-        if size <= _TABLE_LIMIT:
+        if tables and size <= _TABLE_LIMIT:
             evaluators.append((dim, _table(plan, dim)))
         elif dim in plan.terms:
             evaluators.append((dim, plan.terms[dim]))

@@ -6,21 +6,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
+from ._ints import INT64_MIN, checked_int, checked_ints, checked_product, checked_round_up, checked_sequence
+from ._printer import shape_text
 from .dtypes import OPAQUE_TYPE, TOKEN_TYPE, TUPLE_TYPE, ElementType, element_type
 from .errors import ShapeError
-from .layout import (
-    INT64_MIN,
-    Layout,
-    bytes_for_elements,
-    checked_int,
-    checked_ints,
-    checked_product,
-    default_layout,
-    element_bits,
-    physical_element_count,
-    tiled_dimensions,
-    validate_layout,
-)
+from .layout import Layout, default_layout, layout_problem
+from .tiling import bytes_for_elements, element_bits, physical_element_count, tiled_dimensions
 
 UNBOUNDED_SIZE = INT64_MIN
 """The size XLA records for an unbounded dynamic dimension (``?``)."""
@@ -37,6 +30,12 @@ ShapeIndex = tuple[int, ...]
 class Shape:
     """An XLA shape. Arrays have an element type, dimensions and a layout; tuples hold shapes.
 
+    The constructor checks every field and judges the layout against the dimensions once: a layout of
+    another rank is a ShapeError at once. A layout of the right rank that means nothing (``{1,1}``, ``T(0)``,
+    ``#(s32)`` on a dense array) is kept, because XLA keeps it too (its parser accepts ``f32[2]{1}`` at top level,
+    its protos carry anything): such a shape prints as XLA prints it, and its sizes, index math and
+    ``validate()`` raise ShapeError naming the field. ``make_shape`` and ``with_layout`` refuse it at once.
+
     >>> s = make_shape("f32", [2, 3])
     >>> str(s), s.rank, s.element_count()
     ('f32[2,3]{1,0}', 2, 6)
@@ -52,7 +51,9 @@ class Shape:
         set_ = object.__setattr__
         set_(self, "element_type", element_type(self.element_type))
         set_(self, "dimensions", checked_ints(self.dimensions, "dimensions"))
-        dynamic = tuple(bool(d) for d in self.dynamic_dimensions) or (False,) * len(self.dimensions)
+        dynamic = tuple(_flag(d, f"dynamic_dimensions[{i}]")
+                        for i, d in enumerate(checked_sequence(self.dynamic_dimensions, "dynamic_dimensions")))
+        dynamic = dynamic or (False,) * len(self.dimensions)
         if len(dynamic) != len(self.dimensions):
             raise ShapeError(
                 f"dynamic_dimensions has {len(dynamic)} entries but there are {len(self.dimensions)} dimensions"
@@ -63,7 +64,7 @@ class Shape:
                 raise ShapeError(f"dimension {i} has negative size {size}")
         if self.layout is not None and not isinstance(self.layout, Layout):
             raise ShapeError(f"layout must be a Layout, got {type(self.layout).__name__}")
-        set_(self, "tuple_shapes", tuple(self.tuple_shapes))
+        set_(self, "tuple_shapes", checked_sequence(self.tuple_shapes, "tuple_shapes"))
         for sub in self.tuple_shapes:
             if not isinstance(sub, Shape):
                 raise ShapeError(f"tuple elements must be Shapes, got {type(sub).__name__}")
@@ -75,12 +76,15 @@ class Shape:
             raise ShapeError(f"only tuples hold tuple_shapes, not {kind}")
         elif not kind.is_array_type and (self.dimensions or self.layout is not None):
             raise ShapeError(f"{kind} shapes have no dimensions and no layout")
+        if self.layout is not None:
+            if len(self.layout.minor_to_major) != len(self.dimensions):
+                raise ShapeError(f"layout {self.layout} of {kind}{list(self.dimensions)}: minor_to_major has "
+                                 f"{len(self.layout.minor_to_major)} entries but the shape has rank {self.rank}")
+            self.__dict__["_problem"] = layout_problem(self.layout, self)  # judged once; sizes raise it
 
     def __str__(self) -> str:
         text: str | None = self.__dict__.get("_text")
         if text is None:
-            from .text import shape_text
-
             text = shape_text(self)
             object.__setattr__(self, "_text", text)  # shapes are immutable: print once
         return text
@@ -91,7 +95,14 @@ class Shape:
     @classmethod
     def trusted(cls, etype: ElementType, dimensions: tuple[int, ...], dynamic_dimensions: tuple[bool, ...],
                 layout: Layout | None) -> Shape:
-        """An array shape from values already in canonical form (the parser's fast path); no checks."""
+        """An array shape from values already in canonical form (the parser's), its layout not yet judged.
+
+        The layout's rank must match; whether it means anything is decided on first use (sizes, index math,
+        ``validate``), which raise ShapeError naming the field. Only the text parser calls this.
+
+        >>> Shape.trusted(element_type("f32"), (2,), (False,), Layout((5,)))
+        Shape('f32[2]{5}')
+        """
         shape = object.__new__(cls)
         fields = shape.__dict__
         fields["element_type"] = etype
@@ -104,78 +115,141 @@ class Shape:
     # ----- kind -----------------------------------------------------------------------------------
     @property
     def is_array(self) -> bool:
-        """True for arrays (including scalars)."""
+        """True for arrays (including scalars).
+
+        >>> make_shape("f32", []).is_array, token_shape().is_array
+        (True, False)
+        """
         return self.element_type.is_array_type
 
     @property
     def is_tuple(self) -> bool:
-        """True for tuples."""
+        """True for tuples.
+
+        >>> tuple_shape([]).is_tuple
+        True
+        """
         return self.element_type is TUPLE_TYPE
 
     @property
     def is_token(self) -> bool:
-        """True for ``token[]``."""
+        """True for ``token[]``.
+
+        >>> token_shape().is_token
+        True
+        """
         return self.element_type is TOKEN_TYPE
 
     @property
     def is_opaque(self) -> bool:
-        """True for ``opaque[]``."""
+        """True for ``opaque[]``.
+
+        >>> opaque_shape().is_opaque
+        True
+        """
         return self.element_type is OPAQUE_TYPE
 
     @property
     def is_scalar(self) -> bool:
-        """True for arrays of rank 0."""
+        """True for arrays of rank 0.
+
+        >>> make_shape("f32", []).is_scalar, make_shape("f32", [1]).is_scalar
+        (True, False)
+        """
         return self.is_array and not self.dimensions
 
     # ----- dimensions -----------------------------------------------------------------------------
     @property
     def rank(self) -> int:
-        """Number of dimensions."""
+        """Number of dimensions.
+
+        >>> make_shape("f32", [2, 3]).rank
+        2
+        """
         return len(self.dimensions)
 
     @property
     def true_rank(self) -> int:
-        """Dimensions whose size is not 1 (XLA's ShapeUtil::TrueRank)."""
+        """Dimensions whose size is not 1 (XLA's ShapeUtil::TrueRank).
+
+        >>> make_shape("f32", [8, 1, 128]).true_rank
+        2
+        """
         return sum(1 for size in self.dimensions if size != 1)
 
     def dimension_number(self, dimension: int) -> int:
-        """A dimension number with Python-style negatives resolved: -1 is the last dimension."""
+        """A dimension number with Python-style negatives resolved: -1 is the last dimension.
+
+        >>> make_shape("f32", [2, 3]).dimension_number(-1)
+        1
+        """
         number = checked_int(dimension, "dimension")
         if not -self.rank <= number < self.rank:
             raise ShapeError(f"dimension {dimension} is out of range for rank {self.rank} shape {self}")
         return number % self.rank
 
     def dimension(self, dimension: int) -> int:
-        """The size of ``dimension`` (negative numbers count from the end)."""
+        """The size of ``dimension`` (negative numbers count from the end).
+
+        >>> make_shape("f32", [2, 3]).dimension(-1)
+        3
+        """
         return self.dimensions[self.dimension_number(dimension)]
 
     def is_dynamic_dimension(self, dimension: int) -> bool:
-        """True when ``dimension`` is dynamic (``<=N`` or ``?``)."""
+        """True when ``dimension`` is dynamic (``<=N`` or ``?``).
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[<=4,3]").is_dynamic_dimension(0)
+        True
+        """
         return self.dynamic_dimensions[self.dimension_number(dimension)]
 
     def is_unbounded_dimension(self, dimension: int) -> bool:
-        """True when ``dimension`` is ``?`` (dynamic with no bound)."""
+        """True when ``dimension`` is ``?`` (dynamic with no bound).
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[?,3]").is_unbounded_dimension(0)
+        True
+        """
         return self.dimensions[self.dimension_number(dimension)] == UNBOUNDED_SIZE
 
     @property
     def is_dynamic(self) -> bool:
-        """True when any dimension (of any tuple element) is dynamic."""
+        """True when any dimension (of any tuple element) is dynamic.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("(f32[2], s32[<=3])").is_dynamic
+        True
+        """
         if self.is_tuple:
             return any(sub.is_dynamic for sub in self.tuple_shapes)
         return any(self.dynamic_dimensions)
 
     @property
     def is_static(self) -> bool:
-        """True when no dimension is dynamic."""
+        """True when no dimension is dynamic.
+
+        >>> make_shape("f32", [2]).is_static
+        True
+        """
         return not self.is_dynamic
 
     def dimension_letters(self) -> tuple[str, ...] | None:
-        """The conventional letters of the dims: (y, x) for 2-D, (z, y, x) for 3-D, (p, z, y, x) for 4-D."""
+        """The conventional letters of the dims: (y, x) for 2-D, (z, y, x) for 3-D, (p, z, y, x) for 4-D.
+
+        >>> make_shape("f32", [2, 3, 4]).dimension_letters()
+        ('z', 'y', 'x')
+        """
         letters = _LETTERS.get(self.rank)
         return tuple(letters) if letters else None
 
     def dimension_by_letter(self, letter: str) -> int:
-        """The dimension number a letter names: for a 4-D shape, ``'p'`` is 0 and ``'x'`` is 3."""
+        """The dimension number a letter names: for a 4-D shape, ``'p'`` is 0 and ``'x'`` is 3.
+
+        >>> make_shape("f32", [2, 3, 4, 5]).dimension_by_letter("p")
+        0
+        """
         letters = self.dimension_letters() or ()
         if letter not in letters:
             raise ShapeError(f"rank {self.rank} shape {self} has no dimension {letter!r}")
@@ -183,7 +257,12 @@ class Shape:
 
     # ----- tuples ---------------------------------------------------------------------------------
     def subshape(self, index: Sequence[int]) -> Shape:
-        """The shape at ``index`` inside nested tuples: ``s.subshape((1, 0))``."""
+        """The shape at ``index`` inside nested tuples: ``s.subshape((1, 0))``.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("(f32[2], (s32[], pred[3]))").subshape((1, 1))
+        Shape('pred[3]{0}')
+        """
         shape = self
         for depth, i in enumerate(index):
             if not shape.is_tuple or not 0 <= i < len(shape.tuple_shapes):
@@ -192,7 +271,12 @@ class Shape:
         return shape
 
     def leaves(self) -> Iterator[tuple[ShapeIndex, Shape]]:
-        """Every non-tuple subshape with its shape index, depth first."""
+        """Every non-tuple subshape with its shape index, depth first.
+
+        >>> from xlashapes import parse_shape
+        >>> [index for index, _ in parse_shape("(f32[2], (s32[], token[]))").leaves()]
+        [(0,), (1, 0), (1, 1)]
+        """
         if not self.is_tuple:
             yield (), self
             return
@@ -202,7 +286,11 @@ class Shape:
 
     # ----- layout ---------------------------------------------------------------------------------
     def with_layout(self, layout: Layout | None = None, **fields: Any) -> Shape:
-        """This array with ``layout`` (or the default layout with ``fields`` set), validated."""
+        """This array with ``layout`` (or the default layout with ``fields`` set), validated.
+
+        >>> str(make_shape("f32", [2, 3]).with_layout(memory_space=1))
+        'f32[2,3]{1,0:S(1)}'
+        """
         if not self.is_array:
             raise ShapeError(f"{self} is not an array and has no layout")
         if layout is None:
@@ -214,7 +302,11 @@ class Shape:
         return shape
 
     def with_default_layouts(self) -> Shape:
-        """This shape with the default layout filled in on every array that has none."""
+        """This shape with the default layout filled in on every array that has none.
+
+        >>> str(make_shape("f32", [2, 3]).without_layout().with_default_layouts())
+        'f32[2,3]{1,0}'
+        """
         if self.is_tuple:
             return replace(self, tuple_shapes=tuple(s.with_default_layouts() for s in self.tuple_shapes))
         if self.is_array and self.layout is None:
@@ -222,25 +314,60 @@ class Shape:
         return self
 
     def without_layout(self) -> Shape:
-        """This shape with every layout removed."""
+        """This shape with every layout removed.
+
+        >>> str(make_shape("f32", [2, 3]).without_layout())
+        'f32[2,3]'
+        """
         if self.is_tuple:
             return replace(self, tuple_shapes=tuple(s.without_layout() for s in self.tuple_shapes))
         return replace(self, layout=None)
 
     def validate(self) -> Shape:
-        """Check every layout against its array; raise ShapeError naming the field. Returns self."""
+        """Check every layout against its array; raise ShapeError naming the field. Returns self.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[2]{5}").validate()
+        Traceback (most recent call last):
+        xlashapes.errors.ShapeError: layout {5} of f32[2]: minor_to_major [5] is not a permutation of 0..0 ...
+        """
         for _, leaf in self.leaves():
-            if leaf.is_array and leaf.layout is not None:
-                validate_layout(leaf.layout, leaf)
+            problem = leaf.layout_problem()
+            if problem is not None:
+                raise ShapeError(f"layout {leaf.layout} of {leaf.element_type}{list(leaf.dimensions)}: {problem}")
         return self
 
+    def layout_problem(self) -> str | None:
+        """What is wrong with this array's layout (None when nothing is, or for a tuple); decided once.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[2]{0:T(0)}").layout_problem()
+        "tile 0 dimension 0 is 0; tile sizes must be positive or '*'"
+        """
+        fields = self.__dict__
+        if "_problem" in fields:
+            known: str | None = fields["_problem"]
+            return known
+        problem = layout_problem(self.layout, self) if self.layout is not None else None
+        fields["_problem"] = problem
+        return problem
+
     def physical_dimensions(self) -> tuple[int, ...]:
-        """The physical (tiled) dims from major to minor after padding and every tile level."""
+        """The physical (tiled) dims from major to minor after padding and every tile level.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[3,5]{1,0:T(2,2)}").physical_dimensions()
+        (2, 3, 2, 2)
+        """
         array = self._sized_array("physical dimensions")
         return tiled_dimensions(array.dimensions, array.layout_or_default())
 
     def layout_or_default(self) -> Layout:
-        """The layout, or the default one when this array has none."""
+        """The layout, or the default one when this array has none.
+
+        >>> str(Shape(element_type("f32"), (2, 3)).layout_or_default())
+        '{1,0}'
+        """
         return self.layout if self.layout is not None else default_layout(self.rank)
 
     # ----- equality -------------------------------------------------------------------------------
@@ -254,7 +381,12 @@ class Shape:
         ignore_memory_space: bool = False,
         ignore_tiles: bool = False,
     ) -> bool:
-        """Shape equality with XLA's Shape::Equal options; plain ``==`` compares everything."""
+        """Shape equality with XLA's Shape::Equal options; plain ``==`` compares everything.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[2]{0:S(1)}").equal(parse_shape("f32[2]"), ignore_memory_space=True)
+        True
+        """
         if self.is_tuple or other.is_tuple:
             return (
                 self.is_tuple
@@ -283,22 +415,46 @@ class Shape:
         )
 
     def compatible(self, other: Shape) -> bool:
-        """XLA's ShapeUtil::Compatible: same element type and dimensions, ignoring layout and dynamism."""
+        """XLA's ShapeUtil::Compatible: same element type and dimensions, ignoring layout and dynamism.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[<=2,3]{0,1}").compatible(parse_shape("f32[2,3]"))
+        True
+        """
         return self.equal(other, ignore_layout=True, ignore_dynamic=True)
 
     # ----- sizes ----------------------------------------------------------------------------------
     def element_count(self) -> int:
-        """Logical elements of an array (bounded dynamic dims count at their bound)."""
+        """Logical elements of an array (bounded dynamic dims count at their bound).
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[<=10,3]").element_count()
+        30
+        """
         array = self._sized_array("element count")
         return checked_product(array.dimensions, f"element count of {self}")
 
     def physical_element_count(self) -> int:
-        """Elements the buffer holds, padding from tiles, tail alignment and legacy padding included."""
-        array = self._sized_array("physical element count")
-        return physical_element_count(array.dimensions, array.layout_or_default())
+        """Elements the buffer holds, padding from tiles, tail alignment and legacy padding included.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[3,5]{1,0:T(2,2)}").physical_element_count()
+        24
+        """
+        count: int | None = self.__dict__.get("_physical_count")
+        if count is None:
+            array = self._sized_array("physical element count")
+            count = physical_element_count(array.dimensions, array.layout_or_default())
+            self.__dict__["_physical_count"] = count  # shapes are immutable: count once
+        return count
 
     def element_size_in_bits(self) -> int:
-        """Bits one element occupies in memory: E(n) when set, else the type's byte width."""
+        """Bits one element occupies in memory: E(n) when set, else the type's byte width.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("s4[8]").element_size_in_bits(), parse_shape("s4[8]{0:E(4)}").element_size_in_bits()
+        (8, 4)
+        """
         return element_bits(self.element_type, self.layout)
 
     def byte_size(self, pointer_size: int = POINTER_SIZE) -> int:
@@ -306,6 +462,10 @@ class Shape:
 
         For a tuple: the bytes of all its leaf buffers (see ``tuple_index_table_size`` for XLA's
         ByteSizeOf of the tuple itself). A token takes 0 bytes, an opaque value one pointer.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("f32[3,5]{1,0:T(2,2)}").byte_size(), parse_shape("s4[3]{0:E(4)}").byte_size()
+        (96, 2)
         """
         if self.is_tuple:
             return sum(leaf.byte_size(pointer_size) for _, leaf in self.leaves())
@@ -316,28 +476,65 @@ class Shape:
         return bytes_for_elements(self.physical_element_count(), self.element_size_in_bits())
 
     def leaf_byte_sizes(self) -> dict[ShapeIndex, int]:
-        """The byte size of every leaf buffer of a tuple (or of this array, at index ``()``)."""
+        """The byte size of every leaf buffer of a tuple (or of this array, at index ``()``).
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("(f32[2], s8[3])").leaf_byte_sizes()
+        {(0,): 8, (1,): 3}
+        """
         return {index: leaf.byte_size() for index, leaf in self.leaves()}
 
     def tuple_index_table_size(self, pointer_size: int = POINTER_SIZE) -> int:
-        """Bytes of a tuple's table of pointers to its elements (XLA's ByteSizeOf for a tuple)."""
+        """Bytes of a tuple's table of pointers to its elements (XLA's ByteSizeOf for a tuple).
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("(f32[2], s8[3])").tuple_index_table_size()
+        16
+        """
         if not self.is_tuple:
             raise ShapeError(f"{self} is not a tuple")
         return pointer_size * len(self.tuple_shapes)
 
     def xla_byte_size_of(self, pointer_size: int = POINTER_SIZE) -> int:
-        """What XLA's ShapeUtil::ByteSizeOf returns: logical elements only (tiles ignored), E(n) packing."""
+        """XLA's ShapeUtil::ByteSizeOf: the logical elements (no padding) at the stored width (E(n), else bytes).
+
+        An unpacked s4 counts one byte per element (ByteSizeOfPrimitiveType); see ``data_byte_size`` for the
+        bytes of the data at the type's own width. A tuple gives its index table.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("s4[3]").xla_byte_size_of(), parse_shape("s4[3]{0:E(4)}").xla_byte_size_of()
+        (3, 2)
+        """
         if self.is_tuple:
             return self.tuple_index_table_size(pointer_size)
         if not self.is_array:
             return self.byte_size(pointer_size)
-        count = self.element_count()
-        if self.layout is not None and self.layout.element_size_in_bits:
-            return bytes_for_elements(count, self.layout.element_size_in_bits)
-        return bytes_for_elements(count, self.element_type.byte_width * 8)
+        return bytes_for_elements(self.element_count(), self.element_size_in_bits())
+
+    def data_byte_size(self, pointer_size: int = POINTER_SIZE) -> int:
+        """Bytes of the logical elements at the type's own bit width, densely packed, whatever the layout.
+
+        The unpadded size TPU memory reports give: s4 counts half a byte, pred one byte even under E(32).
+        Tuples sum their leaves; a token takes 0 bytes, an opaque value one pointer.
+
+        >>> from xlashapes import parse_shape
+        >>> parse_shape("s4[3]").data_byte_size(), parse_shape("pred[4]{0:E(32)}").data_byte_size()
+        (2, 4)
+        """
+        if self.is_tuple:
+            return sum(leaf.data_byte_size(pointer_size) for _, leaf in self.leaves())
+        if not self.is_array:
+            return self.byte_size(pointer_size)
+        return bytes_for_elements(self.element_count(), self.element_type.bits)
 
     def xla_array_size(self) -> int:
-        """What XLA's ShapeUtil::ArraySize returns: padding from the first tile only, then L(n) and E(n)."""
+        """What XLA's ShapeUtil::ArraySize returns: padding from the first tile only, then L(n) and E(n).
+
+        >>> from xlashapes import parse_shape
+        >>> s = parse_shape("f32[2,4]{1,0:T(2,4)(3,1)}")
+        >>> s.xla_array_size(), s.byte_size()
+        (32, 48)
+        """
         array = self._sized_array("array size")
         layout = array.layout_or_default()
         if not layout.tiles:
@@ -350,21 +547,26 @@ class Shape:
                 t = tile[len(tile) - 1 - i]
                 size = -(-size // t) * t if t > 0 else size
             count = checked_product((count, size), f"array size of {self}")
-        alignment = layout.tail_padding_alignment_in_elements
-        count = -(-count // alignment) * alignment
-        if layout.element_size_in_bits:
-            return bytes_for_elements(count, layout.element_size_in_bits)
-        return bytes_for_elements(count, array.element_type.byte_width * 8)
+        count = checked_round_up(count, layout.tail_padding_alignment_in_elements, f"array size of {self}")
+        return bytes_for_elements(count, array.element_size_in_bits())
 
     def _sized_array(self, what: str) -> Shape:
         if not self.is_array:
             raise ShapeError(f"{what} needs an array shape, not {self}")
-        for i, size in enumerate(self.dimensions):
-            if size == UNBOUNDED_SIZE:
+        if UNBOUNDED_SIZE in self.dimensions:
+            i = self.dimensions.index(UNBOUNDED_SIZE)
+            if self.dynamic_dimensions[i]:
                 raise ShapeError(f"{what} of {self}: dimension {i} is unbounded ('?') and has no size")
-        if self.layout is not None:
-            validate_layout(self.layout, self)
+        if self.__dict__.get("_problem", 0) is not None and self.layout_problem() is not None:
+            self.validate()  # raises, naming the field
         return self
+
+
+def _flag(value: Any, what: str) -> bool:
+    """A dynamic-dimension flag: a bool (or 0/1, a NumPy bool), else ShapeError naming ``what``."""
+    if isinstance(value, (bool, np.bool_)) or (type(value) is int and value in (0, 1)):
+        return bool(value)
+    raise ShapeError(f"{what} must be True or False, got {value!r}")
 
 
 def _dims_match_ignoring_dynamic(a: Shape, b: Shape) -> bool:
@@ -412,15 +614,27 @@ def make_shape(
 
 
 def tuple_shape(shapes: Sequence[Shape]) -> Shape:
-    """A tuple of ``shapes``: ``tuple_shape([a, b])`` prints ``(a, b)``."""
+    """A tuple of ``shapes``: ``tuple_shape([a, b])`` prints ``(a, b)``.
+
+    >>> tuple_shape([make_shape("f32", [2]), token_shape()])
+    Shape('(f32[2]{0}, token[])')
+    """
     return Shape(TUPLE_TYPE, tuple_shapes=tuple(shapes))
 
 
 def token_shape() -> Shape:
-    """The token shape ``token[]``."""
+    """The token shape ``token[]``.
+
+    >>> str(token_shape())
+    'token[]'
+    """
     return Shape(TOKEN_TYPE)
 
 
 def opaque_shape() -> Shape:
-    """The opaque shape ``opaque[]``."""
+    """The opaque shape ``opaque[]``.
+
+    >>> opaque_shape().byte_size()
+    8
+    """
     return Shape(OPAQUE_TYPE)

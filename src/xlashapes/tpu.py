@@ -55,9 +55,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .dtypes import ElementType
-from .layout import Layout, bytes_for_elements
+from .dtypes import ElementType, Kind
+from .layout import Layout
 from .shape import UNBOUNDED_SIZE, Shape, tuple_shape
+from .tiling import bytes_for_elements
 
 LANES = 128
 """Elements of 32 bits across one TPU vector register row (the 128 lanes)."""
@@ -73,10 +74,15 @@ LATEST_GENERATION = 4
 class TpuAdvice:
     """The TPU layout advised for a shape, why, and its padding: physical vs logical bytes.
 
-    ``logical_bytes`` counts each element at its type's own width, densely packed (sub-byte types too);
+    ``logical_bytes`` counts each element at its type's own width, densely packed (sub-byte types too;
+    ``Shape.data_byte_size``, see :mod:`xlashapes.tiling` for the byte counts);
     ``physical_bytes`` is ``shape.byte_size()`` with every tile level (one bit per element for the 1-bit
     format); ``waste_percent`` is the share of the physical buffer that is padding. For a tuple, ``leaves``
     holds the advice for each leaf, depth first.
+
+    >>> from xlashapes import parse_shape
+    >>> tpu_advice(parse_shape("f32[3,128]")).waste_percent
+    25.0
     """
 
     shape: Shape
@@ -136,23 +142,29 @@ def tpu_advice(shape: Shape, *, bool_tiling: bool = False, generation: int = LAT
 
 
 def waste_percent(logical: int, physical: int) -> float:
-    """The share of ``physical`` bytes that hold no data, in percent (0 for an empty buffer)."""
+    """The share of ``physical`` bytes that hold no data, in percent (0 for an empty buffer).
+
+    >>> waste_percent(1536, 2048)
+    25.0
+    """
     return 100.0 * (physical - logical) / physical if physical else 0.0
 
 
 def logical_byte_size(shape: Shape) -> int:
-    """Bytes the elements of an array (or tuple's leaves) need at their type's own width, densely packed."""
-    if shape.is_tuple:
-        return sum(logical_byte_size(leaf) for _, leaf in shape.leaves())
-    if not shape.is_array:
-        return shape.byte_size()
-    return bytes_for_elements(shape.element_count(), shape.element_type.bits)
+    """Bytes the elements of an array (or tuple's leaves) need at their type's own width: ``shape.data_byte_size()``.
+
+    >>> from xlashapes import parse_shape
+    >>> logical_byte_size(parse_shape("s4[3]"))
+    2
+    """
+    return shape.data_byte_size()
 
 
 def _advised_leaf(shape: Shape, bool_tiling: bool, generation: int) -> tuple[Shape, str, int]:
     """The advised shape of one non-tuple shape, the reason, and the bits per element sizes must assume (0: own)."""
     if not shape.is_array:
         return shape, f"{shape} has no layout", 0
+    shape.validate()  # a parsed layout may mean nothing (f32[2]{5}): ShapeError naming the field
     layout = shape.layout_or_default()
     storage = storage_format(shape.element_type, bool_tiling and shape.rank >= 2, generation)
     if storage is None:
@@ -161,15 +173,20 @@ def _advised_leaf(shape: Shape, bool_tiling: bool, generation: int) -> tuple[Sha
     tiles, why = tpu_tiles(shape, layout, storage, generation)
     advised = shape.with_layout(layout.replace(tiles=tiles, element_size_in_bits=storage.element_size))
     notes = [why, storage.note]
-    if bool_tiling and shape.element_type.kind == "pred" and shape.rank < 2:
+    if bool_tiling and shape.element_type.kind is Kind.PRED and shape.rank < 2:
         notes.append("the 1-bit format T(32,128)(32,1) is 2-D, so bool_tiling applies to rank >= 2 only")
     return advised, "; ".join(n for n in notes if n), 1 if storage.bits == 1 else 0
 
 
 def storage_format(etype: ElementType, bool_tiling: bool, generation: int) -> _Format | None:
-    """How ``etype`` is stored on TPU, or None when the public record shows no TPU format for it."""
+    """How ``etype`` is stored on TPU, or None when the public record shows no TPU format for it.
+
+    >>> from xlashapes import element_type
+    >>> storage_format(element_type("s4"), False, 4).element_size
+    4
+    """
     bits = etype.bits
-    if etype.kind == "pred":
+    if etype.kind is Kind.PRED:
         if bool_tiling:
             return _Format(1, 0, "1-bit booleans as the tiled-layout document proposes (no public dump shows it); "
                            "sizes count 1 bit per element, but the shape carries no E(1) because xlashapes' "
@@ -188,7 +205,13 @@ Tiles = tuple[tuple[int, ...], ...]
 
 
 def tpu_tiles(shape: Shape, layout: Layout, storage: _Format, generation: int) -> tuple[Tiles, str]:
-    """The TPU tiles for an array of ``shape`` with ``layout``'s dimension order, and why."""
+    """The TPU tiles for an array of ``shape`` with ``layout``'s dimension order, and why.
+
+    >>> from xlashapes import parse_shape
+    >>> s = parse_shape("f32[3,128]")
+    >>> tpu_tiles(s, s.layout_or_default(), storage_format(s.element_type, False, 4), 4)[0]
+    ((4, 128),)
+    """
     if storage.bits == 1:
         return ((32, LANES), (32, 1)), "1-bit tile format T(32,128)(32,1)"
     packing = 32 // storage.bits
@@ -213,7 +236,11 @@ def tpu_tiles(shape: Shape, layout: Layout, storage: _Format, generation: int) -
 
 
 def tile_rows(count: int | None, smallest: int) -> int:
-    """Tile rows for ``count`` rows of data: 8 when there are 8 or more, else the least ``smallest * 2**k``."""
+    """Tile rows for ``count`` rows of data: 8 when there are 8 or more, else the least ``smallest * 2**k``.
+
+    >>> tile_rows(3, 2), tile_rows(100, 2)
+    (4, 8)
+    """
     if count is None or count >= MAX_ROWS:
         return MAX_ROWS
     rows = smallest

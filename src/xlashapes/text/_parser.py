@@ -1,181 +1,49 @@
-"""XLA's shape and layout text: a tokenizer that follows XLA's HLO lexer, a parser and a printer."""
+"""XLA's shape and layout text parser: a recursive-descent parser over the lexer, and a fast path for the
+common printed forms.
+
+What XLA's parser accepts, this one accepts, with the same meaning (tested differentially against XLA):
+layouts are checked inside tuples only, as XLA does. A top-level layout that XLA accepts but that means nothing
+(``f32[2]{5}``, ``T(0)``, ``E(-3)``) is kept: the shape prints as XLA prints it, and its sizes, index math and
+``validate()`` raise ShapeError naming the field. ``M(n)`` with ``n <= 0`` is read as no ``M`` (XLA prints it
+so). Integers may have leading zeros (``f32[0002]`` is ``f32[2]``, as in XLA).
+
+>>> str(parse_shape("f32[3,5]{1,0:T(2,2)}"))
+'f32[3,5]{1,0:T(2,2)}'
+"""
 
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
-from functools import lru_cache
 
-from .dtypes import ELEMENT_TYPES, TEXT_TYPE_NAMES, TOKEN_TYPE, TUPLE_TYPE, ElementType
-from .errors import ParseError
-from .layout import COMBINE_DIMENSION, INT64_MAX, INT64_MIN, Layout, SplitConfig, default_layout, xla_layout_problem
-from .shape import UNBOUNDED_SIZE, Shape
-
-# ----------------------------------------------------------------------------------------------------
-# Tokenizer
-# ----------------------------------------------------------------------------------------------------
-
-EOF = "end of text"
-KEYWORDS = frozenset({
-    "true", "false", "inf", "HloModule", "ENTRY", "ROOT", "FileLocations", "FileNames", "FunctionNames",
-    "StackFrames", "maximal", "replicated", "manual", "last_tile_dim_replicate", "shard_as", "shard_like",
-    "unknown", "unreduced",
-})
-
-_SKIP = re.compile(r"(?:[ \t\n\r]+|/\*.*?\*/|//[^\n\r]*)*", re.DOTALL)
-_IDENT = re.compile(r"[a-zA-Z_][a-zA-Z0-9_.\-]*")
-_FLOAT = re.compile(r"-?(?:(?:\d+\.\d*|\d*\.\d+|\d+)[eE][+\-]?\d+|\d+\.\d*|\d*\.\d+)", re.ASCII)
-_DIM_LABELS = re.compile(r"[0-9bf?]{2,}_[0-9io?]{2,}->[0-9bf?]{2,}")
-_DXD = re.compile(r"[0-9]+(?:x[0-9]+)+", re.ASCII)
-_PAD = re.compile(r"-?[0-9]+_-?[0-9]+(?:_[0-9]+)?(?:x-?[0-9]+_-?[0-9]+(?:_[0-9]+)?)*")
-_INT = re.compile(r"-?\d+", re.ASCII)
-_NAN_PAYLOAD = re.compile(r"\(0x[0-9a-fA-F]+\)")
-_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", re.DOTALL)
-_PERCENT_NAME = re.compile(r"%([a-zA-Z_][a-zA-Z0-9_.\-]*)")
-_PUNCTUATION = {
-    "[": "[", "]": "]", "{": "{", "}": "}", "(": "(", ")": ")", ",": ",", ":": ":", "*": "*", "#": "#",
-    "+": "+", "~": "~", "=": "=",
-}
-
-
-class Token:
-    """One token: ``kind`` (punctuation itself, or int/ident/type/name/...), its ``value`` and ``start``."""
-
-    __slots__ = ("end", "kind", "start", "value")
-
-    def __init__(self, kind: str, value: object, start: int, end: int) -> None:
-        self.kind = kind
-        self.value = value
-        self.start = start
-        self.end = end
-
-    def __repr__(self) -> str:
-        return f"Token({self.kind!r}, {self.value!r}, {self.start})"
-
-
-def describe(token: Token, text: str) -> str:
-    """How an error message names a token: ``'F32'`` or ``end of text``."""
-    if token.kind == "eof":
-        return EOF
-    return repr(text[token.start : token.end] or text[token.start : token.start + 1])
-
-
-class Lexer:
-    """XLA's HLO lexer: whitespace and ``/* */``/``//`` comments skipped; numbers, names, types, punctuation."""
-
-    __slots__ = ("pos", "text")
-
-    def __init__(self, text: str, pos: int = 0) -> None:
-        self.text = text
-        self.pos = pos
-
-    def next(self) -> Token:
-        """The next token (kind ``error`` for a character XLA's lexer rejects, ``eof`` at the end)."""
-        text = self.text
-        start = _SKIP.match(text, self.pos).end()  # type: ignore[union-attr]
-        if start >= len(text):
-            self.pos = start
-            return Token("eof", None, start, start)
-        char = text[start]
-        if char == "/" and text.startswith("/*", start):
-            self.pos = start + 1
-            return Token("error", "unterminated comment", start, start + 2)
-        token = self._lex_at(char, start)
-        self.pos = token.end
-        return token
-
-    def _lex_at(self, char: str, start: int) -> Token:
-        text = self.text
-        if char.isascii() and (char.isalpha() or char == "_"):
-            return self._identifier(start)
-        if (char.isdigit() and char.isascii()) or char in "-?":
-            if char == "-" and text.startswith("->", start):
-                return Token("->", "->", start, start + 2)
-            return self._number_or_pattern(char, start)
-        if char == "<":
-            if text.startswith("<=", start):
-                return Token("<=", "<=", start, start + 2)
-            return Token("error", "'<' must be followed by '='", start, start + 1)
-        kind = _PUNCTUATION.get(char)
-        if kind is not None:
-            return Token(kind, kind, start, start + 1)
-        if char == "%":
-            match = _PERCENT_NAME.match(text, start)
-            if match:
-                return Token("name", match.group(1), start, match.end())
-            return Token("error", "'%' must be followed by a name", start, start + 1)
-        if char == "." and text.startswith("...", start):
-            return Token("...", "...", start, start + 3)
-        if char in "\"'":
-            match = _STRING.match(text, start)
-            if match:
-                return Token("string", match.group(0), start, match.end())
-            return Token("error", "unterminated string", start, start + 1)
-        return Token("error", f"unexpected character {char!r}", start, start + 1)
-
-    def _identifier(self, start: int) -> Token:
-        text = self.text
-        end = _IDENT.match(text, start).end()  # type: ignore[union-attr]
-        word = text[start:end]
-        following = text[end : end + 1]
-        if following == ":":
-            return Token("name", word, start, end + 1)
-        if following == "=":
-            return Token("attribute_name", word, start, end + 1)
-        if word in TEXT_TYPE_NAMES:
-            return Token("type", ELEMENT_TYPES[word], start, end)
-        if word == "nan":
-            if following == "(":
-                match = _NAN_PAYLOAD.match(text, end)
-                if not match:
-                    return Token("error", "bad NaN payload", start, end)
-                return Token("decimal", float("nan"), start, match.end())
-            return Token("decimal", float("nan"), start, end)
-        if word in KEYWORDS:
-            return Token("keyword", word, start, end)
-        match = _DIM_LABELS.match(text, start)
-        if match:
-            return Token("dim_labels", match.group(0), start, match.end())
-        return Token("ident", word, start, end)
-
-    def _number_or_pattern(self, char: str, start: int) -> Token:
-        text = self.text
-        match = _FLOAT.match(text, start)
-        if match:
-            return Token("decimal", float(match.group(0)), start, match.end())
-        for kind, pattern in (("dim_labels", _DIM_LABELS), ("dxd", _DXD), ("pad", _PAD)):
-            match = pattern.match(text, start)
-            if match:
-                return Token(kind, match.group(0), start, match.end())
-        match = _INT.match(text, start)
-        if match:
-            digits = match.group(0)
-            value = int(digits) if len(digits.lstrip("-").lstrip("0")) <= 19 else INT64_MAX + 1
-            if INT64_MIN <= value <= INT64_MAX:
-                return Token("int", value, start, match.end())
-            shown = digits if len(digits) <= 30 else digits[:27] + "..."
-            return Token("error", f"integer {shown} does not fit in int64", start, match.end())
-        if text.startswith("-inf", start):
-            return Token("neg_inf", float("-inf"), start, start + 4)
-        if text.startswith("-nan", start):
-            end = start + 4
-            payload = _NAN_PAYLOAD.match(text, end)
-            return Token("decimal", float("nan"), start, payload.end() if payload else end)
-        if char == "?":
-            return Token("?", "?", start, start + 1)
-        return Token("error", f"unexpected character {char!r}", start, start + 1)
-
-
-# ----------------------------------------------------------------------------------------------------
-# Parser
-# ----------------------------------------------------------------------------------------------------
+from ..dtypes import ELEMENT_TYPES, TEXT_TYPE_NAMES, TUPLE_TYPE, ElementType, hlo_name_for
+from ..errors import ParseError
+from ..layout import Layout, SplitConfig, default_layout, xla_layout_problem
+from ..shape import UNBOUNDED_SIZE, Shape
+from ..tiling import COMBINE_DIMENSION
+from ._lexer import Lexer, Token, describe
 
 MAX_TUPLE_DEPTH = 200
 LAYOUT_ATTRIBUTE_ORDER = ("D", "T", "L", "#", "*", "E", "S", "SC", "P", "M")
 
 
+# Long runs that the parser reads in one step instead of token by token (linear either way, but a 1 MB list of
+# dimensions should not take a second). Each pattern only matches where every item is followed by ',' or the
+# closing bracket, so no item could be read as a longer token (1x2, 1.5, 01_io->01, ??_??->??).
+_PLAIN_DIMS = re.compile(r"\[((?:(?:<=)?[0-9]{1,18}|\?)(?:,(?:(?:<=)?[0-9]{1,18}|\?))*)\]")
+_PLAIN_ORDER = re.compile(r"\{([0-9]{1,18}(?:,[0-9]{1,18})*)(?=[:}])")
+_PLAIN_TILES = re.compile(r"(?:\((?:(?:[0-9]{1,18}|\*)(?:,(?:[0-9]{1,18}|\*))*)?\))+")
+
+
 class ShapeParser:
-    """Recursive-descent parser for XLA shapes and layouts over a Lexer, with one token of lookahead."""
+    """Recursive-descent parser for XLA shapes and layouts over a Lexer, with one token of lookahead.
+
+    >>> parser = ShapeParser("f32[2] rest")
+    >>> str(parser.shape()), parser.token.value
+    ('f32[2]{0}', 'rest')
+    """
 
     __slots__ = ("lexer", "soft_error", "text", "token")
 
@@ -187,32 +55,76 @@ class ShapeParser:
 
     # ----- helpers -----
     def advance(self) -> Token:
+        """The current token, moving on to the next one.
+
+        >>> ShapeParser("f32[2]").advance().kind
+        'type'
+        """
         token = self.token
         self.token = self.lexer.next()
         return token
 
     def error(self, message: str, token: Token | None = None) -> ParseError:
+        """A ParseError at ``token`` (default: the current one), with the lexer's reason for an error token.
+
+        >>> ShapeParser("f32").error("oops").position
+        0
+        """
         token = token or self.token
         if token.kind == "error":
             message = f"{message}; {token.value}"
         return ParseError(message, self.text, token.start)
 
     def expect(self, kind: str, message: str) -> Token:
+        """The current token if it is ``kind`` (moving on), else ParseError ``message``.
+
+        >>> ShapeParser("[").expect("[", "expected '['").kind
+        '['
+        """
         if self.token.kind != kind:
             raise self.error(f"{message}, found {describe(self.token, self.text)}")
         return self.advance()
 
+    def _plain(self, pattern: re.Pattern[str], kind: str) -> re.Match[str] | None:
+        """When the current token is ``kind`` and ``pattern`` matches from it, skip past the match and return it.
+
+        The patterns only match text that the token-by-token rules read the same way (see ``_PLAIN_DIMS``).
+        """
+        if self.token.kind != kind:
+            return None
+        match = pattern.match(self.text, self.token.start)
+        if match is not None:
+            self.lexer.pos = match.end()
+            self.token = self.lexer.next()
+        return match
+
     def peek_kind(self) -> str:
+        """The kind of the token after the current one, without moving.
+
+        >>> ShapeParser("{1,0}").peek_kind()
+        'int'
+        """
         saved = self.lexer.pos
         kind = self.lexer.next().kind
         self.lexer.pos = saved
         return kind
 
     def integer(self, what: str) -> int:
+        """The current int token's value (moving on), else ParseError naming ``what``.
+
+        >>> ShapeParser("42").integer("a size")
+        42
+        """
         token = self.expect("int", f"expected {what}")
         return token.value  # type: ignore[return-value]
 
     def int_list(self, open_: str, close: str, item: Callable[[], int], what: str) -> list[int]:
+        """``open_ item, item, ... close`` read with ``item``; ParseError naming ``what`` where it breaks.
+
+        >>> p = ShapeParser("{1,2}")
+        >>> p.int_list("{", "}", lambda: p.integer("a number"), "a list")
+        [1, 2]
+        """
         self.expect(open_, f"expected {open_!r} to start {what}")
         values: list[int] = []
         if self.token.kind == close:
@@ -228,7 +140,11 @@ class ShapeParser:
 
     # ----- shapes -----
     def shape(self, in_tuple: bool = False, depth: int = 0) -> Shape:
-        """shape ::= '(' [shape (',' shape)*] ')' | type '[' dims ']' [layout]"""
+        """shape ::= '(' [shape (',' shape)*] ')' | type '[' dims ']' [layout]
+
+        >>> ShapeParser("(f32[2], s32[])").shape()
+        Shape('(f32[2]{0}, s32[])')
+        """
         token = self.token
         if token.kind == "(":
             if depth >= MAX_TUPLE_DEPTH:
@@ -260,17 +176,22 @@ class ShapeParser:
                 raise self.error(
                     f"the layout lists {len(layout.minor_to_major)} dimensions in minor_to_major "
                     f"but the shape has {len(sizes)}", brace)
-            shape = Shape(etype, tuple(sizes), tuple(dynamic), layout)
+            shape = Shape.trusted(etype, tuple(sizes), tuple(dynamic), layout)
             problem = xla_layout_problem(layout, shape) if in_tuple else None
             if problem is not None:
                 raise self.error(f"XLA validates layouts inside tuples, and this one is invalid: {problem}", brace)
             return shape
-        return Shape(etype, tuple(sizes), tuple(dynamic), layout)
+        if layout is None:
+            return Shape(etype)
+        return Shape.trusted(etype, tuple(sizes), tuple(dynamic), layout)
 
     def _element_type_error(self, token: Token) -> ParseError:
         word = self.text[token.start : token.end]
         if token.kind in ("ident", "keyword") and word.lower() in TEXT_TYPE_NAMES:
             return self.error(f"unknown element type {word!r}: type names are lowercase ({word.lower()})", token)
+        suggested = hlo_name_for(word) if token.kind in ("ident", "keyword") else None
+        if suggested is not None:
+            return self.error(f"unknown element type {word!r}: shape text uses XLA's names; write {suggested}", token)
         if token.kind in ("ident", "keyword") and word == "tuple":
             return self.error("tuples are written with parentheses: (f32[2], s32[])", token)
         return self.error(
@@ -279,7 +200,17 @@ class ShapeParser:
             token)
 
     def dimension_sizes(self) -> tuple[list[int], list[bool], list[Token]]:
-        """dims ::= '[' [dim (',' dim)*] ']' ; dim ::= int | '<=' int | '?'"""
+        """dims ::= '[' [dim (',' dim)*] ']' ; dim ::= int | '<=' int | '?'
+
+        >>> ShapeParser("[2,<=3,?]").dimension_sizes()[:2]
+        ([2, 3, -9223372036854775808], [False, True, True])
+        """
+        plain = self._plain(_PLAIN_DIMS, "[")
+        if plain is not None:  # no spaces, comments or errors: the same tokens, read in one step
+            items = plain.group(1).split(",")
+            first = Token("dimension", None, plain.start(1), plain.start(1))
+            return ([UNBOUNDED_SIZE if d == "?" else int(d[2:]) if d[0] == "<" else int(d) for d in items],
+                    [d[0] in "?<" for d in items], [first])
         self.expect("[", "expected '[' after the element type")
         sizes: list[int] = []
         dynamic: list[bool] = []
@@ -312,10 +243,18 @@ class ShapeParser:
 
     # ----- layouts -----
     def layout(self) -> Layout:
-        """layout ::= '{' [int (',' int)*] [':' D() T()... L() #() *() E() S() SC()... P() M()] '}'"""
-        self.expect("{", "expected '{' to start a layout")
-        minor_to_major: list[int] = []
-        if self.token.kind == "int":
+        """layout ::= '{' [int (',' int)*] [':' D() T()... L() #() *() E() S() SC()... P() M()] '}'
+
+        >>> ShapeParser("{1,0:T(8,128)}").layout().tiles
+        ((8, 128),)
+        """
+        plain = self._plain(_PLAIN_ORDER, "{")
+        if plain is not None:  # the dimension numbers without spaces or comments, read in one step
+            minor_to_major = [int(d) for d in plain.group(1).split(",")]
+        else:
+            self.expect("{", "expected '{' to start a layout")
+            minor_to_major = []
+        if plain is None and self.token.kind == "int":
             while True:
                 minor_to_major.append(self.integer("a dimension number"))
                 if self.token.kind != ",":
@@ -391,7 +330,9 @@ class ShapeParser:
             raise self.error("a physical shape P(...) is only allowed in a sparse layout", token)
         if self._is_attribute("M"):
             self.advance()
-            self._set(fields, "dynamic_shape_metadata_prefix_bytes", self._int_attribute("M"))
+            prefix = self._int_attribute("M")
+            if prefix is not None and prefix > 0:  # XLA prints M(n) only for n > 0: read M(-1) as no M
+                fields["dynamic_shape_metadata_prefix_bytes"] = prefix
 
     @staticmethod
     def _set(fields: dict[str, object], name: str, value: object) -> None:
@@ -420,6 +361,11 @@ class ShapeParser:
 
     def _tiles(self) -> tuple[tuple[int, ...], ...]:
         tiles: list[tuple[int, ...]] = []
+        plain = self._plain(_PLAIN_TILES, "(")
+        if plain is not None:  # complete tiles without spaces or comments, read in one step
+            tiles.extend(_tile_values(plain.group(0)))
+            if self.token.kind != "(":
+                return tuple(tiles)
         while True:
             tile: list[int] = []
             complete = self._lenient_list(tile, self._tile_size, "a tile")
@@ -499,6 +445,15 @@ class ShapeParser:
         return False
 
     def finish(self, what: str) -> None:
+        """ParseError unless the text ends here (``what`` names what was read).
+
+        >>> p = ShapeParser("f32[2] f32[3]")
+        >>> _ = p.shape()
+        >>> p.finish("shape")
+        Traceback (most recent call last):
+        xlashapes.errors.ParseError: unexpected 'f32' after the shape (at position 7)
+        ...
+        """
         if self.token.kind != "eof":
             extra = ""
             if self.token.kind == "{":
@@ -536,6 +491,9 @@ def fast_array_shape(text: str) -> Shape | None:
 
     Returns None for anything else (whitespace, comments, tuples, other attributes, errors), which the
     careful parser then reads; on what it accepts it gives exactly the careful parser's result.
+
+    >>> fast_array_shape("f32[2]{0:T(2)}"), fast_array_shape("f32[ 2 ]")
+    (Shape('f32[2]{0:T(2)}'), None)
     """
     match = _FAST_ARRAY.fullmatch(text)
     if match is None:
@@ -567,7 +525,11 @@ def fast_array_shape(text: str) -> Shape | None:
 
 
 def fast_tuple_shape(text: str) -> Shape | None:
-    """A flat tuple of plain arrays as XLA prints it (``(a, /*index=5*/b)``) without the tokenizer, or None."""
+    """A flat tuple of plain arrays as XLA prints it (``(a, /*index=5*/b)``) without the tokenizer, or None.
+
+    >>> fast_tuple_shape("(f32[2]{0}, s32[])")
+    Shape('(f32[2]{0}, s32[])')
+    """
     inner = text[1:-1]
     nested = inner.startswith("(") or ", (" in inner or "*/(" in inner
     if not text.startswith("(") or not text.endswith(")") or nested:
@@ -585,25 +547,93 @@ def fast_tuple_shape(text: str) -> Shape | None:
 
 
 def careful_parse_shape(text: str) -> Shape:
-    """Parse shape text with the full tokenizer and parser (what ``parse_shape`` falls back to)."""
+    """Parse shape text with the full tokenizer and parser (what ``parse_shape`` falls back to); no cache.
+
+    >>> str(careful_parse_shape("f32[ 2 ]"))
+    'f32[2]{0}'
+    """
     parser = ShapeParser(_checked_text(text, "shape"))
     shape = parser.shape()
     parser.finish("shape")
     return shape
 
 
-@lru_cache(maxsize=65536)
+class _ShapeCache:
+    """The shapes of recently parsed texts: least recently used first out, bounded by entries and by characters.
+
+    Only texts up to ``longest`` characters are kept, at most ``entries`` of them and ``characters`` in all: a
+    Shape takes a few dozen bytes per character of its text, so the memory stays bounded whatever is parsed.
+    """
+
+    def __init__(self, entries: int, characters: int, longest: int) -> None:
+        self.entries = entries
+        self.characters = characters
+        self.longest = longest
+        self._shapes: OrderedDict[str, Shape] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> Shape | None:
+        with self._lock:
+            shape = self._shapes.get(text)
+            if shape is not None:
+                self._shapes.move_to_end(text)
+            return shape
+
+    def put(self, text: str, shape: Shape) -> None:
+        if len(text) > self.longest:
+            return
+        with self._lock:
+            if text in self._shapes:
+                return
+            self._shapes[text] = shape
+            self._size += len(text)
+            while len(self._shapes) > self.entries or self._size > self.characters:
+                old, _ = self._shapes.popitem(last=False)
+                self._size -= len(old)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._shapes.clear()
+            self._size = 0
+
+    def __len__(self) -> int:
+        return len(self._shapes)
+
+
+SHAPE_CACHE = _ShapeCache(entries=65536, characters=4_000_000, longest=4096)
+"""parse_shape's cache: texts up to 4096 characters, 65,536 of them and 4M characters at most."""
+
+
 def parse_shape(text: str) -> Shape:
-    """Parse XLA shape text; missing layouts get XLA's default.
+    """Parse XLA shape text; missing layouts get XLA's default. Repeated texts come from a bounded cache.
 
     >>> str(parse_shape("f32[3,5]"))
     'f32[3,5]{1,0}'
     """
-    if type(text) is str and text:
+    if type(text) is not str:
+        raise ParseError(f"shape text must be a str, got {type(text).__name__}")
+    shape = SHAPE_CACHE.get(text)
+    if shape is None:
+        shape = _parse_shape(text)
+        SHAPE_CACHE.put(text, shape)
+    return shape
+
+
+def _parse_shape(text: str) -> Shape:
+    if text:
         shape = fast_tuple_shape(text) if text[0] == "(" else fast_array_shape(text)
         if shape is not None:
             return shape
     return careful_parse_shape(text)
+
+
+def _clear_cache() -> None:
+    """Empty parse_shape's cache (``parse_shape.cache_clear()``, as with functools caches)."""
+    SHAPE_CACHE.clear()
+
+
+parse_shape.cache_clear = _clear_cache  # type: ignore[attr-defined]
 
 
 def parse_layout(text: str) -> Layout:
@@ -616,72 +646,3 @@ def parse_layout(text: str) -> Layout:
     layout = parser.layout()
     parser.finish("layout")
     return layout
-
-
-# ----------------------------------------------------------------------------------------------------
-# Printer
-# ----------------------------------------------------------------------------------------------------
-
-
-def _tile_text(tile: tuple[int, ...]) -> str:
-    return "(" + ",".join("*" if t == COMBINE_DIMENSION else str(t) for t in tile) + ")"
-
-
-def _type_name(etype: ElementType) -> str:
-    return etype.name if etype.is_integral else "invalid"
-
-
-def layout_attributes_text(layout: Layout) -> str:
-    """The part of a layout after ':' as XLA prints it (empty when every attribute is at its default)."""
-    parts: list[str] = []
-    if layout.tiles:
-        parts.append("T" + "".join(_tile_text(t) for t in layout.tiles))
-    if layout.tail_padding_alignment_in_elements != 1:
-        parts.append(f"L({layout.tail_padding_alignment_in_elements})")
-    if layout.index_primitive_type is not None:
-        parts.append(f"#({_type_name(layout.index_primitive_type)})")
-    if layout.pointer_primitive_type is not None:
-        parts.append(f"*({_type_name(layout.pointer_primitive_type)})")
-    if layout.element_size_in_bits != 0:
-        parts.append(f"E({layout.element_size_in_bits})")
-    if layout.memory_space != 0:
-        parts.append(f"S({layout.memory_space})")
-    if layout.split_configs:
-        parts.append("SC" + "".join(
-            f"({c.dimension}:{','.join(map(str, c.split_indices))})" for c in layout.split_configs))
-    if layout.physical_shape is not None:
-        parts.append(f"P({shape_text(layout.physical_shape)})")
-    if layout.dynamic_shape_metadata_prefix_bytes > 0:
-        parts.append(f"M({layout.dynamic_shape_metadata_prefix_bytes})")
-    return "".join(parts)
-
-
-def layout_text(layout: Layout) -> str:
-    """A layout as XLA prints it: ``{3,2,0,1:T(8,128)(2,1)S(1)}``. Dim level types are not printed (XLA drops them)."""
-    attributes = layout_attributes_text(layout)
-    order = ",".join(map(str, layout.minor_to_major))
-    return "{" + order + (":" + attributes if attributes else "") + "}"
-
-
-def dimension_text(size: int, dynamic: bool) -> str:
-    """One dimension as XLA prints it: ``7``, ``<=7`` (bounded dynamic) or ``?`` (unbounded)."""
-    if size == UNBOUNDED_SIZE and dynamic:
-        return "?"
-    return f"<={size}" if dynamic else str(size)
-
-
-def shape_text(shape: Shape, *, print_layout: bool = True, index_comments: bool = False) -> str:
-    """A shape as XLA prints it; ``index_comments`` adds the ``/*index=5*/`` marks HLO instructions carry."""
-    if shape.element_type is TUPLE_TYPE:
-        parts = []
-        for i, sub in enumerate(shape.tuple_shapes):
-            mark = f"/*index={i}*/" if index_comments and i and i % 5 == 0 else ""
-            parts.append(mark + shape_text(sub, print_layout=print_layout, index_comments=index_comments))
-        return "(" + ", ".join(parts) + ")"
-    dims = ",".join(dimension_text(s, d) for s, d in zip(shape.dimensions, shape.dynamic_dimensions))
-    text = f"{shape.element_type.name}[{dims}]"
-    if print_layout and shape.layout is not None and shape.element_type is not TOKEN_TYPE:
-        rendered = layout_text(shape.layout)
-        if shape.dimensions or rendered != "{}":
-            text += rendered
-    return text

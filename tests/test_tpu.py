@@ -290,15 +290,16 @@ def test_meaningless_layouts_are_shape_errors(text: str) -> None:
 
 def test_meaningless_layouts_from_protos_and_modules_are_shape_errors() -> None:
     from xlashapes.interop import shape_from_proto_bytes, shape_to_proto_bytes
-    from xlashapes.memory import memory_report
+    from xlashapes.memory import memory_report, upper_bound_report
 
     shape = xs.parse_shape("f32[3,3,3,8]{3,72,1,0}")
     decoded = shape_from_proto_bytes(shape_to_proto_bytes(shape))
     with pytest.raises(xs.ShapeError, match="dimension 72 is out of range"):
         tpu_layout(decoded)
     module = xs.parse_hlo_module("HloModule m\nENTRY e {\n  ROOT p = f32[3,3,3,8]{3,72,1,0} parameter(0)\n}\n")
-    report = memory_report(module, tpu=True)  # the buffer without a size is reported, not a crash
+    report = upper_bound_report(module, tpu=True)  # the buffer without a size is reported, not a crash
     assert report.buffers == () and report.unsized == ("p",)
+    assert memory_report(module, backend="tpu").unsized == ("p",)
 
 
 def test_logical_bytes_is_the_data_byte_size() -> None:

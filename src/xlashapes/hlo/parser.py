@@ -24,7 +24,7 @@ from ..inference import Signature, infer_shape
 from ..shape import Shape, make_shape, token_shape, tuple_shape
 from ._fast import DERIVED_SHAPE_OPCODES, fast_computation, fast_instruction
 from ._patterns import BLANKS, INSTRUCTION, MAX_FAST_LINE
-from ._source import Source, scan_braces
+from ._source import Source
 from ._tokens import TokenReader, is_uint64
 from .attributes import SINGLE_COMPUTATION_KEYS, Attributes
 from .frames import StackFrameIndex

@@ -281,13 +281,8 @@ class _Checker:
                 self.add(where, f"input_output_alias: output index {{{','.join(map(str, output))}}} is not in the "
                          f"result {shape_text(result, print_layout=False)}")
             self.parameter_index(where, "input_output_alias", parameters, parameter, index)
-        donors: set[tuple[int, tuple[int, ...]]] = set()
-        for parameter, index in _readable(attributes, "buffer_donor"):
-            where = attributes.position("buffer_donor")
-            if (parameter, index) in donors:
-                self.add(where, f"buffer_donor: parameter {parameter} index {{{','.join(map(str, index))}}} twice")
-            donors.add((parameter, index))
-            self.parameter_index(where, "buffer_donor", parameters, parameter, index)
+        for parameter, index in _readable(attributes, "buffer_donor"):  # repeats are merged, as XLA does
+            self.parameter_index(attributes.position("buffer_donor"), "buffer_donor", parameters, parameter, index)
 
     def parameter_index(self, where: int, key: str, parameters: Mapping[int | None, Shape], parameter: int,
                         index: tuple[int, ...]) -> None:

@@ -56,3 +56,5 @@ COMPUTATION = re.compile(rf"(ENTRY[ \t]+)?(%?)({_NAME})(?: \(([^\n-]*(?:-(?!>)[^
                           re.ASCII)
 PARAMETER_SPLIT = re.compile(rf"(?:^|, )({_NAME}): ", re.ASCII)
 BLANKS = " \t\r"  # what the lexer skips on a line
+PLAIN_OPERAND = re.compile(rf"(?:({_ARRAY}) )?(%?)({_NAME})[ \t\r\n]*([,)])[ \t\r\n]*", re.ASCII)
+"""One operand of a list: an optional array shape, a name, then ``,`` or ``)`` (the careful parser's quick step)."""

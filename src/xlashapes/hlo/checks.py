@@ -145,17 +145,26 @@ class _Checker:
         roots = [i for i in computation.instructions if i.is_root]
         if len(roots) > 1:
             self.add(roots[1].position, f"computation {computation.name} has more than one ROOT")
-        for instruction in computation.instructions:
+        instructions = computation.instructions
+        text = self.source.text
+        for number, instruction in enumerate(instructions):
+            positions: dict[str, int] | None = None
             if instruction.name in defined:
                 first = self.line(defined[instruction.name].position)
                 self.add(instruction.position, f"instruction {instruction.name} is already defined on line {first}")
             for operand, written in zip(instruction.operands, instruction.operand_shapes):
+                if operand in defined and (written is None or written.equal(defined[operand].shape,
+                                                                             ignore_layout=True)):
+                    continue
+                if positions is None:
+                    end = instructions[number + 1].position if number + 1 < len(instructions) else len(text)
+                    positions = _operand_positions(text, instruction, end)
+                at = positions.get(operand, instruction.position)
                 if operand not in defined:
                     how = "is used before its definition" if operand in everything else "is not defined"
-                    self.add(_operand_position(self.source.text, instruction, operand),
-                             f"operand {operand} of {instruction.name} {how} in computation {computation.name}")
-                elif written is not None and not written.equal(defined[operand].shape, ignore_layout=True):
-                    self.add(_operand_position(self.source.text, instruction, operand),
+                    self.add(at, f"operand {operand} of {instruction.name} {how} in computation {computation.name}")
+                elif written is not None:
+                    self.add(at,
                              f"operand {operand} of {instruction.name} is written "
                              f"{shape_text(written, print_layout=False)} but is defined "
                              f"{shape_text(defined[operand].shape, print_layout=False)}")
@@ -346,15 +355,34 @@ def _check_broadcast_shape(instruction: InstructionView, operand: Shape) -> None
                          f"not {declared.element_type}")
 
 
-def _operand_position(text: str, instruction: InstructionView, operand: str) -> int:
-    """Where ``operand`` is written among the instruction's operands (the instruction's start if not found)."""
-    text = text
-    start = text.find(f"{instruction.opcode}(", instruction.position)
+_OPERAND_TOKEN = re.compile(r"[()]|%?([A-Za-z_][A-Za-z0-9_.\-]*)")
+
+
+def _operand_positions(text: str, instruction: InstructionView, end: int) -> dict[str, int]:
+    """Where each operand name is first written between the opcode's ``(`` and its ``)`` (searching before ``end``).
+
+    Linear in the length of the operand list: one pass, stopping at the closing parenthesis.
+    """
+    position = instruction.position
+    start = text.find(f"{instruction.opcode}(", position, max(end, position))
     if start < 0:
-        return instruction.position
-    pattern = re.compile(r"(?<![A-Za-z0-9_.%\-])%?" + re.escape(operand) + r"(?![A-Za-z0-9_.\-])")
-    found = pattern.search(text, start + len(instruction.opcode) + 1)
-    return found.start() if found else instruction.position
+        return {}
+    wanted = set(instruction.operands)
+    found: dict[str, int] = {}
+    depth = 0
+    for match in _OPERAND_TOKEN.finditer(text, start + len(instruction.opcode), max(end, position)):
+        token = match.group()
+        if token == "(":
+            depth += 1
+        elif token == ")":
+            depth -= 1
+            if depth == 0:
+                break
+        elif match.group(1) in wanted and match.group(1) not in found:
+            found[match.group(1)] = match.start()
+            if len(found) == len(wanted):
+                break
+    return found
 
 
 def module_problems(module: ModuleView, found: Sequence[tuple[int, str]] = ()) -> list[Problem]:

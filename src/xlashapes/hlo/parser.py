@@ -22,13 +22,17 @@ from ..dtypes import ELEMENT_TYPES
 from ..errors import ParseError, ShapeError
 from ..inference import Signature, infer_shape
 from ..shape import Shape, make_shape, token_shape, tuple_shape
+from ..text import parse_shape
 from ._fast import DERIVED_SHAPE_OPCODES, fast_computation, fast_instruction
-from ._patterns import BLANKS, INSTRUCTION, MAX_FAST_LINE
+from ._patterns import BLANKS, INSTRUCTION, MAX_FAST_LINE, PLAIN_OPERAND
 from ._source import Source
 from ._tokens import TokenReader, is_uint64
 from .attributes import SINGLE_COMPUTATION_KEYS, Attributes
 from .frames import StackFrameIndex
 from .model import HloComputation, HloInstruction, HloModule
+from .opcodes import RESERVED
+
+_PLAIN_OPERAND = PLAIN_OPERAND
 
 __all__ = ["parse_hlo_module", "parse_instruction"]
 
@@ -286,6 +290,8 @@ class _Careful(TokenReader):
             self.advance()
             return names, None
         while True:
+            if self.plain_operands(names, shapes):
+                return names, (shapes if any(s is not None for s in shapes) else None)
             start = self.token.start
             shape = self.any_shape() if self.token.kind in ("type", "(") else None
             if self.token.kind == "ident" and self.peek_kind() == "(":
@@ -300,6 +306,34 @@ class _Careful(TokenReader):
                 self.advance()
                 return names, (shapes if any(s is not None for s in shapes) else None)
             self.expect(",", "expected ',' or ')' after an operand")
+
+    def plain_operands(self, names: list[str], shapes: list[Shape | None]) -> bool:
+        """Read a run of operands written ``[array shape] name,`` by regex (long lists in linear time, quickly);
+        True when the run ended the list with ``)``."""
+        text = self.text
+        match = _PLAIN_OPERAND.match(text, self.token.start)
+        moved = -1
+        closed = False
+        while match is not None:
+            shape_text_, percent, name, end = match.groups()
+            if not percent and name in RESERVED:
+                break
+            shape = None
+            if shape_text_:
+                try:
+                    shape = parse_shape(shape_text_)
+                except ParseError:
+                    break
+            names.append(name)
+            shapes.append(shape)
+            moved = match.end()
+            if end == ")":
+                closed = True
+                break
+            match = _PLAIN_OPERAND.match(text, moved)
+        if moved >= 0:
+            self.jump(moved)
+        return closed
 
     # ----- computations and modules -----
     def computation_header(self) -> HloComputation:

@@ -35,6 +35,10 @@ class Signature:
 _UNARY = frozenset("""abs ceil copy cosine exponential exponential-minus-one floor log log-plus-one logistic negate
 not round-nearest-afz round-nearest-even rsqrt sign sine sqrt cbrt tan tanh erf popcnt count-leading-zeros""".split())
 
+_FLOATING_UNARY = frozenset("""ceil cosine exponential exponential-minus-one floor log log-plus-one logistic
+round-nearest-afz round-nearest-even rsqrt sine sqrt cbrt tan tanh erf""".split())
+_INTEGRAL_UNARY = frozenset("popcnt count-leading-zeros".split())
+
 INFERRED_OPCODES: frozenset[str] = frozenset(BINARY_OPS) | _UNARY | {"compare", "select", "tuple", "get-tuple-element"}
 """Every opcode ``infer_shape`` knows a rule for."""
 
@@ -83,6 +87,11 @@ def infer_shape(opcode: str, operands: Sequence[Shape], attributes: Mapping[str,
     if opcode in _UNARY:
         if len(operands) != 1:
             raise ShapeError(f"{opcode} takes 1 operand, not {len(operands)}")
+        etype = operands[0].element_type
+        if opcode in _FLOATING_UNARY and not (etype.is_floating or etype.is_complex):
+            raise ShapeError(f"{opcode} takes a floating-point or complex operand, not {etype}")
+        if opcode in _INTEGRAL_UNARY and not etype.is_integral:
+            raise ShapeError(f"{opcode} takes an integral operand, not {etype}")
         return _array(_same_arrays(opcode, operands))
     if opcode in BINARY_OPS or opcode == "compare":
         if len(operands) != 2:

@@ -58,3 +58,6 @@ PARAMETER_SPLIT = re.compile(rf"(?:^|, )({_NAME}): ", re.ASCII)
 BLANKS = " \t\r"  # what the lexer skips on a line
 PLAIN_OPERAND = re.compile(rf"(?:({_ARRAY}) )?(%?)({_NAME})[ \t\r\n]*([,)])[ \t\r\n]*", re.ASCII)
 """One operand of a list: an optional array shape, a name, then ``,`` or ``)`` (the careful parser's quick step)."""
+SIMPLE_ATTRIBUTE = re.compile(
+    rf",[ \t\r\n]*({_NAME})=([A-Za-z_][A-Za-z0-9_.\-]*|-?\d{{1,18}})(?=[ \t\r]*(?:[,)}}\n]|\Z))", re.ASCII)
+"""``, key=word`` or ``, key=integer`` ending where the careful parser ends a value (its quick step)."""

@@ -149,9 +149,10 @@ class _Checker:
         text = self.source.text
         for number, instruction in enumerate(instructions):
             positions: dict[str, int] | None = None
+            where = instruction.position
             if instruction.name in defined:
                 first = self.line(defined[instruction.name].position)
-                self.add(instruction.position, f"instruction {instruction.name} is already defined on line {first}")
+                self.add(where, f"instruction {instruction.name} is already defined on line {first}")
             for operand, written in zip(instruction.operands, instruction.operand_shapes):
                 if operand in defined and (written is None or written.equal(defined[operand].shape,
                                                                              ignore_layout=True)):
@@ -159,7 +160,7 @@ class _Checker:
                 if positions is None:
                     end = instructions[number + 1].position if number + 1 < len(instructions) else len(text)
                     positions = _operand_positions(text, instruction, end)
-                at = positions.get(operand, instruction.position)
+                at = positions.get(operand, where)
                 if operand not in defined:
                     how = "is used before its definition" if operand in everything else "is not defined"
                     self.add(at, f"operand {operand} of {instruction.name} {how} in computation {computation.name}")

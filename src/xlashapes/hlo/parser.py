@@ -24,7 +24,7 @@ from ..inference import Signature, infer_shape
 from ..shape import Shape, make_shape, token_shape, tuple_shape
 from ..text import parse_shape
 from ._fast import DERIVED_SHAPE_OPCODES, fast_computation, fast_instruction
-from ._patterns import BLANKS, INSTRUCTION, MAX_FAST_LINE, PLAIN_OPERAND
+from ._patterns import BLANKS, INSTRUCTION, MAX_FAST_LINE, PLAIN_OPERAND, SIMPLE_ATTRIBUTE
 from ._source import Source
 from ._tokens import TokenReader, is_uint64
 from .attributes import SINGLE_COMPUTATION_KEYS, Attributes
@@ -33,6 +33,7 @@ from .model import HloComputation, HloInstruction, HloModule
 from .opcodes import RESERVED
 
 _PLAIN_OPERAND = PLAIN_OPERAND
+_SIMPLE_ATTRIBUTE = SIMPLE_ATTRIBUTE
 
 __all__ = ["parse_hlo_module", "parse_instruction"]
 
@@ -136,6 +137,8 @@ class _Careful(TokenReader):
         positions: list[int] = []
         typed: dict[str, Any] = {}
         while self.token.kind == "," and (not inside_operands or self.peek_kind() == "attribute_name"):
+            if self.simple_attributes(pairs, positions):
+                continue
             self.advance()
             key = self.expect("attribute_name", "expected an attribute name followed by '=' (key=value)")
             name = str(key.value)
@@ -148,6 +151,21 @@ class _Careful(TokenReader):
             pairs.append((name, raw))
             positions.append(position)
         return Attributes(pairs, positions, self.source, typed)
+
+    def simple_attributes(self, pairs: list[tuple[str, str]], positions: list[int]) -> bool:
+        """Read a run of ``, key=word`` attributes by regex (long lists quickly); True when any was read."""
+        text = self.text
+        match = _SIMPLE_ATTRIBUTE.match(text, self.token.start)
+        moved = -1
+        while match is not None:
+            pairs.append((match.group(1), match.group(2)))
+            positions.append(match.start(2))
+            moved = match.end()
+            match = _SIMPLE_ATTRIBUTE.match(text, moved)
+        if moved < 0:
+            return False
+        self.jump(moved)
+        return True
 
     def inline_computation_follows(self) -> bool:
         """True when the ``{`` at hand opens instructions (``{ a = ...`` / ``{ ROOT ...``), not a list of names."""

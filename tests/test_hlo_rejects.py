@@ -116,3 +116,12 @@ def test_written_shapes_checked_against_inference_with_line_and_column() -> None
     assert [(p.line, p.column) for p in problems] == [(5, 3), (6, 3)]
     assert "is not the inferred (f32[2], s32[])" in problems[0].message
     assert "is not the inferred f32[2]" in problems[1].message
+
+
+def test_lower_binary_with_a_bounded_dynamic_dimension_passes_the_verifier(xla: Any) -> None:
+    """XLA infers s4[3,1,0,<=1] here; its verifier compares ignoring dynamic-ness (ShapeUtil::Compatible)."""
+    text = xs.lower_binary("multiply", "s4[3,1,0,1]", "s4[1,0,<=1]", [1, 2, 3])
+    assert parse_hlo_module(text, strict=True).problems() == []
+    assert xla.parse_module(text)["ok"]
+    inferred = parse_hlo_module(text.replace("ROOT result = s4[3,1,0,1]{3,2,1,0} multiply", "ROOT result = multiply"))
+    assert xs.shape_text(inferred.entry.root.shape) == "s4[3,1,0,<=1]{3,2,1,0}"

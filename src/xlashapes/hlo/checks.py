@@ -201,7 +201,7 @@ class _Checker:
             if signature is not None:
                 called[name] = signature
         expected = infer_shape(instruction.opcode, operands, typed, called)
-        if not instruction.shape.equal(expected, ignore_layout=True):
+        if not instruction.shape.equal(expected, ignore_layout=True, ignore_dynamic=True):
             raise ShapeError(f"the written shape {shape_text(instruction.shape, print_layout=False)} is not the "
                              f"inferred {shape_text(expected, print_layout=False)}")
 
@@ -328,7 +328,7 @@ def _check_binary_shape(instruction: InstructionView, lhs: Shape, rhs: Shape) ->
         raise ShapeError(f"{instruction.opcode} takes arrays, not {lhs} and {rhs}")
     expected = broadcast_shape(lhs, rhs)
     declared = instruction.shape
-    if not declared.equal(expected, ignore_layout=True, ignore_element_type=True):
+    if not declared.equal(expected, ignore_layout=True, ignore_dynamic=True, ignore_element_type=True):
         raise ShapeError(f"declared shape {shape_text(declared, print_layout=False)} is not the broadcast of its "
                          f"operands {shape_text(lhs, print_layout=False)} and {shape_text(rhs, print_layout=False)}, "
                          f"which is {shape_text(expected, print_layout=False)}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +14,7 @@ from profiles import examples
 
 import xlashapes as xs
 from xlashapes.hlo import parse_hlo_module, parse_instruction
+from xlashapes.inference import INFERRED_OPCODES
 
 FORMS = {
     "no header": "ENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n",
@@ -190,3 +193,34 @@ def test_generated_modules_read_like_xla(text: str) -> None:
     assert parse_hlo_module(text, fast=False) == ours
     assert ours.name == answer["module"].name
     assert summary(ours) == summary(answer["module"])
+
+
+# ----------------------------------------------------------------------------------------------------
+# Real dumps with the shapes of inferable instructions taken out: XLA and we infer the same
+# ----------------------------------------------------------------------------------------------------
+
+CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.unopt.hlo"))
+
+
+def without_shapes(text: str) -> tuple[str, int]:
+    """``text`` with the written shape removed from every instruction whose opcode inference knows."""
+    count = 0
+
+    def strip(match: re.Match[str]) -> str:
+        nonlocal count
+        if match.group(3) not in INFERRED_OPCODES:
+            return match.group(0)
+        count += 1
+        return f"{match.group(1)}{match.group(3)}("
+
+    pattern = re.compile(r"^(\s*(?:ROOT )?%?[\w.\-]+ = )(\S+|\(.*?\)) ([a-z][a-z\-]*)\(", re.MULTILINE)
+    return pattern.sub(strip, text), count
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name.removesuffix(".hlo"))
+def test_corpus_without_shapes_reads_like_xla(path: Path, xla: Any) -> None:
+    text, count = without_shapes(path.read_text())
+    assert count > 0
+    module = assert_reads_like_xla(xla, text)
+    original = parse_hlo_module(path.read_text())
+    assert summary(module) == summary(original)

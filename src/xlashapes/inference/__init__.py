@@ -49,9 +49,9 @@ def _text(shape: Shape) -> str:
 
 
 def _array(shape: Shape, element_type: str | None = None) -> Shape:
-    """``shape`` with XLA's default layout (and another element type when given)."""
+    """``shape`` with another element type when given, keeping its layout (XLA's ChangeElementType)."""
     etype = ELEMENT_TYPES[element_type] if element_type else shape.element_type
-    return make_shape(etype, shape.dimensions, dynamic_dimensions=shape.dynamic_dimensions)
+    return make_shape(etype, shape.dimensions, dynamic_dimensions=shape.dynamic_dimensions, layout=shape.layout)
 
 
 def _same_arrays(opcode: str, operands: Sequence[Shape]) -> Shape:
@@ -103,6 +103,9 @@ def infer_shape(opcode: str, operands: Sequence[Shape], attributes: Mapping[str,
             raise ShapeError(f"{opcode}: operand types {operands[0].element_type} and {operands[1].element_type} "
                              "differ")
         shape: Shape = broadcast_shape(operands[0], operands[1])
+        if shape.dimensions == operands[0].dimensions:  # same shapes: the lhs's layout, rhs's dynamic dims
+            shape = make_shape(shape.element_type, shape.dimensions, dynamic_dimensions=shape.dynamic_dimensions,
+                               layout=operands[0].layout)
         return _array(shape, "pred" if opcode == "compare" else None)
     if opcode == "select":
         if len(operands) != 3:
@@ -110,5 +113,9 @@ def infer_shape(opcode: str, operands: Sequence[Shape], attributes: Mapping[str,
         shape = _same_arrays(opcode, operands[1:])
         if operands[1].element_type != operands[2].element_type:
             raise ShapeError("select: the two branches have different types")
+        pred = operands[0]
+        if pred.is_array and pred.dimensions == shape.dimensions:  # a full-rank predicate gives its layout
+            return make_shape(shape.element_type, shape.dimensions, dynamic_dimensions=shape.dynamic_dimensions,
+                              layout=pred.layout)
         return _array(shape)
     raise ShapeError(f"{opcode}: no shape inference rule here; a written shape is needed")

@@ -23,7 +23,7 @@ from ._views import ComputationView, InstructionView, ModuleView
 from .attributes import CALLED_COMPUTATION_KEYS, Attributes, has_reader
 from .opcodes import OPCODES
 
-__all__ = ["REQUIRED_ATTRIBUTES", "Problem", "module_problems"]
+__all__ = ["OPERAND_COUNTS", "REQUIRED_ATTRIBUTES", "Problem", "module_problems"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ REQUIRED_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "map": ("to_apply",),
     "all-reduce": ("to_apply",),
     "reduce-scatter": ("to_apply", "dimensions"),
-    "reduce-window": ("window", "to_apply"),
+    "reduce-window": ("to_apply",),
     "select-and-scatter": ("select", "scatter"),
     "slice": ("slice",),
     "dynamic-slice": ("dynamic_slice_sizes",),
@@ -67,7 +67,8 @@ REQUIRED_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "gather": ("offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim", "slice_sizes"),
     "scatter": ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims", "index_vector_dim",
                 "to_apply"),
-    "convolution": ("window", "dim_labels"),
+    "convolution": ("dim_labels",),
+    "rng-bit-generator": ("algorithm",),
     "sort": ("dimensions", "to_apply"),
     "fft": ("fft_type", "fft_length"),
     "reduce-precision": ("exponent_bits", "mantissa_bits"),
@@ -75,7 +76,29 @@ REQUIRED_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "all-gather": ("dimensions",),
     "topk": ("k",),
 }
-"""Attributes XLA's parser requires for an opcode (it refuses the instruction without them)."""
+"""Attributes XLA's parser requires for an opcode (it refuses the instruction without them; each checked)."""
+
+_ONE_OPERAND = """abs acos acosh asin asinh atanh ceil cbrt cholesky copy cosh cosine count-leading-zeros erf exponential
+exponential-minus-one floor imag is-finite log log-plus-one logistic negate not popcnt real round-nearest-afz
+round-nearest-even rsqrt sign sine sinh sqrt tan tanh bitcast bitcast-convert broadcast convert copy-start copy-done
+get-tuple-element reshape reverse slice transpose fft reduce-precision topk while send-done recv-done all-gather-done
+all-reduce-done collective-permute-done get-dimension-size infeed recv""".split()
+OPERAND_COUNTS: dict[str, int] = {
+    **{opcode: 1 for opcode in _ONE_OPERAND},
+    **{opcode: 2 for opcode in BINARY_OPS},
+    **{opcode: 2 for opcode in ("atan2", "complex", "compare", "add-dependency", "triangular-solve",
+                                "set-dimension-size", "send", "outfeed", "convolution", "pad", "stochastic-convert")},
+    **{opcode: 3 for opcode in ("select", "clamp", "select-and-scatter", "batch-norm-training")},
+    **{opcode: 5 for opcode in ("batch-norm-inference", "batch-norm-grad")},
+    **{opcode: 0 for opcode in ("iota", "partition-id", "replica-id", "rng-get-and-update-state")},
+}
+"""The operand count XLA's parser requires of an opcode with a fixed arity (each checked against XLA)."""
+
+_MODULE_ATTRIBUTES = frozenset((
+    "is_scheduled", "replica_count", "num_partitions", "input_output_alias", "buffer_donor",
+    "alias_passthrough_params", "entry_computation_layout", "frontend_attributes",
+    "allow_spmd_sharding_propagation_to_parameters", "allow_spmd_sharding_propagation_to_output",
+    "origin_recovery_table"))
 
 _API_VERSIONS = frozenset(("API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
                            "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"))
@@ -105,6 +128,9 @@ class _Checker:
         """Every problem, in text order."""
         self.computations()
         self.attributes(self.module.attributes, "the module")
+        for (key, _), position in zip(self.module.attributes.pairs(), self.module.attributes.positions()):
+            if key not in _MODULE_ATTRIBUTES:
+                self.add(position, f"the module has no attribute {key}")
         self.aliasing()
         return [Problem(message, position, *self.source.line_column(position))
                 for position, message in sorted(self.found, key=lambda item: item[0])]
@@ -154,8 +180,7 @@ class _Checker:
                 first = self.line(defined[instruction.name].position)
                 self.add(where, f"instruction {instruction.name} is already defined on line {first}")
             for operand, written in zip(instruction.operands, instruction.operand_shapes):
-                if operand in defined and (written is None or written.equal(defined[operand].shape,
-                                                                             ignore_layout=True)):
+                if operand in defined and (written is None or written.compatible(defined[operand].shape)):
                     continue
                 if positions is None:
                     end = instructions[number + 1].position if number + 1 < len(instructions) else len(text)
@@ -214,6 +239,11 @@ class _Checker:
         if not self.attributes(attributes, instruction.name):
             return False
         ok = True
+        count = OPERAND_COUNTS.get(instruction.opcode)
+        if count is not None and count != len(instruction.operands):
+            self.add(instruction.position, f"{instruction.name}: {instruction.opcode} takes {count} operand"
+                     f"{'' if count == 1 else 's'}, not {len(instruction.operands)}")
+            ok = False
         for key in REQUIRED_ATTRIBUTES.get(instruction.opcode, ()):
             if key not in attributes:
                 self.add(instruction.position, f"{instruction.name}: {instruction.opcode} needs attribute {key}")

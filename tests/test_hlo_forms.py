@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hlo_helpers import assert_reads_like_xla, summary, xla_verdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from profiles import examples
 
 import xlashapes as xs
+from hlo_helpers import assert_reads_like_xla, summary, xla_verdict
+from profiles import examples
 from xlashapes.hlo import parse_hlo_module, parse_instruction
 from xlashapes.inference import INFERRED_OPCODES
 

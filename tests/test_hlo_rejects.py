@@ -33,7 +33,8 @@ REJECTED = [
     ("too many elements", module("  ROOT c = f32[2] constant({1, 2, 3})"), 3, "needs 2 elements"),
     ("too few elements", module("  ROOT c = f32[2,2] constant({{1, 2}, {3}})"), 3, "needs 2 elements"),
     ("operand shape contradicts its definition",
-     module("  p = f32[2,2] parameter(0)\n  c = f32[2,2] parameter(1)\n  ROOT a = f32[2,2] add(f32[2,2] p, f32[2,5] c)"),
+     module("  p = f32[2,2] parameter(0)\n  c = f32[2,2] parameter(1)\n"
+            "  ROOT a = f32[2,2] add(f32[2,2] p, f32[2,5] c)"),
      5, "is written f32[2,5] but is defined f32[2,2]"),
     ("api_version unspecified",
      module('  p = f32[2] parameter(0)\n  ROOT c = f32[2] custom-call(p), custom_call_target="x", '

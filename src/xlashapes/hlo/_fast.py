@@ -13,26 +13,20 @@ from ..shape import Shape
 from ..text import parse_shape
 from ._patterns import COMPUTATION, INDEX_COMMENT, PARAMETER_SPLIT, SCALAR_LITERAL, SHAPED_OPERAND
 from ._source import Source
-from .attributes import SINGLE_COMPUTATION_KEYS
 from .model import HloComputation, HloInstruction
 from .opcodes import OPCODES, RESERVED
 
 DERIVED_SHAPE_OPCODES = frozenset(("send", "recv", "send-done", "recv-done", "outfeed"))
 """Opcodes whose shape XLA derives from their operands instead of taking the written one."""
 
-INLINE_COMPUTATION = re.compile("(?:^|, )(?:" + "|".join(sorted(SINGLE_COMPUTATION_KEYS)) + r")=\{(?!%|\})")
-"""A called-computation attribute whose value is written inline (``to_apply={ ... }``)."""
+_FAST_OPCODES = OPCODES - DERIVED_SHAPE_OPCODES
 
 
 def fast_instruction(match: re.Match[str], source: Source, offset: int) -> HloInstruction | None:
     """The instruction a matched line holds, or None when the careful parser must decide."""
     root, percent, name, shape_text_, opcode, names, _, _, tail = match.groups()
-    if (not percent and name in RESERVED) or opcode not in OPCODES or opcode in DERIVED_SHAPE_OPCODES:
+    if (not percent and name in RESERVED) or opcode not in _FAST_OPCODES:
         return None
-    if "={" in tail and INLINE_COMPUTATION.search(tail):
-        return None  # a computation defined inline: the careful parser makes it a computation
-    if opcode == "constant" and "E(" in shape_text_:
-        return None  # XLA drops the element size from a constant's layout
     try:
         shape = parse_shape(shape_text_)
     except ParseError:
@@ -57,6 +51,8 @@ def _fast_other(match: re.Match[str], shape: Shape, source: Source, offset: int)
     parameter_number = None
     literal_text = None
     if opcode == "constant":
+        if (shape.layout is not None and shape.layout.element_size_in_bits) or shape.is_tuple:
+            return None  # XLA drops the element size from a constant's layout: the careful parser does too
         literal_text = _fast_literal(names, number, other)
         if literal_text is None:
             return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-MAX_FAST_LINE = 16384
+MAX_FAST_LINE = 1 << 18
 """Lines longer than this are read by the careful parser (a bound on any regex backtracking)."""
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
@@ -42,7 +42,8 @@ _VALUE = "|".join((
     rf"\[{_INTS}\]<=\[{_INTS}\](?:T\({_INTS}\))?",  # iota device lists
     rf"{_NAME}(?:\[{_STR1}=\d{{1,18}}(?:,{_STR1}=\d{{1,18}})*\](?: {_BRACE})?)?",  # words, mesh[...] {...}
 ))
-_TAIL = f"(?:, {_NAME}=(?:{_VALUE}))*"
+_INLINE_KEY = r"(?:to_apply|calls|condition|body|select|scatter|true_computation|false_computation)=\{(?![%}])"
+_TAIL = rf"(?:, (?!{_INLINE_KEY}){_NAME}=(?:{_VALUE}))*"  # a computation written inline: the careful parser
 _NAMES = rf"(?:%?{_NAME}(?:, (?:/\*index=\d+\*/)?%?{_NAME})*)?"
 INSTRUCTION = re.compile(
     rf"[ \t]*(ROOT[ \t]+)?(%?)({_NAME}) = ({_SHAPE}) ([a-z][a-z0-9\-]*)\((?:({_NAMES})|(\d{{1,18}})|({_OPERANDS}))\)"

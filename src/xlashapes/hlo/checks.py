@@ -81,8 +81,8 @@ REQUIRED_ATTRIBUTES: dict[str, tuple[str, ...]] = {
 _ONE_OPERAND = """abs acos acosh asin asinh atanh ceil cbrt cholesky copy cosh cosine count-leading-zeros erf
 exponential exponential-minus-one floor imag is-finite log log-plus-one logistic negate not popcnt real
 round-nearest-afz round-nearest-even rsqrt sign sine sinh sqrt tan tanh bitcast bitcast-convert broadcast convert
-copy-start copy-done get-tuple-element reshape reverse slice transpose fft reduce-precision topk while send-done recv-done all-gather-done
-all-reduce-done collective-permute-done get-dimension-size infeed recv""".split()
+copy-start copy-done get-tuple-element reshape reverse slice transpose fft reduce-precision topk while send-done
+recv-done all-gather-done all-reduce-done collective-permute-done get-dimension-size infeed recv""".split()
 OPERAND_COUNTS: dict[str, int] = {
     **{opcode: 1 for opcode in _ONE_OPERAND},
     **{opcode: 2 for opcode in BINARY_OPS},

@@ -51,7 +51,7 @@ class Attributes(Mapping[str, str]):
     """``key=value`` attributes in order: raw text by key, values read by type with ``typed(key)``.
 
     >>> text = "x, dimensions={0}, to_apply=%add"
-    >>> a = Attributes([("dimensions", "{0}"), ("to_apply", "%add")], [14, 29], Source(text))
+    >>> a = Attributes([("dimensions", "{0}"), ("to_apply", "%add")], [14, 28], Source(text))
     >>> a["dimensions"], a.typed("dimensions"), a.typed("to_apply")
     ('{0}', (0,), 'add')
     """

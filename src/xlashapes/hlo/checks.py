@@ -420,8 +420,8 @@ def module_problems(module: ModuleView, found: Sequence[tuple[int, str]] = ()) -
     """All problems of ``module`` in text order, with ``found`` (position, message) pairs the parser recorded.
 
     >>> from xlashapes.hlo import parse_hlo_module
-    >>> m = parse_hlo_module("HloModule m\nENTRY e {\n  ROOT n = f32[2] negate(x)\n}")
+    >>> m = parse_hlo_module("HloModule m\\nENTRY e {\\n  ROOT n = f32[2] negate(x)\\n}")
     >>> [str(p) for p in module_problems(m)]
-    ['line 3, column 25: operand x of n is not defined in computation e']
+    ['line 3, column 26: operand x of n is not defined in computation e']
     """
     return _Checker(module, found).problems()

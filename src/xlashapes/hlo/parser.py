@@ -576,7 +576,7 @@ def _checked(text: object) -> Source:
 def parse_hlo_module(text: str, *, strict: bool = False, fast: bool = True) -> HloModule:
     """Parse an HLO module; problems() raise only if ``strict``; ``fast=False`` uses the careful parser alone.
 
-    >>> m = parse_hlo_module("ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT n = negate(p)\n}")
+    >>> m = parse_hlo_module("ENTRY e {\\n  p = f32[2] parameter(0)\\n  ROOT n = negate(p)\\n}")
     >>> m.name, str(m.entry.root.shape)
     ('module_e', 'f32[2]{0}')
     """

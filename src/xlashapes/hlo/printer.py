@@ -30,7 +30,7 @@ def instruction_text(instruction: InstructionView) -> str:
     """An instruction as one line of HLO text (without indentation).
 
     >>> from xlashapes.hlo import parse_instruction
-    >>> instruction_text(parse_instruction("ROOT a = f32[2] add(x, y), metadata={op_name=\"a\"}"))
+    >>> instruction_text(parse_instruction("ROOT a = f32[2] add(x, y), metadata={op_name=\\"a\\"}"))
     'ROOT %a = f32[2]{0} add(%x, %y), metadata={op_name="a"}'
     """
     if instruction.parameter_number is not None:
@@ -50,7 +50,7 @@ def computation_text(computation: ComputationView) -> str:
     """A computation: header line, indented instructions, closing brace.
 
     >>> from xlashapes.hlo import parse_hlo_module
-    >>> print(computation_text(parse_hlo_module("ENTRY e {\n ROOT p = f32[] parameter(0)\n}").entry), end="")
+    >>> print(computation_text(parse_hlo_module("ENTRY e {\\n ROOT p = f32[] parameter(0)\\n}").entry), end="")
     ENTRY %e {
       ROOT %p = f32[] parameter(0)
     }
@@ -84,7 +84,7 @@ def module_text(module: ModuleView) -> str:
     """A whole module as HLO text that parses back to an equal module.
 
     >>> from xlashapes.hlo import parse_hlo_module
-    >>> module_text(parse_hlo_module("HloModule m\nENTRY e {\n ROOT p = f32[] parameter(0)\n}")).split("\n")[0]
+    >>> module_text(parse_hlo_module("HloModule m\\nENTRY e {\\n ROOT p = f32[] parameter(0)\\n}")).split("\\n")[0]
     'HloModule m'
     """
     name = module.name if module.name not in RESERVED else f"%{module.name}"

@@ -224,3 +224,48 @@ def test_corpus_without_shapes_reads_like_xla(path: Path, xla: Any) -> None:
     module = assert_reads_like_xla(xla, text)
     original = parse_hlo_module(path.read_text())
     assert summary(module) == summary(original)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Fuzzing the new forms: both paths agree, only ParseErrors, problems() and printing work
+# ----------------------------------------------------------------------------------------------------
+
+PIECES = ["{", "}", "(", ")", ",", ", ", "=", " = ", ":", "%", "ROOT ", "ENTRY ", "HloModule m", "HloModule m:",
+          "f32[2] ", "s32[] ", "negate(", "add(", "tuple(", "constant(1)", "parameter(0)", "to_apply={", "calls={",
+          ", index=0", ", direction=LT", "\n", " ", "_", ".anon", "/*c*/", "//c\n", "-> f32[2]", "f32[2] negate(p)"]
+
+
+@st.composite
+def mutated_forms(draw: st.DrawFn) -> str:
+    text = draw(st.sampled_from(list(FORMS.values())))
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(text)))
+        action = draw(st.sampled_from(["insert", "delete", "replace"]))
+        piece = draw(st.sampled_from(PIECES))
+        if action == "insert":
+            text = text[:at] + piece + text[at:]
+        elif action == "delete":
+            text = text[:at] + text[at + draw(st.integers(1, 6)):]
+        else:
+            text = text[:at] + piece + text[at + len(piece):]
+    return text
+
+
+def reading(text: str, fast: bool) -> Any:
+    try:
+        return parse_hlo_module(text, fast=fast)
+    except xs.ParseError as error:
+        return (error.position, error.reason)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(mutated_forms())
+def test_fuzz_mutated_forms(text: str) -> None:
+    fast = reading(text, True)
+    assert fast == reading(text, False)
+    if isinstance(fast, xs.HloModule):
+        for problem in fast.problems():
+            assert problem.line >= 1 and problem.column >= 1
+        printed = str(fast)
+        again = parse_hlo_module(printed)
+        assert summary(again) == summary(fast)

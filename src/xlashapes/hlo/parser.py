@@ -119,7 +119,11 @@ def _without_element_size(shape: Shape) -> Shape:
         return tuple_shape([_without_element_size(s) for s in shape.tuple_shapes])
     if shape.layout is None or not shape.layout.element_size_in_bits:
         return shape
-    return shape.with_layout(replace(shape.layout, element_size_in_bits=0))
+    try:
+        layout = replace(shape.layout, element_size_in_bits=0)  # as leniently as the parser read it
+    except ShapeError:
+        return shape
+    return Shape.trusted(shape.element_type, shape.dimensions, shape.dynamic_dimensions, layout)
 
 
 class _Careful(TokenReader):

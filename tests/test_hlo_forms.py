@@ -115,6 +115,9 @@ def test_missing_shape_message_no_longer_mentions_tuples() -> None:
     assert "without a shape" in error.value.reason and error.value.line == 3
     with pytest.raises(xs.ParseError, match="written without a shape"):
         parse_instruction("x = bogus-op(y)")
+    with pytest.raises(xs.ParseError, match=r"expected a shape .* or an opcode") as error:
+        parse_instruction("x = foo bar(y)")
+    assert error.value.position == 4 and "tuple" not in error.value.reason
 
 
 def test_inline_list_of_names_is_not_a_computation() -> None:

@@ -211,8 +211,13 @@ class _Careful(TokenReader):
         is_root = self.keyword("ROOT")
         name = self.name("an instruction name")
         self.expect("=", "expected '=' after the instruction name")
-        shape = None if self.token.kind == "ident" and self.peek_kind() == "(" else self.any_shape()
-        return self.rest(start, name, shape, is_root, inline=False)
+        if self.token.kind == "ident":
+            following = self.peek_kind()
+            if following == "(":
+                return self.rest(start, name, None, is_root, inline=False)
+            if following != "[":  # F32[2] gets the shape parser's message about type names
+                raise self.fail("expected a shape (f32[2], (s32[], f32[]) ...) or an opcode and '('")
+        return self.rest(start, name, self.any_shape(), is_root, inline=False)
 
     def rest(self, start: int, name: str | None, shape: Shape | None, is_root: bool, inline: bool) -> HloInstruction:
         """``opcode(operands) (, key=value)*`` after the shape (``name`` None: an inline operand, named here)."""

@@ -164,6 +164,12 @@ def generated_modules(draw: st.DrawFn) -> str:
             names.append(f"w{k}")
             continue
         names.append(f"v{k}")
+    if dims and draw(st.booleans()):  # a reduction whose computation is written inline
+        scalar = f"{etype}[]"
+        body = (f"{{ x = {scalar} parameter(0)\n    y = {scalar} parameter(1)\n"
+                f"    ROOT z = {draw(st.sampled_from(BINARY))}(x, y) }}")
+        lines.append(f"  red = {scalar} reduce({names[-1]}, {scalar} constant(0)), "
+                     f"dimensions={{{','.join(map(str, range(len(dims))))}}}, to_apply={body}")
     lines.append(f"  ROOT r = tuple({', '.join(names[2:] or ['p0'])})")
     header = draw(st.sampled_from(["HloModule m\n", "HloModule m:\n", "", "// generated\n"]))
     params = draw(st.sampled_from([f"(p0: {shape}, p1: {shape}) -> ", f"(p0 {shape}, p1 {shape}) -> ", ""]))

@@ -71,6 +71,9 @@ class Attributes(Mapping[str, str]):
     def __getitem__(self, key: str) -> str:
         return self._raw[key]
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._raw)
 

@@ -72,6 +72,13 @@ REJECTED = [
      "select takes 3 operands, not 2"),
     ("missing iota dimension", module("  ROOT i = s32[4] iota()"), 3, "needs attribute iota_dimension"),
     ("missing slice", module("  p = f32[2] parameter(0)\n  ROOT s = f32[1] slice(p)"), 4, "needs attribute slice"),
+    ("duplicate parameter number",
+     module("  p = f32[2] parameter(0)\n  ROOT q = f32[2] parameter(0)"), 4, "parameter number 0 appears twice"),
+    ("unknown direction", module("  p = f32[2] parameter(0)\n  ROOT c = pred[2] compare(p, p), direction=XX"), 4,
+     "direction=XX is not one of"),
+    ("unknown fusion kind",
+     module("  p = f32[2] parameter(0)\n  ROOT f = f32[2] fusion(p), kind=kWeird, calls=e"), 4,
+     "kind=kWeird is not one of"),
     ("missing direction", module("  p = f32[2] parameter(0)\n  ROOT c = pred[2] compare(p, p)"), 4,
      "needs attribute direction"),
 ]
@@ -93,6 +100,15 @@ def test_rejected_forms(name: str, text: str, line: int, message: str, xla: Any)
     assert message in error.value.reason and error.value.line == line
     verdict = xla.parse_module(text)
     assert verdict["ok"] == (name in VERIFIER_ONLY), (name, verdict)
+
+
+def test_parameter_number_out_of_range_is_a_problem() -> None:
+    """XLA's parser aborts the process on this one (a CHECK failure), so it is not asked."""
+    text = module("  ROOT p = f32[2] parameter(1)")
+    problems = parse_hlo_module(text).problems()
+    assert [p.message for p in problems] == ["p: parameter number 1 is out of range: computation e has 1 parameter"]
+    with pytest.raises(xs.ParseError, match="out of range"):
+        parse_hlo_module(text, strict=True)
 
 
 def test_literal_range_errors_point_at_the_value() -> None:

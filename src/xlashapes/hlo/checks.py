@@ -103,6 +103,10 @@ _MODULE_ATTRIBUTES = frozenset((
 _API_VERSIONS = frozenset(("API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
                            "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"))
 _ALIAS_KINDS = frozenset(("may-alias", "must-alias"))
+_ENUMS = {
+    "compare": {"direction": frozenset(("EQ", "NE", "GE", "GT", "LE", "LT"))},
+    "fusion": {"kind": frozenset(("kLoop", "kInput", "kOutput", "kCustom"))},
+}
 
 
 class _Checker:
@@ -173,6 +177,7 @@ class _Checker:
             self.add(roots[1].position, f"computation {computation.name} has more than one ROOT")
         instructions = computation.instructions
         text = self.source.text
+        self.parameter_numbers(computation)
         for number, instruction in enumerate(instructions):
             positions: dict[str, int] | None = None
             where = instruction.position
@@ -197,6 +202,21 @@ class _Checker:
             defined.setdefault(instruction.name, instruction)
             if self.instruction(instruction, everything, computations):
                 self.shape_rules(instruction, defined, computations)
+
+    def parameter_numbers(self, computation: ComputationView) -> None:
+        """Parameter numbers 0 .. n-1, each once (XLA refuses duplicates and aborts on gaps)."""
+        parameters = [i for i in computation.instructions if i.opcode == "parameter"]
+        seen: set[int | None] = set()
+        for instruction in parameters:
+            number = instruction.parameter_number
+            if number in seen:
+                self.add(instruction.position, f"{instruction.name}: parameter number {number} appears twice in "
+                         f"computation {computation.name}")
+            elif number is not None and number >= len(parameters):
+                self.add(instruction.position, f"{instruction.name}: parameter number {number} is out of range: "
+                         f"computation {computation.name} has {len(parameters)} parameter"
+                         f"{'' if len(parameters) == 1 else 's'}")
+            seen.add(number)
 
     def shape_rules(self, instruction: InstructionView, defined: Mapping[str, InstructionView],
                     computations: Mapping[str, ComputationView]) -> None:
@@ -269,6 +289,10 @@ class _Checker:
 
     def values(self, instruction: InstructionView, attributes: Attributes) -> None:
         """Attribute values that read but that XLA refuses."""
+        for key, allowed in _ENUMS.get(instruction.opcode, {}).items():
+            if key in attributes and attributes.typed(key) not in allowed:
+                self.add(attributes.position(key), f"{instruction.name}: {key}={attributes.typed(key)} is not one "
+                         f"of {', '.join(sorted(allowed))}")
         if attributes.get_typed("api_version") == "API_VERSION_UNSPECIFIED":
             self.add(attributes.position("api_version"), f"{instruction.name}: api_version must not be "
                      "API_VERSION_UNSPECIFIED")

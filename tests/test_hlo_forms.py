@@ -48,6 +48,10 @@ FORMS = {
     "inline computation in call": "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
                                   "  ROOT c = f32[2] call(p), to_apply={ x = f32[2] parameter(0)\n"
                                   "    ROOT n = f32[2] negate(x) }\n}\n",
+    "inline computation in call-start": "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                                        "  cs = ((f32[2]), f32[2], s32[]) call-start(p), to_apply={ x = f32[2] "
+                                        "parameter(0)\n    ROOT n = f32[2] negate(x) }\n"
+                                        "  ROOT cd = f32[2] call-done(cs)\n}\n",
     "derived send/recv shapes": "HloModule m\nENTRY e {\n  tok = token[] after-all()\n  p = u32[8] parameter(0)\n"
                                 "  s = (u32[8], u32[8], token[]) send(p, tok), channel_id=1\n"
                                 "  sd = token[] send-done(s), channel_id=1\n"

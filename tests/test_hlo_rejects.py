@@ -72,6 +72,8 @@ REJECTED = [
      "select takes 3 operands, not 2"),
     ("missing iota dimension", module("  ROOT i = s32[4] iota()"), 3, "needs attribute iota_dimension"),
     ("missing slice", module("  p = f32[2] parameter(0)\n  ROOT s = f32[1] slice(p)"), 4, "needs attribute slice"),
+    ("attribute the opcode does not have", module("  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p), kind=kLoop"),
+     4, "negate has no attribute kind"),
     ("duplicate parameter number",
      module("  p = f32[2] parameter(0)\n  ROOT q = f32[2] parameter(0)"), 4, "parameter number 0 appears twice"),
     ("unknown direction", module("  p = f32[2] parameter(0)\n  ROOT c = pred[2] compare(p, p), direction=XX"), 4,

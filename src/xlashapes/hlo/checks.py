@@ -20,6 +20,7 @@ from ..inference import INFERRED_OPCODES, Signature, infer_shape
 from ..shape import Shape
 from ..text import shape_text
 from ._views import ComputationView, InstructionView, ModuleView
+from ._xla_attributes import allowed_attributes
 from .attributes import CALLED_COMPUTATION_KEYS, Attributes, has_reader
 from .opcodes import OPCODES
 
@@ -264,6 +265,11 @@ class _Checker:
             self.add(instruction.position, f"{instruction.name}: {instruction.opcode} takes {count} operand"
                      f"{'' if count == 1 else 's'}, not {len(instruction.operands)}")
             ok = False
+        allowed = allowed_attributes(instruction.opcode)
+        if allowed is not None:
+            for (name, _), position in zip(attributes.pairs(), attributes.positions()):
+                if name not in allowed:
+                    self.add(position, f"{instruction.name}: {instruction.opcode} has no attribute {name}")
         for key in REQUIRED_ATTRIBUTES.get(instruction.opcode, ()):
             if key not in attributes:
                 self.add(instruction.position, f"{instruction.name}: {instruction.opcode} needs attribute {key}")

@@ -101,6 +101,17 @@ def main() -> None:
     print(f"xlashapes.hlo.parse_hlo_module     {megabytes / ours:6.1f} MB/s  ({ours * 1e3:.0f} ms)")
     print(f"jaxlib._hlo.hlo_module_from_text   {megabytes / xla:6.1f} MB/s  ({xla * 1e3:.0f} ms)")
     print(f"ratio (xlashapes speed / XLA speed) {xla / ours:5.2f}")
+    # problems() is linear: the time per MB on a quarter of the dump and on the whole dump are alike.
+    quarter = text[: text.index("\n}\n", len(text) // 4) + 3]
+    rates = []
+    for part in (quarter, text):
+        parsed = parse_hlo_module(part)
+        runs = max(1, args.repeat // 2)
+        seconds = min(timed(lambda _text, parsed=parsed: parsed.problems(), part) for _ in range(runs))
+        size = len(part.encode()) / 1e6
+        rates.append(size / seconds)
+        print(f"problems() on {size:5.1f} MB          {rates[-1]:6.1f} MB/s  ({seconds * 1e3:.0f} ms)")
+    print(f"ratio (whole dump rate / quarter rate) {rates[1] / rates[0]:5.2f}  (1.00 is linear)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,123 @@
+"""The fast path: canonical instruction and computation-header lines matched whole by regular expressions.
+
+Each function returns None whenever the careful parser could read the line differently; the careful parser then
+decides. Shapes go through the cached ``parse_shape``; attributes stay raw text until asked for.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ParseError
+from ..shape import Shape
+from ..text import parse_shape
+from ._patterns import COMPUTATION, INDEX_COMMENT, PARAMETER_SPLIT, SCALAR_LITERAL, SHAPED_OPERAND
+from ._source import Source
+from .model import HloComputation, HloInstruction
+from .opcodes import OPCODES, RESERVED
+
+DERIVED_SHAPE_OPCODES = frozenset(("send", "recv", "send-done", "recv-done", "outfeed"))
+"""Opcodes whose shape XLA derives from their operands instead of taking the written one."""
+
+_FAST_OPCODES = OPCODES - DERIVED_SHAPE_OPCODES
+
+
+def fast_instruction(match: re.Match[str], source: Source, offset: int) -> HloInstruction | None:
+    """The instruction a matched line holds, or None when the careful parser must decide."""
+    root, percent, name, shape_text_, opcode, names, _, _, tail = match.groups()
+    if (not percent and name in RESERVED) or opcode not in _FAST_OPCODES:
+        return None
+    try:
+        shape = parse_shape(shape_text_)
+    except ParseError:
+        return None
+    if names is None or opcode in ("constant", "parameter"):
+        return _fast_other(match, shape, source, offset)
+    operands: list[str] = []
+    if names:
+        if "/" in names:
+            names = INDEX_COMMENT.sub("", names)
+        operands = names.replace("%", "").split(", ")
+        if names.count("%") != len(operands) and not RESERVED.isdisjoint(operands):
+            return None
+    return HloInstruction(name, opcode, shape, operands, None, root is not None, source, offset, tail)
+
+
+def _fast_other(match: re.Match[str], shape: Shape, source: Source, offset: int) -> HloInstruction | None:
+    """Constants, parameters and operands with shapes on the fast path (None: the careful parser decides)."""
+    root, _, name, _, opcode, names, number, other, tail = match.groups()
+    operands: list[str] = []
+    shapes: list[Shape | None] | None = None
+    parameter_number = None
+    literal_text = None
+    if opcode == "constant":
+        if (shape.layout is not None and shape.layout.element_size_in_bits) or shape.is_tuple:
+            return None  # XLA drops the element size from a constant's layout: the careful parser does too
+        literal_text = _fast_literal(names, number, other)
+        if literal_text is None:
+            return None
+    elif opcode == "parameter":
+        if number is None:
+            return None
+        parameter_number = int(number)
+    else:
+        found = _shaped_operands(other) if other is not None else None
+        if found is None:
+            return None
+        operands, shapes = found
+    return HloInstruction(name, opcode, shape, operands, shapes, root is not None, source, offset, tail, -1, None,
+                          parameter_number, literal_text)
+
+
+def _fast_literal(names: str | None, number: str | None, other: str | None) -> str | None:
+    """A constant's literal when the fast path can take it as is."""
+    if names is not None:
+        return names or None
+    if number is not None:
+        return number
+    return other if other is not None and SCALAR_LITERAL.fullmatch(other) else None
+
+
+def _shaped_operands(text: str) -> tuple[list[str], list[Shape | None] | None] | None:
+    """Operands some of which carry a shape (``f32[2]{0} %x, %y``), or None to defer to the careful parser."""
+    names: list[str] = []
+    shapes: list[Shape | None] = []
+    position = 0
+    for match in SHAPED_OPERAND.finditer(text):
+        if match.start() != position:
+            return None
+        position = match.end()
+        operand_shape, percent, name = match.groups()
+        if not percent and name in RESERVED:
+            return None
+        try:
+            shapes.append(parse_shape(operand_shape) if operand_shape else None)
+        except ParseError:
+            return None
+        names.append(name)
+    if position != len(text) or text.endswith(", "):
+        return None
+    return names, (shapes if any(s is not None for s in shapes) else None)
+
+
+def fast_computation(line: str, offset: int) -> HloComputation | None:
+    """The computation a header line opens, or None when the careful parser must decide."""
+    match = COMPUTATION.fullmatch(line)
+    if match is None:
+        return None
+    entry, percent, name, parameter_text, result_text = match.groups()
+    if not percent and name in RESERVED:
+        return None
+    parameters = None
+    result = None
+    if parameter_text is not None:
+        parts = PARAMETER_SPLIT.split(parameter_text)
+        if parts[0]:
+            return None
+        try:
+            parameters = [(parts[k], parse_shape(parts[k + 1])) for k in range(1, len(parts), 2)]
+            result = parse_shape(result_text)
+        except (ParseError, RecursionError):
+            return None
+    return HloComputation(name, is_entry=entry is not None, parameters=parameters, result_shape=result,
+                          position=offset)

@@ -1,0 +1,644 @@
+"""Parsing HLO text: whole modules and single instructions, as XLA's parser reads them.
+
+Two parsers read the same grammar. The fast path (:mod:`._fast`) matches whole canonical lines with regular
+expressions; whatever line it does not recognise goes to the careful token-level parser here, which either reads
+it or raises a ``ParseError`` pointing at the offending character. Both give the same module.
+
+The careful parser also reads what XLA accepts beyond printed dumps: no ``HloModule`` line (the module is then
+named ``module_<entry>``), ``HloModule m:``, parameter lists without colons, instructions without a shape (the shape
+comes from :func:`xlashapes.inference.infer_shape`), instructions written inline as operands (named
+``<opcode>.anon``, ``<opcode>.anon.1`` ...), computations written inline in ``to_apply={...}``/``calls={...}``
+(named ``_``, ``_.1`` ...), and the shapes XLA derives itself (send, recv, send-done, recv-done, outfeed; a
+constant's layout without ``E(n)``).
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import replace
+from typing import Any
+
+from ..broadcast import BINARY_OPS
+from ..dtypes import ELEMENT_TYPES
+from ..errors import ParseError, ShapeError
+from ..inference import Signature, infer_shape
+from ..shape import Shape, make_shape, token_shape, tuple_shape
+from ..text import parse_shape
+from ._fast import DERIVED_SHAPE_OPCODES, fast_computation, fast_instruction
+from ._patterns import BLANKS, INSTRUCTION, MAX_FAST_LINE, PLAIN_OPERAND, SIMPLE_ATTRIBUTE
+from ._source import Source
+from ._tokens import TokenReader, is_uint64
+from .attributes import SINGLE_COMPUTATION_KEYS, Attributes
+from .frames import StackFrameIndex
+from .model import HloComputation, HloInstruction, HloModule
+from .opcodes import RESERVED
+
+_PLAIN_OPERAND = PLAIN_OPERAND
+_SIMPLE_ATTRIBUTE = SIMPLE_ATTRIBUTE
+
+__all__ = ["parse_hlo_module", "parse_instruction"]
+
+
+class _Builder:
+    """What parsing a module accumulates: computations, the names given so far, the shapes of the current scope."""
+
+    __slots__ = ("computations", "counters", "scopes")
+
+    def __init__(self) -> None:
+        self.computations: list[HloComputation] = []
+        self.counters: dict[str, int] = {}
+        self.scopes: list[tuple[HloComputation, dict[str, Shape], list[int]]] = []
+
+    def enter(self, computation: HloComputation) -> None:
+        """Start reading ``computation``'s instructions."""
+        self.scopes.append((computation, {}, [0]))
+
+    def leave(self) -> None:
+        """Finish the innermost computation."""
+        if self.scopes:
+            self.scopes.pop()
+
+    def unique(self, base: str) -> str:
+        """``base`` the first time, then ``base.1``, ``base.2`` ... (XLA's name uniquer)."""
+        count = self.counters.get(base, 0)
+        self.counters[base] = count + 1
+        return base if count == 0 else f"{base}.{count}"
+
+    def add(self, instruction: HloInstruction) -> None:
+        """Append ``instruction`` to the innermost computation."""
+        if self.scopes:
+            self.scopes[-1][0].instructions.append(instruction)
+
+    def shape_of(self, name: str) -> Shape | None:
+        """The shape of instruction ``name`` of the innermost computation (None when not defined yet)."""
+        if not self.scopes:
+            return None
+        computation, known, seen = self.scopes[-1]
+        instructions = computation.instructions
+        for instruction in instructions[seen[0]:]:
+            known.setdefault(instruction.name, instruction.shape)
+        seen[0] = len(instructions)
+        return known.get(name)
+
+    def signatures(self, names: list[str]) -> dict[str, Signature]:
+        """The signature of every computation in ``names`` defined so far."""
+        found: dict[str, Signature] = {}
+        for computation in self.computations:
+            if computation.name in names and computation.instructions and computation.name not in found:
+                parameters = sorted((i for i in computation.instructions if i.opcode == "parameter"),
+                                    key=lambda i: i.parameter_number or 0)
+                found[computation.name] = Signature(tuple(i.shape for i in parameters), computation.root.shape)
+        return found
+
+
+_U32 = make_shape(ELEMENT_TYPES["u32"], [])
+_TOKEN = token_shape()
+
+
+def derived_shape(opcode: str, written: Shape | None, operands: list[Shape | None]) -> Shape | None:
+    """The shape XLA gives send/recv/send-done/recv-done/outfeed (None when it cannot tell).
+
+    >>> from xlashapes.text import parse_shape
+    >>> str(derived_shape("send", None, [parse_shape("u32[8]"), parse_shape("token[]")]))
+    '(u32[8]{0}, u32[], token[])'
+    """
+    if opcode == "send" and operands and operands[0] is not None:
+        return tuple_shape([operands[0], _U32, _TOKEN])
+    if opcode == "recv" and written is not None and written.is_tuple and written.tuple_shapes:
+        return tuple_shape([written.tuple_shapes[0], _U32, _TOKEN])
+    if opcode == "recv-done" and operands and operands[0] is not None and operands[0].is_tuple \
+            and operands[0].tuple_shapes:
+        return tuple_shape([operands[0].tuple_shapes[0], _TOKEN])
+    if opcode in ("send-done", "outfeed"):
+        return _TOKEN
+    return None
+
+
+def _without_element_size(shape: Shape) -> Shape:
+    """``shape`` with ``E(n)`` dropped from its layouts (XLA's constants carry none)."""
+    if shape.is_tuple:
+        return tuple_shape([_without_element_size(s) for s in shape.tuple_shapes])
+    if shape.layout is None or not shape.layout.element_size_in_bits:
+        return shape
+    try:
+        layout = replace(shape.layout, element_size_in_bits=0)  # as leniently as the parser read it
+    except ShapeError:
+        return shape
+    return Shape.trusted(shape.element_type, shape.dimensions, shape.dynamic_dimensions, layout)
+
+
+_ELEMENTWISE = frozenset(BINARY_OPS) | frozenset("""abs cbrt ceil compare copy cosine count-leading-zeros erf
+exponential exponential-minus-one floor imag is-finite log log-plus-one logistic negate not popcnt real
+round-nearest-afz round-nearest-even rsqrt sign sine sqrt tan tanh atan2 complex""".split())
+
+
+def with_xla_layout(opcode: str, operands: list[Shape], inferred: Shape) -> Shape:
+    """``inferred`` with the layout XLA's parser gives an instruction written without a shape.
+
+    XLA's ShapeInference changes the element type of an operand's shape (layout included): the first operand's for
+    element-wise ops of equal shapes, the predicate's for a full-rank select.
+
+    >>> from xlashapes.text import parse_shape
+    >>> x = parse_shape("f32[2,3]{0,1}")
+    >>> str(with_xla_layout("compare", [x, x], parse_shape("pred[2,3]")))
+    'pred[2,3]{0,1}'
+    """
+    source = None
+    if opcode in _ELEMENTWISE and operands:
+        source = operands[0]
+    elif opcode == "select" and len(operands) == 3:
+        source = operands[0]
+    if source is None or not (source.is_array and inferred.is_array) or source.layout is None \
+            or source.dimensions != inferred.dimensions:
+        return inferred
+    return Shape.trusted(inferred.element_type, inferred.dimensions, inferred.dynamic_dimensions, source.layout)
+
+
+class _Careful(TokenReader):
+    """Token-level HLO parser; the fast path hands it every line it does not recognise."""
+
+    __slots__ = ("builder",)
+
+    def __init__(self, source: Source, position: int, builder: _Builder | None = None) -> None:
+        super().__init__(source, position)
+        self.builder = builder if builder is not None else _Builder()
+
+    def attribute_list(self, inside_operands: bool = False) -> Attributes:
+        """``(',' key=value)*`` into Attributes; computations written inline become computations."""
+        pairs: list[tuple[str, str]] = []
+        positions: list[int] = []
+        typed: dict[str, Any] = {}
+        while self.token.kind == "," and (not inside_operands or self.peek_kind() == "attribute_name"):
+            if self.simple_attributes(pairs, positions):
+                continue
+            self.advance()
+            key = self.expect("attribute_name", "expected an attribute name followed by '=' (key=value)")
+            name = str(key.value)
+            if name in SINGLE_COMPUTATION_KEYS and self.token.kind == "{" and self.inline_computation_follows():
+                position = self.token.start
+                typed[name] = self.inline_computation()
+                raw = f"%{typed[name]}"
+            else:
+                raw, position = self.value()
+            pairs.append((name, raw))
+            positions.append(position)
+        return Attributes(pairs, positions, self.source, typed)
+
+    def simple_attributes(self, pairs: list[tuple[str, str]], positions: list[int]) -> bool:
+        """Read a run of ``, key=word`` attributes by regex (long lists quickly); True when any was read."""
+        text = self.text
+        match = _SIMPLE_ATTRIBUTE.match(text, self.token.start)
+        moved = -1
+        while match is not None:
+            pairs.append((match.group(1), match.group(2)))
+            positions.append(match.start(2))
+            moved = match.end()
+            match = _SIMPLE_ATTRIBUTE.match(text, moved)
+        if moved < 0:
+            return False
+        self.jump(moved)
+        return True
+
+    def inline_computation_follows(self) -> bool:
+        """True when the ``{`` at hand opens instructions (``{ a = ...`` / ``{ ROOT ...``), not a list of names."""
+        saved = (self.lexer.pos, self.token, self.prev_end)
+        self.advance()
+        token = self.token
+        if token.kind == "keyword" and token.value == "ROOT":
+            found = True
+        elif token.kind == "attribute_name":
+            found = True
+        else:
+            found = self.is_name() and self.peek_kind() == "="
+        self.lexer.pos, self.token, self.prev_end = saved
+        return found
+
+    def inline_computation(self) -> str:
+        """``{ instructions }`` as a new computation named ``_``, ``_.1`` ...; returns its name."""
+        start = self.token.start
+        self.advance()
+        builder = self.builder
+        computation = HloComputation(builder.unique("_"), position=start)
+        builder.enter(computation)
+        try:
+            while self.token.kind != "}":
+                if self.token.kind == "eof":
+                    raise self.fail("expected '}' to end the computation written inline")
+                builder.add(self.instruction())
+        finally:
+            builder.leave()
+        self.advance()
+        index = len(builder.computations) - 1 if builder.computations else 0
+        builder.computations.insert(max(index, 0), computation)
+        return computation.name
+
+    # ----- instructions -----
+    def instruction(self) -> HloInstruction:
+        """``[ROOT] name = [shape] opcode(operands) (, key=value)*``"""
+        start = self.token.start
+        is_root = self.keyword("ROOT")
+        name = self.name("an instruction name")
+        self.expect("=", "expected '=' after the instruction name")
+        if self.token.kind == "ident":
+            following = self.peek_kind()
+            if following == "(":
+                return self.rest(start, name, None, is_root, inline=False)
+            if following != "[":  # F32[2] gets the shape parser's message about type names
+                raise self.fail("expected a shape (f32[2], (s32[], f32[]) ...) or an opcode and '('")
+        return self.rest(start, name, self.any_shape(), is_root, inline=False)
+
+    def rest(self, start: int, name: str | None, shape: Shape | None, is_root: bool, inline: bool) -> HloInstruction:
+        """``opcode(operands) (, key=value)*`` after the shape (``name`` None: an inline operand, named here)."""
+        opcode_token = self.token
+        if opcode_token.kind != "ident":
+            if shape is None:
+                raise self.fail("expected a shape or an opcode (add, fusion, get-tuple-element ...)")
+            raise self.fail("expected an opcode (add, fusion, get-tuple-element ...)")
+        self.advance()
+        opcode = str(opcode_token.value)
+        self.expect("(", f"expected '(' after the opcode {opcode}")
+        parameter_number = None
+        literal_text = None
+        literal_position = -1
+        operands: list[str] = []
+        shapes: list[Shape | None] | None = None
+        if opcode == "parameter":
+            parameter_number = self.parameter_number()
+        elif opcode == "constant":
+            literal_position = self.token.start
+            literal_text = self.literal()
+        else:
+            operands, shapes = self.operands()
+        attributes = self.attribute_list(inside_operands=inline)
+        written = shape is not None
+        if name is None:
+            name = self.builder.unique(f"{opcode}.anon")
+        operand_shapes = [self.builder.shape_of(o) for o in operands]
+        if opcode in DERIVED_SHAPE_OPCODES:
+            shape = derived_shape(opcode, shape, operand_shapes) or shape
+        elif opcode == "constant" and shape is not None:
+            shape = _without_element_size(shape)
+        if shape is None:
+            shape = self.inferred(opcode_token, opcode, operand_shapes, operands, attributes)
+        return HloInstruction(name, opcode, shape, operands, shapes, is_root, self.source, start,
+                              parsed_attributes=attributes, parameter_number=parameter_number,
+                              literal_text=literal_text, literal_position=literal_position, shape_written=written)
+
+    def inferred(self, at: Any, opcode: str, shapes: list[Shape | None], operands: list[str],
+                 attributes: Attributes) -> Shape:
+        """The shape of an instruction written without one (ParseError when it cannot be inferred)."""
+        missing = [o for o, s in zip(operands, shapes) if s is None]
+        if missing:
+            raise self.error(f"{opcode} is written without a shape and operand {missing[0]} is not defined before "
+                             "it, so its shape cannot be inferred", at)
+        try:
+            values = {key: attributes.typed(key) for key in attributes}
+            called = [n for key in ("to_apply", "calls", "condition", "body", "select", "scatter",
+                                    "branch_computations", "called_computations", "true_computation",
+                                    "false_computation") if key in values
+                      for n in (values[key] if isinstance(values[key], tuple) else (values[key],))]
+            known = [s for s in shapes if s is not None]
+            return with_xla_layout(opcode, known, infer_shape(opcode, known, values, self.builder.signatures(called)))
+        except ShapeError as error:
+            raise self.error(f"{opcode} is written without a shape, and it cannot be inferred: {error}", at) from None
+
+    def parameter_number(self) -> int:
+        """The ``N)`` of ``parameter(N)``."""
+        token = self.token
+        number = self.integer("a parameter number")
+        if number < 0:
+            raise self.error(f"parameter number {number} is negative", token)
+        self.expect(")", "expected ')' after the parameter number")
+        return number
+
+    def literal(self) -> str:
+        """The raw literal of ``constant(...)`` up to the closing parenthesis (balanced brackets, any tokens)."""
+        start = self.token.start
+        stack: list[Any] = []
+        while True:
+            token = self.token
+            if token.kind in ("(", "{"):
+                stack.append(token)
+            elif token.kind in (")", "}"):
+                if not stack and token.kind == ")":
+                    break
+                closer = ")" if stack and stack[-1].kind == "(" else "}"
+                if not stack or token.kind != closer:
+                    raise self.fail(f"expected {closer!r} to close {stack[-1].kind!r}" if stack
+                                    else "unbalanced '}' in the literal")
+                stack.pop()
+            elif token.kind == "eof" or (token.kind == "error" and not is_uint64(self.text, token)):
+                raise self.fail("expected ')' to end the constant's literal" if token.kind == "eof"
+                                else "bad token in the literal")
+            self.advance()
+        if self.prev_end <= start:
+            raise self.fail("expected a literal")
+        text = self.text[start:self.prev_end]
+        self.advance()
+        return text
+
+    def operands(self) -> tuple[list[str], list[Shape | None] | None]:
+        """``[shape] name (, [shape] name)* )``; an operand may be an instruction written inline."""
+        names: list[str] = []
+        shapes: list[Shape | None] = []
+        if self.token.kind == ")":
+            self.advance()
+            return names, None
+        while True:
+            if self.plain_operands(names, shapes):
+                return names, (shapes if any(s is not None for s in shapes) else None)
+            start = self.token.start
+            shape = self.any_shape() if self.token.kind in ("type", "(") else None
+            if self.token.kind == "ident" and self.peek_kind() == "(":
+                inline = self.rest(start, None, shape, False, inline=True)
+                self.builder.add(inline)
+                names.append(inline.name)
+                shapes.append(None)
+            else:
+                shapes.append(shape)
+                names.append(self.name("an operand name"))
+            if self.token.kind == ")":
+                self.advance()
+                return names, (shapes if any(s is not None for s in shapes) else None)
+            self.expect(",", "expected ',' or ')' after an operand")
+
+    def plain_operands(self, names: list[str], shapes: list[Shape | None]) -> bool:
+        """Read a run of operands written ``[array shape] name,`` by regex (long lists in linear time, quickly);
+        True when the run ended the list with ``)``."""
+        text = self.text
+        match = _PLAIN_OPERAND.match(text, self.token.start)
+        moved = -1
+        closed = False
+        while match is not None:
+            shape_text_, percent, name, end = match.groups()
+            if not percent and name in RESERVED:
+                break
+            shape = None
+            if shape_text_:
+                try:
+                    shape = parse_shape(shape_text_)
+                except ParseError:
+                    break
+            names.append(name)
+            shapes.append(shape)
+            moved = match.end()
+            if end == ")":
+                closed = True
+                break
+            match = _PLAIN_OPERAND.match(text, moved)
+        if moved >= 0:
+            self.jump(moved)
+        return closed
+
+    # ----- computations and modules -----
+    def computation_header(self) -> HloComputation:
+        """``[ENTRY] name [(p: shape, ...) -> shape] {``"""
+        start = self.token.start
+        is_entry = self.keyword("ENTRY")
+        name = self.name("a computation name (or 'ENTRY')")
+        parameters = None
+        result = None
+        if self.token.kind == "(":
+            self.advance()
+            parameters = self.parameter_list()
+            self.expect("->", "expected '->' and the result shape after the parameter list")
+            result = self.any_shape()
+        self.expect("{", "expected '{' to start the computation's instructions")
+        return HloComputation(name, is_entry=is_entry, parameters=parameters, result_shape=result, position=start)
+
+    def parameter_list(self) -> list[tuple[str, Shape]]:
+        """``p: shape (, p: shape)* )`` (the colon may be left out: ``p shape``)."""
+        parameters: list[tuple[str, Shape]] = []
+        if self.token.kind == ")":
+            self.advance()
+            return parameters
+        while True:
+            token = self.token
+            if not (token.kind == "name" and self.text[token.start] != "%") and token.kind != "ident":
+                raise self.fail("expected a parameter name followed by ':'")
+            self.advance()
+            parameters.append((str(token.value), self.any_shape()))
+            if self.token.kind == ")":
+                self.advance()
+                return parameters
+            self.expect(",", "expected ',' or ')' in the parameter list")
+
+    def computation_end(self, computation: HloComputation) -> None:
+        """``} (, key=value)*``"""
+        self.expect("}", "expected '}' to end the computation")
+        computation.attributes = self.attribute_list()
+
+    def header(self) -> tuple[str | None, Attributes]:
+        """``HloModule name[:] (, key=value)*``; (None, no attributes) when the text starts with a computation."""
+        if not self.keyword("HloModule"):
+            if self.token.kind in ("ident", "name") or (self.token.kind == "keyword" and self.token.value == "ENTRY"):
+                return None, Attributes([], [], self.source)
+            raise self.fail("expected 'HloModule' or a computation at the start of the module")
+        token = self.token
+        if token.kind == "name" and self.text[token.start] != "%":  # HloModule m:
+            self.advance()
+            return str(token.value), self.attribute_list()
+        name = self.name("a module name")
+        return name, self.attribute_list()
+
+    def stack_frame_index(self) -> StackFrameIndex | None:
+        """The optional FileNames / FunctionNames / FileLocations / StackFrames tables."""
+        if not self.keyword("FileNames"):
+            return None
+        file_names = self.numbered(self.string)
+        self.expect_keyword("FunctionNames")
+        function_names = self.numbered(self.string)
+        self.expect_keyword("FileLocations")
+        file_locations = self.numbered(self.integer_fields)
+        self.expect_keyword("StackFrames")
+        stack_frames = self.numbered(self.integer_fields)
+        return StackFrameIndex(file_names, function_names, file_locations, stack_frames)
+
+    def expect_keyword(self, word: str) -> None:
+        """Consume keyword ``word`` or fail."""
+        if not self.keyword(word):
+            raise self.fail(f"expected {word!r}")
+
+    def numbered(self, entry: Any) -> list[Any]:
+        """Entries ``N entry`` while the next token is an integer."""
+        entries = []
+        while self.token.kind == "int":
+            self.advance()
+            entries.append(entry())
+        return entries
+
+
+class _Reader:
+    """Reads a module: canonical lines by regex, everything else with the careful parser."""
+
+    __slots__ = ("builder", "computations", "current", "fast", "index", "lines", "seen_line", "seen_position",
+                 "source")
+
+    def __init__(self, source: Source, fast: bool) -> None:
+        self.source = source
+        self.fast = fast
+        self.lines = source.text.split("\n")
+        self.seen_line = 0
+        self.seen_position = 0
+        self.builder = _Builder()
+        self.computations: list[HloComputation] = self.builder.computations
+        self.current: HloComputation | None = None
+        self.index: StackFrameIndex | None = None
+
+    def module(self) -> HloModule:
+        """The whole module."""
+        careful = _Careful(self.source, 0, self.builder)
+        name, attributes = careful.header()
+        if name is not None:
+            self.index = careful.stack_frame_index()
+        self.computations_from(careful.token.start)
+        if name is None:
+            entry = next((c for c in self.computations if c.is_entry), self.computations[-1])
+            name = f"module_{entry.name}"
+        return HloModule(name, attributes, self.computations, self.index, self.source)
+
+    def computations_from(self, position: int) -> None:
+        """Every computation from ``position`` to the end: fast lines where possible, careful steps between."""
+        end = len(self.source.text)
+        while True:
+            position = self.source.first_token(position)
+            line, start, at_line_start = self.locate(position)
+            if self.fast and at_line_start:
+                position = self.source.first_token(self.fast_lines(line, start))
+            if position >= end and (self.computations and self.current is None):
+                return
+            position = self.careful_step(position)
+
+    def locate(self, position: int) -> tuple[int, int, bool]:
+        """Line index and line start of ``position``, and whether only blanks precede it on its line."""
+        text = self.source.text
+        self.seen_line += text.count("\n", self.seen_position, position)
+        self.seen_position = position
+        start = text.rfind("\n", 0, position) + 1
+        return self.seen_line, start, not text[start:position].strip()
+
+    def careful_step(self, position: int) -> int:
+        """Read one computation header, instruction or closing brace with the careful parser."""
+        careful = _Careful(self.source, position, self.builder)
+        current = self.current
+        if current is None and careful.token.kind == "keyword" and careful.token.value == "FileNames":
+            if self.index is not None:
+                raise careful.fail("the stack frame tables appear twice")
+            self.index = careful.stack_frame_index()  # after the computations: accepted too
+        elif current is None:
+            self.current = careful.computation_header()
+            self.computations.append(self.current)
+            self.builder.enter(self.current)
+        elif careful.token.kind == "}" and current.instructions:
+            careful.computation_end(current)
+            self.builder.leave()
+            self.current = None
+        elif careful.token.kind in ("}", "eof"):
+            raise careful.fail(f"expected an instruction{' or }' if current.instructions else ''} in computation "
+                               f"{current.name}")
+        else:
+            current.instructions.append(careful.instruction())
+        return careful.token.start
+
+    def fast_lines(self, line: int, start: int) -> int:
+        """Match lines from ``line`` (at offset ``start``) on; return the offset where careful parsing resumes."""
+        # When a line needs care, the item accepted just before it is handed back too: the careful parser may read
+        # it differently once it sees what follows (a leading ',' continues the attributes, a number after
+        # '-> f32[] {' makes the brace a layout).
+        lines = self.lines
+        match = INSTRUCTION.fullmatch
+        source = self.source
+        current = self.current
+        append = current.instructions.append if current is not None else None
+        count = len(lines)
+        last = -1  # offset of the last item accepted (-1: none yet)
+        while line < count:
+            text = lines[line]
+            if len(text) > MAX_FAST_LINE:
+                break
+            if append is not None:
+                found = match(text)
+                if found is not None:
+                    instruction = fast_instruction(found, source, start)
+                    if instruction is None:
+                        break
+                    append(instruction)
+                    last = start
+                elif (text == "}" or text.strip(BLANKS) == "}") and current is not None and current.instructions:
+                    current = append = None
+                    self.builder.leave()
+                    last = start
+                elif text.strip(BLANKS):
+                    break
+            elif text.strip(BLANKS):
+                current = fast_computation(text, start)
+                if current is None:
+                    break
+                self.computations.append(current)
+                self.builder.enter(current)
+                append = current.instructions.append
+                last = start
+            start += len(text) + 1
+            line += 1
+        else:
+            self.current = current
+            return min(start, len(source.text))
+        self.current = current
+        return self.undo_last(last) if last >= 0 else start
+
+    def undo_last(self, position: int) -> int:
+        """Forget the item the fast path accepted at ``position`` and return that position."""
+        current = self.current
+        if current is None:
+            self.current = self.computations[-1]
+            self.builder.enter(self.current)
+        elif current.instructions and current.instructions[-1].start == position:
+            current.instructions.pop()
+        else:
+            self.computations.pop()
+            self.builder.leave()
+            self.current = None
+        return position
+
+
+def _checked(text: object) -> Source:
+    """The text as a Source, after the checks every entry point shares."""
+    if not isinstance(text, str):
+        raise ParseError(f"HLO text must be a str, got {type(text).__name__}")
+    if "\x00" in text:
+        raise ParseError("NUL character in the text", text, text.index("\x00"))
+    return Source(text)
+
+
+def parse_hlo_module(text: str, *, strict: bool = False, fast: bool = True) -> HloModule:
+    """Parse an HLO module; problems() raise only if ``strict``; ``fast=False`` uses the careful parser alone.
+
+    >>> m = parse_hlo_module("ENTRY e {\\n  p = f32[2] parameter(0)\\n  ROOT n = negate(p)\\n}")
+    >>> m.name, str(m.entry.root.shape)
+    ('module_e', 'f32[2]{0}')
+    """
+    source = _checked(text)
+    collecting = gc.isenabled()
+    gc.disable()  # parsing allocates many objects and no cycles; collections would only cost time
+    try:
+        module = _Reader(source, fast).module()
+    except RecursionError:
+        raise ParseError("HLO text nested too deeply", source.text, 0) from None
+    finally:
+        if collecting:
+            gc.enable()
+    return module.validate() if strict else module
+
+
+def parse_instruction(text: str) -> HloInstruction:
+    """Parse one instruction, e.g. ``add.1 = f32[2]{0} add(x, y)`` (leading ``%``/``ROOT`` allowed).
+
+    >>> parse_instruction("ROOT %t = (f32[], s32[]) tuple(a, b)").operands
+    ['a', 'b']
+    """
+    source = _checked(text)
+    careful = _Careful(source, 0)
+    instruction = careful.instruction()
+    if careful.token.kind != "eof":
+        raise careful.fail("unexpected text after the instruction")
+    return instruction

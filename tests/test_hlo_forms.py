@@ -1,0 +1,284 @@
+"""HLO forms XLA's parser accepts beyond printed dumps (issue 13), each checked against XLA's parser itself."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import xlashapes as xs
+from hlo_helpers import assert_reads_like_xla, summary, xla_verdict
+from profiles import examples
+from xlashapes.hlo import parse_hlo_module, parse_instruction
+from xlashapes.inference import INFERRED_OPCODES
+
+FORMS = {
+    "no header": "ENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n",
+    "no header, comment first": "// a comment\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n",
+    "no header, computations first": "a {\n  ROOT x = f32[] parameter(0)\n}\n"
+                                     "ENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n",
+    "no header, no ENTRY": "a {\n  ROOT x = f32[] parameter(0)\n}\nb {\n  ROOT p = f32[2] parameter(0)\n}\n",
+    "colon after the name": "HloModule m:\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n",
+    "colon, then attributes": "HloModule m:, entry_computation_layout={(f32[2])->f32[2]}\n"
+                              "ENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n",
+    "colon, then a comment": "HloModule m: // the module\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n",
+    "no ENTRY": "HloModule m\ne {\n  ROOT p = f32[2] parameter(0)\n}\n",
+    "parameters without colons": "HloModule m\nENTRY %c (operand f64[2], b f64[2]) -> f64[2] {\n"
+                                 "  operand = f64[2] parameter(0)\n  b = f64[2] parameter(1)\n"
+                                 "  ROOT a = f64[2] add(operand, b)\n}\n",
+    "shapes left out": "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  q = s32[] parameter(1)\n"
+                       "  n = negate(p)\n  a = add(p, n)\n  t = tuple(p, q)\n  g = get-tuple-element(t), index=1\n"
+                       "  c = compare(p, a), direction=LT\n  s = select(c, p, n)\n  ROOT r = tuple(g, c, s)\n}\n",
+    "inline operands": "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                       "  ROOT r = (s32[], s32[], f32[2], f32[2]) tuple(s32[] constant(1), s32[] constant(2), "
+                       "f32[2] negate(f32[2] negate(p)), add(p, f32[2] constant({1, 2})))\n}\n",
+    "inline computation in to_apply": "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                                      "  z = f32[] constant(0)\n  ROOT r = f32[] reduce(p, z), dimensions={0}, "
+                                      "to_apply={ a = f32[] parameter(0)\n    b = f32[] parameter(1)\n"
+                                      "    ROOT s = add(a, b) }\n}\n",
+    "two inline computations": "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  z = f32[] constant(0)\n"
+                               "  r = f32[] reduce(p, z), dimensions={0}, to_apply={ a = f32[] parameter(0)\n"
+                               "    b = f32[] parameter(1)\n    ROOT s = f32[] add(a, b) }\n"
+                               "  ROOT f = f32[2] fusion(p), kind=kLoop, calls={ x = f32[2] parameter(0)\n"
+                               "    ROOT n = f32[2] negate(x) }\n}\n",
+    "inline computation in call": "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                                  "  ROOT c = f32[2] call(p), to_apply={ x = f32[2] parameter(0)\n"
+                                  "    ROOT n = f32[2] negate(x) }\n}\n",
+    "inline computation in call-start": "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                                        "  cs = ((f32[2]), f32[2], s32[]) call-start(p), to_apply={ x = f32[2] "
+                                        "parameter(0)\n    ROOT n = f32[2] negate(x) }\n"
+                                        "  ROOT cd = f32[2] call-done(cs)\n}\n",
+    "derived send/recv shapes": "HloModule m\nENTRY e {\n  tok = token[] after-all()\n  p = u32[8] parameter(0)\n"
+                                "  s = (u32[8], u32[8], token[]) send(p, tok), channel_id=1\n"
+                                "  sd = token[] send-done(s), channel_id=1\n"
+                                "  r = (f32[2], u32[9], token[]) recv(tok), channel_id=2\n"
+                                "  rd = (f32[2], token[]) recv-done(r), channel_id=2\n"
+                                "  o = f32[] outfeed(p, tok)\n"
+                                "  ROOT t = (token[], (f32[2], token[]), token[]) tuple(sd, rd, o)\n}\n",
+    "constant without E(n)": "HloModule m\nENTRY e {\n  c = s4[2]{0:E(4)} constant({1, 2})\n"
+                             "  d = s4[2]{0:T(2)E(4)S(1)} constant({3, 4})\n  ROOT t = (s4[2], s4[2]) tuple(c, d)\n}\n",
+}
+
+
+@pytest.mark.parametrize("name", list(FORMS))
+def test_form_reads_like_xla(name: str, xla: Any) -> None:
+    assert_reads_like_xla(xla, FORMS[name])
+
+
+def test_header_less_module_is_named_after_its_entry() -> None:
+    assert parse_hlo_module(FORMS["no header"]).name == "module_e"
+    assert parse_hlo_module(FORMS["no header, no ENTRY"]).name == "module_b"
+    assert parse_hlo_module(FORMS["colon after the name"]).name == "m"
+
+
+def test_inferred_shapes_of_the_few_opcodes() -> None:
+    entry = parse_hlo_module(FORMS["shapes left out"]).entry
+    shapes = {i.name: xs.shape_text(i.shape) for i in entry.instructions}
+    assert shapes == {"p": "f32[2]{0}", "q": "s32[]", "n": "f32[2]{0}", "a": "f32[2]{0}", "t": "(f32[2]{0}, s32[])",
+                      "g": "s32[]", "c": "pred[2]{0}", "s": "f32[2]{0}", "r": "(s32[], pred[2]{0}, f32[2]{0})"}
+    assert not entry["n"].shape_written and entry["p"].shape_written
+
+
+def test_inline_operands_are_named_as_xla_names_them() -> None:
+    entry = parse_hlo_module(FORMS["inline operands"]).entry
+    assert [i.name for i in entry.instructions] == [
+        "p", "constant.anon", "constant.anon.1", "negate.anon", "negate.anon.1", "constant.anon.2", "add.anon", "r"]
+    assert entry.root.operands == ["constant.anon", "constant.anon.1", "negate.anon.1", "add.anon"]
+    assert entry["add.anon"].operands == ["p", "constant.anon.2"]
+    assert entry["constant.anon.2"].literal.tolist() == [1, 2]
+
+
+def test_inline_computations_are_named_and_called() -> None:
+    module = parse_hlo_module(FORMS["two inline computations"])
+    assert [c.name for c in module.computations] == ["_", "_.1", "e"]
+    assert module.entry["r"].called_computations == ["_"]
+    assert module.entry["f"].called_computations == ["_.1"]
+    assert module.entry["r"].attributes["to_apply"] == "%_"
+    assert module.computation("_").root.name == "s"
+    printed = str(module)
+    assert "to_apply=%_" in printed and parse_hlo_module(printed) == module
+
+
+def test_inline_forms_read_the_same_on_both_paths_and_round_trip() -> None:
+    for text in FORMS.values():
+        module = parse_hlo_module(text)
+        assert parse_hlo_module(text, fast=False) == module
+        again = parse_hlo_module(str(module))
+        assert summary(again) == summary(module)
+
+
+def test_missing_shape_message_no_longer_mentions_tuples() -> None:
+    text = "HloModule m\nENTRY e {\n  ROOT x = foo(y)\n}\n"
+    with pytest.raises(xs.ParseError) as error:
+        parse_hlo_module(text)
+    assert "tuples are written" not in str(error.value)
+    assert "without a shape" in error.value.reason and error.value.line == 3
+    with pytest.raises(xs.ParseError, match="written without a shape"):
+        parse_instruction("x = bogus-op(y)")
+    with pytest.raises(xs.ParseError, match=r"expected a shape .* or an opcode") as error:
+        parse_instruction("x = foo bar(y)")
+    assert error.value.position == 4 and "tuple" not in error.value.reason
+
+
+def test_inline_list_of_names_is_not_a_computation() -> None:
+    ins = parse_instruction("x = f32[] custom-call(), custom_call_target=\"f\", called_computations={%a, %b}")
+    assert ins.called_computations == ["a", "b"]
+    ins = parse_instruction("x = f32[] fusion(), kind=kLoop, calls={%a}")
+    assert ins.called_computations == ["a"]
+
+
+# ----------------------------------------------------------------------------------------------------
+# Generated modules with the new forms, compared with XLA's parser
+# ----------------------------------------------------------------------------------------------------
+
+TYPES = ["f32", "s32", "bf16", "f16"]
+UNARY = ["negate", "abs", "exponential", "copy", "sign"]
+BINARY = ["add", "subtract", "multiply", "maximum", "minimum"]
+
+
+@st.composite
+def generated_modules(draw: st.DrawFn) -> str:
+    """A small module whose instructions may leave out shapes, be written inline or use header variants."""
+    etype = draw(st.sampled_from(TYPES))
+    dims = draw(st.lists(st.integers(0, 4), max_size=3))
+    shape = f"{etype}[{','.join(map(str, dims))}]"
+    lines = [f"  p0 = {shape} parameter(0)", f"  p1 = {shape} parameter(1)"]
+    names = ["p0", "p1"]
+    for k in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["unary", "binary", "compare", "tuple"]))
+        written = draw(st.booleans())
+        a, b = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+        if draw(st.booleans()):  # an operand written inline
+            b = f"{shape} {draw(st.sampled_from(UNARY))}({a})"
+        if kind == "unary":
+            lines.append(f"  v{k} = {shape + ' ' if written else ''}{draw(st.sampled_from(UNARY))}({a})")
+        elif kind == "binary":
+            lines.append(f"  v{k} = {shape + ' ' if written else ''}{draw(st.sampled_from(BINARY))}({a}, {b})")
+        elif kind == "compare":
+            pred = shape.replace(etype, "pred", 1)
+            lines.append(f"  v{k} = {pred + ' ' if written else ''}compare({a}, {b}), direction=GE")
+            continue  # a pred value is not an operand of the next ops
+        else:
+            lines.append(f"  v{k} = {'(' + shape + ', ' + shape + ') ' if written else ''}tuple({a}, {b})")
+            lines.append(f"  w{k} = {shape + ' ' if written else ''}get-tuple-element(v{k}), index=1")
+            names.append(f"w{k}")
+            continue
+        names.append(f"v{k}")
+    if dims and draw(st.booleans()):  # a reduction whose computation is written inline
+        scalar = f"{etype}[]"
+        body = (f"{{ x = {scalar} parameter(0)\n    y = {scalar} parameter(1)\n"
+                f"    ROOT z = {draw(st.sampled_from(BINARY))}(x, y) }}")
+        lines.append(f"  red = {scalar} reduce({names[-1]}, {scalar} constant(0)), "
+                     f"dimensions={{{','.join(map(str, range(len(dims))))}}}, to_apply={body}")
+    lines.append(f"  ROOT r = tuple({', '.join(names[2:] or ['p0'])})")
+    header = draw(st.sampled_from(["HloModule m\n", "HloModule m:\n", "", "// generated\n"]))
+    params = draw(st.sampled_from([f"(p0: {shape}, p1: {shape}) -> ", f"(p0 {shape}, p1 {shape}) -> ", ""]))
+    signature = ""
+    if params:
+        signature = f" {params}{_result(names, shape)}"
+    return f"{header}ENTRY e{signature} {{\n" + "\n".join(lines) + "\n}\n"
+
+
+def _result(names: list[str], shape: str) -> str:
+    """The result shape written in a signature."""
+    return "(" + ", ".join(shape for _ in (names[2:] or ["p0"])) + ")"
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(generated_modules())
+def test_generated_modules_read_like_xla(text: str) -> None:
+    from xla_oracle import available, oracle
+
+    if not available():
+        pytest.skip("jax/jaxlib not installed")
+    xla = oracle()
+    answer = xla_verdict(xla, text)
+    try:
+        ours = parse_hlo_module(text)
+    except xs.ParseError as error:
+        assert not answer["ok"], (text, error)
+        return
+    assert answer["ok"], (text, answer)
+    assert parse_hlo_module(text, fast=False) == ours
+    assert ours.name == answer["module"].name
+    assert summary(ours) == summary(answer["module"])
+
+
+# ----------------------------------------------------------------------------------------------------
+# Real dumps with the shapes of inferable instructions taken out: XLA and we infer the same
+# ----------------------------------------------------------------------------------------------------
+
+CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.unopt.hlo"))
+
+
+def without_shapes(text: str) -> tuple[str, int]:
+    """``text`` with the written shape removed from every instruction whose opcode inference knows."""
+    count = 0
+
+    def strip(match: re.Match[str]) -> str:
+        nonlocal count
+        if match.group(3) not in INFERRED_OPCODES:
+            return match.group(0)
+        count += 1
+        return f"{match.group(1)}{match.group(3)}("
+
+    pattern = re.compile(r"^(\s*(?:ROOT )?%?[\w.\-]+ = )(\S+|\(.*?\)) ([a-z][a-z\-]*)\(", re.MULTILINE)
+    return pattern.sub(strip, text), count
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name.removesuffix(".hlo"))
+def test_corpus_without_shapes_reads_like_xla(path: Path, xla: Any) -> None:
+    text, count = without_shapes(path.read_text())
+    assert count > 0
+    module = assert_reads_like_xla(xla, text)
+    original = parse_hlo_module(path.read_text())
+    assert summary(module) == summary(original)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Fuzzing the new forms: both paths agree, only ParseErrors, problems() and printing work
+# ----------------------------------------------------------------------------------------------------
+
+PIECES = ["{", "}", "(", ")", ",", ", ", "=", " = ", ":", "%", "ROOT ", "ENTRY ", "HloModule m", "HloModule m:",
+          "f32[2] ", "s32[] ", "negate(", "add(", "tuple(", "constant(1)", "parameter(0)", "to_apply={", "calls={",
+          ", index=0", ", direction=LT", "\n", " ", "_", ".anon", "/*c*/", "//c\n", "-> f32[2]", "f32[2] negate(p)"]
+
+
+@st.composite
+def mutated_forms(draw: st.DrawFn) -> str:
+    text = draw(st.sampled_from(list(FORMS.values())))
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(text)))
+        action = draw(st.sampled_from(["insert", "delete", "replace"]))
+        piece = draw(st.sampled_from(PIECES))
+        if action == "insert":
+            text = text[:at] + piece + text[at:]
+        elif action == "delete":
+            text = text[:at] + text[at + draw(st.integers(1, 6)):]
+        else:
+            text = text[:at] + piece + text[at + len(piece):]
+    return text
+
+
+def reading(text: str, fast: bool) -> Any:
+    try:
+        return parse_hlo_module(text, fast=fast)
+    except xs.ParseError as error:
+        return (error.position, error.reason)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(mutated_forms())
+def test_fuzz_mutated_forms(text: str) -> None:
+    fast = reading(text, True)
+    assert fast == reading(text, False)
+    if isinstance(fast, xs.HloModule):
+        for problem in fast.problems():
+            assert problem.line >= 1 and problem.column >= 1
+        printed = str(fast)
+        again = parse_hlo_module(printed)
+        assert summary(again) == summary(fast)

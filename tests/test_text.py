@@ -451,6 +451,25 @@ def test_lexer_is_linear_on_runs_of_question_marks() -> None:
     assert [t.kind for t in tokens("??_??->?? ?")] == ["dim_labels", "?"]
 
 
+def test_long_strings_lex_in_linear_time_and_bounded_memory() -> None:
+    import tracemalloc
+
+    from xlashapes.text import tokens
+
+    body = "a\\\"" * (MEGABYTE // 3) + "b" * MEGABYTE  # escapes and plain runs, 2.3 MB in all
+    text = '"' + body + '" x'
+    start = time.process_time()
+    found = tokens(text)
+    assert time.process_time() - start < 1.0
+    assert [t.kind for t in found] == ["string", "ident"] and found[0].end == len(body) + 2
+    tracemalloc.start()
+    tokens(text)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 * len(text)  # the token's own text, not regex state per character (was ~120 bytes each)
+    assert [t.kind for t in tokens("'it\\'s' \"open")] == ["string", "error"]
+
+
 def test_zero_padded_integers_of_any_length_read_as_xla_reads_them(xla_batch: BatchOracle) -> None:
     check_batch_against_xla(xla_batch, ["f32[" + "0" * 5000 + "1]", "f32[2]{0:T(" + "0" * 5000 + "2)}",
                                         "f32[2]{" + "0" * 5000 + "}", "f32[" + "0" * 5000 + "]",

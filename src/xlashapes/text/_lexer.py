@@ -32,7 +32,28 @@ _DXD = re.compile(r"[0-9]+(?:x[0-9]+)+", re.ASCII)
 _PAD = re.compile(r"-?[0-9]+_-?[0-9]+(?:_[0-9]+)?(?:x-?[0-9]+_-?[0-9]+(?:_[0-9]+)?)*")
 _INT = re.compile(r"-?\d+", re.ASCII)
 _NAN_PAYLOAD = re.compile(r"\(0x[0-9a-fA-F]+\)")
-_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", re.DOTALL)
+_STRING_STOPS = {"\"": re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
+
+
+def _string_end(text: str, start: int) -> int | None:
+    """The end of the quoted string opening at ``start`` (after its closing quote), or None when unterminated.
+
+    A loop over escapes with a C-speed search between them: linear time and no per-character regex state.
+
+    >>> _string_end('"a\\\\"b" c', 0)
+    6
+    """
+    stops = _STRING_STOPS[text[start]]
+    position = start + 1
+    while True:
+        stop = stops.search(text, position)
+        if stop is None:
+            return None
+        if text[stop.start()] != "\\":
+            return stop.end()
+        position = stop.start() + 2
+        if position > len(text):
+            return None
 _PERCENT_NAME = re.compile(r"%([a-zA-Z_][a-zA-Z0-9_.\-]*)")
 _PLAIN_INT = re.compile(r"[0-9]{1,18}(?=[,\]}):])")
 """Digits followed by a character no longer token continues with: always an int token (at most 18 digits)."""
@@ -145,9 +166,9 @@ class Lexer:
         if char == "." and text.startswith("...", start):
             return Token("...", "...", start, start + 3)
         if char in "\"'":
-            match = _STRING.match(text, start)
-            if match:
-                return Token("string", match.group(0), start, match.end())
+            end = _string_end(text, start)
+            if end is not None:
+                return Token("string", text[start:end], start, end)
             return Token("error", "unterminated string", start, start + 1)
         return Token("error", f"unexpected character {char!r}", start, start + 1)
 

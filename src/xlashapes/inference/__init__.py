@@ -139,6 +139,13 @@ _WRITTEN: dict[str, Callable[[Call, Shape], None] | None] = {
 }
 
 WRITTEN_SHAPE_OPCODES: frozenset[str] = frozenset(_WRITTEN)
+
+_VERIFIER_ONLY: dict[str, Callable[[Call, Shape], None]] = {
+    "sort": reduction.check_sort,
+    "after-all": control.check_tokens,
+    "add-dependency": control.check_tokens,
+}
+"""Checks HloVerifier makes beyond shape inference (run by ``check_shape`` after the shapes agree)."""
 """Opcodes whose shape must be written; ``check_shape`` checks what XLA's verifier checks for them."""
 
 
@@ -194,6 +201,9 @@ def check_shape(opcode: str, operands: Sequence[Shape], shape: Shape, attributes
         inferred = _RULES[opcode](call)
         if not _matches(shape, inferred):
             raise ShapeError(f"{opcode}: the written shape {text(shape)} is not the inferred {text(inferred)}")
+        extra = _VERIFIER_ONLY.get(opcode)
+        if extra is not None:
+            extra(call, shape)
         return
     if opcode in _WRITTEN:
         check = _WRITTEN[opcode]

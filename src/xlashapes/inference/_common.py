@@ -220,6 +220,8 @@ def window_output_size(size: int, window: int, stride: int, low: int, high: int,
         return UNBOUNDED_SIZE
     dilated_base = 0 if size == 0 else (size - 1) * base_dilation + 1
     padded = low + high + dilated_base
+    if padded < 0:
+        raise ShapeError(f"{what}: padding {low}_{high} leaves a negative size {padded} (XLA aborts on this)")
     dilated_window = (window - 1) * window_dilation + 1
     if padded < dilated_window:
         return 0

@@ -169,8 +169,6 @@ def same_as_operand(call: Call) -> Shape:
     call.at_least(1)
     if call.opcode == "add-dependency":
         call.count(2)
-        if not call.operands[1].is_token:
-            raise ShapeError(f"add-dependency's second operand must be a token, got {text(call.operands[1])}")
     elif call.opcode in ("opt-barrier", "async-update", "domain"):
         call.count(1)
     return like(call.operands[0])
@@ -183,11 +181,7 @@ def token_result(call: Call) -> Shape:
     >>> str(token_result(Call("after-all", (parse_shape("token[]"),), {}, {})))
     'token[]'
     """
-    if call.opcode == "after-all":
-        for i, shape in enumerate(call.operands):
-            if not shape.is_token:
-                raise ShapeError(f"after-all takes tokens, operand {i} is {text(shape)}")
-    elif call.opcode == "outfeed":
+    if call.opcode == "outfeed":
         call.count(2)
         if not call.operands[1].is_token:
             raise ShapeError(f"outfeed's second operand must be a token, got {text(call.operands[1])}")
@@ -197,6 +191,21 @@ def token_result(call: Call) -> Shape:
         if not operand.is_tuple or len(operand.tuple_shapes) != 3:
             raise ShapeError(f"send-done takes the (data, u32[], token[]) tuple of a send, got {text(operand)}")
     return token_shape()
+
+
+def check_tokens(call: Call, shape: Shape) -> None:
+    """hlo_verifier.cc, HandleAfterAll / HandleAddDependency: the token operands are tokens.
+
+    >>> from xlashapes import parse_shape
+    >>> check_tokens(Call("after-all", (parse_shape("f32[]"),), {}, {}), parse_shape("token[]"))
+    Traceback (most recent call last):
+    ...
+    xlashapes.errors.ShapeError: after-all takes tokens, operand 0 is f32[]
+    """
+    first = 1 if call.opcode == "add-dependency" else 0
+    for i, operand in enumerate(call.operands[first:], first):
+        if not operand.is_token:
+            raise ShapeError(f"{call.opcode} takes tokens, operand {i} is {text(operand)}")
 
 
 def id_shape(call: Call) -> Shape:

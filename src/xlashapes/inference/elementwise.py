@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import ml_dtypes
+
 from ..broadcast import broadcast_shape
 from ..dtypes import ELEMENT_TYPES, ElementType
 from ..errors import ShapeError
 from ..shape import UNBOUNDED_SIZE, Shape
 from ._common import PRED, Call, array_shape, like, same_dimensions, text
 
-_FLOAT_ONLY = frozenset({"floor", "ceil", "round-nearest-afz", "round-nearest-even", "erf"})
+_FLOAT_ONLY = frozenset({"floor", "ceil", "round-nearest-afz", "round-nearest-even", "erf", "cbrt"})
 _FLOAT_OR_COMPLEX = frozenset("""cosine sine exponential exponential-minus-one log log-plus-one logistic rsqrt sqrt
-cbrt tanh tan acos asin atanh acosh asinh cosh sinh""".split())
+tanh tan acos asin atanh acosh asinh cosh sinh""".split())
 _INTEGRAL = frozenset({"count-leading-zeros", "popcnt"})
 UNARY_OPCODES = frozenset(_FLOAT_ONLY | _FLOAT_OR_COMPLEX | _INTEGRAL | {
     "abs", "negate", "sign", "not", "is-finite", "real", "imag", "copy", "domain"})
 BINARY_OPCODES = frozenset("""add subtract multiply divide remainder power maximum minimum atan2 and or xor shift-left
 shift-right-arithmetic shift-right-logical complex mulhi compare""".split())
 _LOGICAL = frozenset({"and", "or", "xor"})
-_SHIFT_OR_MULHI = frozenset({"shift-left", "shift-right-arithmetic", "shift-right-logical", "mulhi"})
+_ARITHMETIC = frozenset({"subtract", "divide", "remainder", "power", "atan2", "shift-left", "shift-right-arithmetic",
+                         "shift-right-logical"})
 _COMPONENT = {"c64": "f32", "c128": "f64"}
 COMPARISON_DIRECTIONS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE"})
 
@@ -31,15 +34,25 @@ def complex_component(etype: ElementType) -> ElementType:
     return ELEMENT_TYPES[_COMPONENT[etype.name]]
 
 
-def higher_precision(a: ElementType, b: ElementType) -> ElementType:
-    """XLA's ShapeUtil::HigherPrecisionElementType: the wider float (more mantissa/exponent), else ``a``.
+def _precision_key(etype: ElementType) -> tuple[bool, int, int, int, bool]:
+    """primitive_util::HigherPrecisionType's order: complex, float range, float precision, width, signedness."""
+    component = complex_component(etype) if etype.is_complex else etype
+    exponent = significand = -1
+    if component.is_floating:
+        info = ml_dtypes.finfo(component.numpy_dtype)
+        exponent, significand = int(info.maxexp), int(info.nmant) + 1
+    return (etype.is_complex, exponent, significand, component.bits, component.kind == "signed")
 
-    >>> str(higher_precision(ELEMENT_TYPES["bf16"], ELEMENT_TYPES["f32"]))
-    'f32'
+
+def higher_precision(a: ElementType, b: ElementType) -> ElementType:
+    """XLA's ShapeUtil::HigherPrecisionElementType: more range, then more precision, then more bits.
+
+    >>> str(higher_precision(ELEMENT_TYPES["f16"], ELEMENT_TYPES["bf16"]))
+    'bf16'
     """
-    if a == b or not (a.is_floating and b.is_floating):
+    if a == b:
         return a
-    return a if a.bits >= b.bits else b
+    return a if _precision_key(a) >= _precision_key(b) else b
 
 
 def unary_shape(call: Call) -> Shape:
@@ -107,8 +120,10 @@ def binary_shape(call: Call) -> Shape:
         raise ShapeError(f"{op} needs operands of one element type, got {a} and {b}")
     if op in _LOGICAL and not (a.is_integral or a.name == "pred"):
         raise ShapeError(f"{op} expects pred or integral operands, got {a}")
-    if op in _SHIFT_OR_MULHI and not a.is_integral:
-        raise ShapeError(f"{op} expects integral operands, got {a}")
+    if op == "atan2" and not (a.is_floating or a.is_complex):
+        raise ShapeError(f"atan2 expects floating-point or complex operands, got {a}")
+    if op in _ARITHMETIC and a.name == "pred":
+        raise ShapeError(f"{op} expects arithmetic operands, got {a}")
     if op == "complex" and a.name not in ("f32", "f64"):
         raise ShapeError(f"complex expects f32 or f64 operands, got {a}")
     if op == "compare":

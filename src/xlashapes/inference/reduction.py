@@ -150,9 +150,6 @@ def sort_shape(call: Call) -> Shape:
     for i, shape in enumerate(shapes[1:], 1):
         if not same_dimensions(shape, shapes[0]):
             raise ShapeError(f"sort operand {i} {text(shape)} does not have the dims of operand 0 {text(shapes[0])}")
-    dim = call.integer("dimensions")
-    if not 0 <= dim < max(shapes[0].rank, 1):
-        raise ShapeError(f"sort dimension {dim} is out of range for {text(shapes[0])}")
     if "to_apply" in call.attributes and call.computations:
         comparator = call.signature("to_apply")
         if len(comparator.parameters) != 2 * len(shapes):
@@ -162,6 +159,20 @@ def sort_shape(call: Call) -> Shape:
         if not (result.is_array and result.is_scalar and result.element_type == PRED):
             raise ShapeError(f"sort's comparator must return pred[], got {text(result)}")
     return _result(list(shapes))
+
+
+def check_sort(call: Call, shape: Shape) -> None:
+    """hlo_verifier.cc, HandleSort: the sort dimension exists (shape inference does not look at it).
+
+    >>> from xlashapes import parse_shape
+    >>> check_sort(Call("sort", (parse_shape("f32[3]"),), {"dimensions": (1,)}, {}), parse_shape("f32[3]"))
+    Traceback (most recent call last):
+    ...
+    xlashapes.errors.ShapeError: sort dimension 1 is out of range for f32[3]
+    """
+    dim = call.integer("dimensions")
+    if not 0 <= dim < max(call.operands[0].rank, 1):
+        raise ShapeError(f"sort dimension {dim} is out of range for {text(call.operands[0])}")
 
 
 def map_shape(call: Call) -> Shape:

@@ -255,7 +255,7 @@ def concatenate_shape(call: Call) -> Shape:
                     dims[i] = size
                 elif size != UNBOUNDED_SIZE:
                     raise ShapeError(f"concatenate operands {text(first)} and {text(shape)} differ in dimension {i}")
-        etype = higher_precision(other, etype)
+        etype = higher_precision(other, first.element_type)  # XLA compares each with the first; the last wins
     total = 0
     for shape in shapes:
         size = shape.dimensions[dim]

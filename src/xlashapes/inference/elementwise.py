@@ -169,7 +169,7 @@ def ternary_shape(call: Call) -> Shape:
             raise ShapeError(f"select's on_true {text(b)} and on_false {text(c)} differ")
         if not (a.is_scalar or same_dimensions(a, b)):
             raise ShapeError(f"select's predicate {text(a)} does not match the on_true shape {text(b)}")
-        return _merged(b, c, a)
+        return _merged(b, c, a, etype=higher_precision(b.element_type, c.element_type))
     # clamp(min, operand, max): min and max may be scalars
     for bound, name in ((a, "min"), (c, "max")):
         if bound.element_type != b.element_type and not (bound.element_type.is_floating and b.element_type.is_floating):
@@ -184,7 +184,7 @@ def _same_ignoring_fp(a: Shape, b: Shape) -> bool:
     return same_type and same_dimensions(a, b)
 
 
-def _merged(first: Shape, *others: Shape) -> Shape:
+def _merged(first: Shape, *others: Shape, etype: ElementType | None = None) -> Shape:
     """``first`` with a dimension dynamic when dynamic in any of ``others`` of the same rank (``?`` resolved)."""
     dims = list(first.dimensions)
     flags = list(first.dynamic_dimensions)
@@ -196,7 +196,7 @@ def _merged(first: Shape, *others: Shape) -> Shape:
                 dims[i], flags[i] = size, dynamic
             elif dynamic and size != UNBOUNDED_SIZE:
                 flags[i] = True
-    return array_shape(first.element_type, dims, flags)
+    return array_shape(etype or first.element_type, dims, flags)
 
 
 def convert_shape(operand: Shape, new_type: ElementType) -> Shape:

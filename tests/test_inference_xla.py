@@ -1,0 +1,114 @@
+"""infer_shape / check_shape against XLA itself, on generated one-instruction modules (batched, crash-safe).
+
+* Parser-inferred opcodes: the instruction is written without a shape; XLA's parser infers it and prints the
+  module; infer_shape must give the same shape (dynamic dimensions included, layout ignored) or, when XLA rejects
+  the module (or aborts), raise ShapeError.
+* Written-shape opcodes (slice, collectives, convert, broadcast, ...): the instruction carries a written shape
+  (ours, or a mutated one); XLA compiles the module for CPU; check_shape's verdict must be XLA's.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from oracle_inference import FAMILIES, Case, inference_oracle, written_cases, xla_root_shape
+from profiles import examples
+
+from xlashapes import ShapeError
+
+BATCH = 40
+NO_SHRINK = (Phase.explicit, Phase.generate)  # a batch of 40 cases shrinks slowly; the message names the case
+
+
+def _parser_disagreements(cases: list[Case]) -> list[str]:
+    """Every case where infer_shape and XLA's parser disagree."""
+    answers = inference_oracle().parse([case.module() for case in cases])
+    problems = []
+    for case, answer in zip(cases, answers):
+        ours = case.ours()
+        where = f"{case.opcode}{case.operands} {case.attributes}"
+        if case.opcode == "reduce-window" and len(case.operands) > 2:
+            # XLA's parser infers only single-input reduce-window (its verifier knows the variadic rule)
+            if answer["ok"]:
+                problems.append(f"{where}: XLA's parser now infers a variadic reduce-window")
+            continue
+        if answer["ok"]:
+            theirs = xla_root_shape(answer["text"])
+            if isinstance(ours, ShapeError):
+                problems.append(f"{where}: XLA infers {theirs}, we raise {ours}")
+            elif not ours.equal(theirs, ignore_layout=True):
+                problems.append(f"{where}: XLA infers {theirs}, we {ours}")
+        elif not isinstance(ours, ShapeError):
+            problems.append(f"{where}: XLA rejects ({answer.get('error', '')[:200]!r}), we infer {ours}")
+    return problems
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@settings(max_examples=examples(2), deadline=None, suppress_health_check=list(HealthCheck), database=None,
+          phases=NO_SHRINK)
+@given(data=st.data())
+def test_inferred_shapes_match_xlas_parser(xla: object, family: str, data: st.DataObject) -> None:
+    cases = data.draw(st.lists(FAMILIES[family], min_size=BATCH, max_size=BATCH))
+    assert _parser_disagreements(cases) == []
+
+
+@settings(max_examples=examples(2), deadline=None, suppress_health_check=list(HealthCheck), database=None,
+          phases=NO_SHRINK)
+@given(data=st.data())
+def test_written_shapes_get_xlas_verdict(xla: object, data: st.DataObject) -> None:
+    items = data.draw(st.lists(written_cases(), min_size=BATCH, max_size=BATCH))
+    answers = inference_oracle().verify([case.module(written) for case, written in items])
+    problems = []
+    for (case, written), answer in zip(items, answers):
+        verdict = case.check(written)
+        if (verdict is None) != bool(answer["ok"]):
+            problems.append(f"{case.opcode}{case.operands} {case.attributes} written {written}: ours {verdict}, "
+                            f"XLA {answer.get('error', 'accepts')[:200]!r}")
+    assert problems == []
+
+
+HAND_WRITTEN = [
+    # element-wise with dynamic dims: a bound meets its size, ? meets anything
+    Case("add", ("f32[<=4,3]", "f32[4,3]")),
+    Case("multiply", ("f32[?,3]", "f32[5,3]")),
+    Case("add", ("f32[1,3]", "f32[?,3]")),
+    Case("compare", ("s32[<=2]", "s32[<=2]"), "direction=GT"),
+    Case("select", ("pred[<=3]", "f32[3]", "f32[3]")),
+    Case("clamp", ("f32[]", "f32[<=7]", "f32[]")),
+    # dot with mixed precision and dynamic batch
+    Case("dot", ("bf16[<=8,4]", "f32[4,3]"), "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+    Case("dot", ("s8[2,3]", "s32[3,2]"), "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+    # concatenate and pad keep dynamic dims
+    Case("concatenate", ("f32[<=2,3]", "f32[4,3]"), "dimensions={0}"),
+    Case("pad", ("f32[<=4]", "f32[]"), "padding=1_1_1"),
+    Case("transpose", ("f32[2,<=3,4]",), "dimensions={2,0,1}"),
+    Case("reduce", ("f32[<=5,3]", "f32[]"), "dimensions={1}, to_apply=red",
+         (("red", __import__("oracle_inference").scalar_reducer(("f32",))),)),
+    Case("set-dimension-size", ("f32[4,3]", "s32[]"), "dimensions={1}"),
+    Case("get-dimension-size", ("f32[<=4,3]",), "dimensions={0}"),
+    Case("bitcast-convert", ("f32[2]",)),  # needs its shape written
+    Case("broadcast", ("f32[2]",), "dimensions={3,1}"),  # XLA's parser: new major sizes 3 and 1
+    Case("topk", ("f32[<=5,9]",), "k=4"),
+    Case("convolution", ("f32[1,<=9,2]", "f32[3,2,4]"), "window={size=3 pad=1_1}, dim_labels=b0f_0io->b0f"),
+    Case("fft", ("f32[3,8]",), "fft_type=RFFT, fft_length={8}"),
+    Case("fft", ("c64[3,5]",), "fft_type=IRFFT, fft_length={8}"),
+    Case("triangular-solve", ("f32[4,4]", "f32[2,4]"), "left_side=false, lower=true, transpose_a=TRANSPOSE"),
+]
+
+
+def test_hand_written_cases_match_xla(xla: object) -> None:
+    assert _parser_disagreements(HAND_WRITTEN) == []
+
+
+def test_oracle_batches_and_survives_aborts(xla: object) -> None:
+    """A module that aborts XLA costs only its own answer; the rest of the batch is still answered."""
+    bad = Case("get-tuple-element", ("f32[2]",), "index=0")  # XLA's parser CHECK-fails on a non-tuple
+    good = Case("negate", ("f32[2]",))
+    oracle = inference_oracle()
+    before = oracle.round_trips
+    answers = oracle.parse([good.module(), bad.module(), good.module()])
+    assert [a["ok"] for a in answers] == [True, False, True]
+    assert answers[1].get("crash") is True
+    assert oracle.round_trips - before == 2
+    assert isinstance(bad.ours(), ShapeError)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+
 from oracle_inference import FAMILIES, Case, inference_oracle, written_cases, xla_root_shape
 from profiles import examples
-
 from xlashapes import ShapeError
 
 BATCH = 40

@@ -14,10 +14,10 @@ shape must be written (broadcast, reshape, convert, iota, custom-call, ...). Att
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..dtypes import ElementType
-from ..errors import ShapeError
+from ..errors import ShapeError, XlaShapesError
 from ..shape import Shape
 from . import collectives, control, data_movement, elementwise, gather_scatter, linalg, reduction
 from ._common import Call, Signature, compatible, text
@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 Rule = Callable[[Call], Shape]
+_T = TypeVar("_T")
 
 _RULES: dict[str, Rule] = {
     **dict.fromkeys(UNARY_OPCODES, elementwise.unary_shape),
@@ -50,6 +51,7 @@ _RULES: dict[str, Rule] = {
     "get-dimension-size": data_movement.get_dimension_size_shape,
     "set-dimension-size": data_movement.set_dimension_size_shape,
     "dot": linalg.dot_shape,
+    "ragged-dot": linalg.ragged_dot_shape,
     "convolution": linalg.convolution_shape,
     "cholesky": linalg.cholesky_shape,
     "triangular-solve": linalg.triangular_solve_shape,
@@ -107,7 +109,8 @@ INFERRED_OPCODES: frozenset[str] = frozenset(_RULES)
 PARSER_INFERRED_OPCODES: frozenset[str] = frozenset(
     UNARY_OPCODES | BINARY_OPCODES | {
         "select", "clamp", "transpose", "reverse", "concatenate", "pad", "get-dimension-size",
-        "set-dimension-size", "dot", "convolution", "cholesky", "triangular-solve", "fft", "batch-norm-training",
+        "set-dimension-size", "dot", "ragged-dot", "convolution", "cholesky", "triangular-solve", "fft",
+        "batch-norm-training",
         "batch-norm-inference", "batch-norm-grad", "reduce", "reduce-window", "select-and-scatter", "sort", "map",
         "topk", "gather", "scatter", "tuple", "get-tuple-element", "while", "conditional", "call", "fusion",
         "add-dependency", "after-all", "partition-id", "replica-id", "broadcast"}
@@ -134,7 +137,6 @@ _WRITTEN: dict[str, Callable[[Call, Shape], None] | None] = {
     "constant": None,
     "custom-call": None,
     "scan": None,
-    "ragged-dot": None,
     "scaled-dot": None,
 }
 
@@ -174,13 +176,24 @@ def infer_shape(opcode: str, operands: Sequence[Shape], attributes: Mapping[str,
     """
     call = _call(opcode, operands, attributes, computations)
     if opcode == "broadcast":
-        return data_movement.broadcast_parser_shape(call)
+        return _guarded(data_movement.broadcast_parser_shape, call)
     rule = _RULES.get(opcode)
     if rule is None:
         if opcode in _WRITTEN:
             raise ShapeError(f"{opcode}: XLA cannot infer this shape; it must be written")
         raise ShapeError(f"unknown opcode {opcode!r}; no shape can be inferred, a written shape is needed")
-    return rule(call)
+    return _guarded(rule, call)
+
+
+def _guarded(rule: Callable[..., _T], *args: Any) -> _T:
+    """``rule(*args)``; attribute values of the wrong Python type become a ShapeError naming the opcode."""
+    try:
+        return rule(*args)
+    except XlaShapesError:
+        raise
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError) as error:
+        what = f"{type(error).__name__}: {error}"
+        raise ShapeError(f"{args[0].opcode}: malformed attribute or operand ({what})") from None
 
 
 def check_shape(opcode: str, operands: Sequence[Shape], shape: Shape, attributes: Mapping[str, Any] | None = None,
@@ -194,6 +207,12 @@ def check_shape(opcode: str, operands: Sequence[Shape], shape: Shape, attributes
     ...
     xlashapes.errors.ShapeError: slice: the written shape f32[3] is not the inferred f32[2]
     """
+    _guarded(_check_shape, Call(opcode if isinstance(opcode, str) else repr(opcode), (), {}, {}), opcode, operands,
+             shape, attributes, computations)
+
+
+def _check_shape(_: Call, opcode: str, operands: Sequence[Shape], shape: Shape,
+                 attributes: Mapping[str, Any] | None, computations: Mapping[str, Signature] | None) -> None:
     call = _call(opcode, operands, attributes, computations)
     if not isinstance(shape, Shape):
         raise ShapeError(f"the written shape of {opcode} must be a Shape, got {type(shape).__name__}")

@@ -271,3 +271,51 @@ def batch_norm_shape(call: Call) -> Shape:
         return like(operand)
     vector = array_shape(operand.element_type, (size,), (operand.dynamic_dimensions[feature],))
     return tuple_of([operand, vector, vector])
+
+
+def ragged_dot_shape(call: Call) -> Shape:
+    """shape_inference.cc, InferRaggedDotOpShape: a dot with rhs's group dim dropped (or a new major group dim).
+
+    The lhs ragged dim decides the mode: a free lhs dim gives the dot of lhs with one rhs group; a contracting
+    one gives one result per group (a new major dim of the group count); a batch one gives the plain dot.
+
+    >>> from xlashapes import parse_shape
+    >>> attrs = {"lhs_contracting_dims": (1,), "rhs_contracting_dims": (1,), "lhs_ragged_dims": (0,),
+    ...          "rhs_group_dims": (0,)}
+    >>> operands = (parse_shape("f32[8,4]"), parse_shape("f32[3,4,5]"), parse_shape("s32[3]"))
+    >>> str(ragged_dot_shape(Call("ragged-dot", operands, attrs, {})))
+    'f32[8,5]{1,0}'
+    """
+    call.count(3)
+    lhs, rhs, groups = call.array(0, "lhs"), call.array(1, "rhs"), call.array(2, "group sizes")
+    if not groups.element_type.is_integral or groups.rank < 1:
+        raise ShapeError(f"ragged-dot group sizes must be an integer array, got {text(groups)}")
+    ragged = call.integers("lhs_ragged_dims", ())
+    group_dims = call.integers("rhs_group_dims", ())
+    if len(ragged) != 1:
+        raise ShapeError(f"ragged-dot needs exactly one lhs_ragged_dims entry, got {list(ragged)}")
+    if len(group_dims) > 1:
+        raise ShapeError(f"ragged-dot allows at most one rhs_group_dims entry, got {list(group_dims)}")
+    lc, rc = call.integers("lhs_contracting_dims", ()), call.integers("rhs_contracting_dims", ())
+    lb, rb = call.integers("lhs_batch_dims", ()), call.integers("rhs_batch_dims", ())
+    dim = ragged[0]
+    if not 0 <= dim < lhs.rank:
+        raise ShapeError(f"ragged-dot lhs_ragged_dims {dim} is out of range for {text(lhs)}")
+    rhs_dims, rhs_flags = list(rhs.dimensions), list(rhs.dynamic_dimensions)
+    if group_dims:
+        g = group_dims[0]
+        if not 0 <= g < rhs.rank or g in rc or g in rb:
+            raise ShapeError(f"ragged-dot rhs_group_dims {g} must be a free dimension of {text(rhs)}")
+        if dim in lc or dim in lb:
+            raise ShapeError("ragged-dot with rhs_group_dims needs a free lhs ragged dimension")
+        del rhs_dims[g], rhs_flags[g]
+        renumber = {old: old - (old > g) for old in range(rhs.rank)}
+        rc, rb = tuple(renumber[d] for d in rc), tuple(renumber[d] for d in rb)
+    plain = Call("dot", (lhs, array_shape(rhs.element_type, rhs_dims, rhs_flags)),
+                 {"lhs_contracting_dims": lc, "rhs_contracting_dims": rc, "lhs_batch_dims": lb,
+                  "rhs_batch_dims": rb}, {})
+    result = dot_shape(plain)
+    if dim in lc:
+        count = groups.dimensions[-1]
+        return array_shape(result.element_type, (count, *result.dimensions), (False, *result.dynamic_dimensions))
+    return result

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import ml_dtypes
 
 from ..broadcast import broadcast_shape
@@ -34,12 +36,15 @@ def complex_component(etype: ElementType) -> ElementType:
     return ELEMENT_TYPES[_COMPONENT[etype.name]]
 
 
+_FINFO: Any = ml_dtypes  # ml_dtypes.finfo has no type hints
+
+
 def _precision_key(etype: ElementType) -> tuple[bool, int, int, int, bool]:
     """primitive_util::HigherPrecisionType's order: complex, float range, float precision, width, signedness."""
     component = complex_component(etype) if etype.is_complex else etype
     exponent = significand = -1
     if component.is_floating:
-        info = ml_dtypes.finfo(component.numpy_dtype)
+        info = _FINFO.finfo(component.numpy_dtype)
         exponent, significand = int(info.maxexp), int(info.nmant) + 1
     return (etype.is_complex, exponent, significand, component.bits, component.kind == "signed")
 

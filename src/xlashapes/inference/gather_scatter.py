@@ -77,11 +77,13 @@ def gather_shape(call: Call) -> Shape:
         x, y = operand.dimensions[a], indices.dimensions[b]
         if x != y and UNBOUNDED_SIZE not in (x, y):
             raise ShapeError(f"gather batching dims differ: operand dim {a} ({x}) and indices dim {b} ({y})")
-    window = [i for i in range(operand.rank) if i not in collapsed and i not in operand_batching]
+    dropped = set(collapsed) | set(operand_batching)
+    window = [i for i in range(operand.rank) if i not in dropped]
+    offsets = set(offset_dims)
     dims, flags = [], []
     offset_seen = batch_seen = 0
     for i in range(output_rank):
-        if i in offset_dims:
+        if i in offsets:
             source = window[offset_seen]
             offset_seen += 1
             dims.append(slice_sizes[source])
@@ -151,11 +153,13 @@ def scatter_shape(call: Call) -> Shape:
     if update.rank != len(window_dims) + len(batch_dims):
         raise ShapeError(f"scatter updates {text(update)} must have rank {len(window_dims) + len(batch_dims)} "
                          f"(window dims + index batch dims)")
-    window = [i for i in range(operand.rank) if i not in inserted and i not in input_batching]
+    dropped = set(inserted) | set(input_batching)
+    window = [i for i in range(operand.rank) if i not in dropped]
+    window_position = {d: k for k, d in enumerate(window_dims)}
     scatter_seen = 0
     for i, size in enumerate(update.dimensions):
-        if i in window_dims:
-            slot = window[window_dims.index(i)]
+        if i in window_position:
+            slot = window[window_position[i]]
             bound = operand.dimensions[slot]
             if UNBOUNDED_SIZE not in (size, bound) and size > bound:
                 raise ShapeError(f"scatter update window dimension {i} ({size}) exceeds operand dimension "

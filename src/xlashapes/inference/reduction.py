@@ -78,7 +78,8 @@ def reduce_shape(call: Call) -> Shape:
     dims = dimension_list(call.integers("dimensions"), inputs[0].rank, "reduce dimensions")
     accumulators = _accumulator_types(call, inputs, inits)
     first = inputs[0]
-    kept = [i for i in range(first.rank) if i not in dims]
+    reduced = set(dims)
+    kept = [i for i in range(first.rank) if i not in reduced]
     return _result([array_shape(acc.element_type, [first.dimensions[i] for i in kept],
                                 [first.dynamic_dimensions[i] for i in kept]) for acc in accumulators])
 

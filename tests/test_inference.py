@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from profiles import examples
 
+from profiles import examples
 from xlashapes import ShapeError, make_shape, parse_shape
 from xlashapes.inference import (
     INFERRED_OPCODES,

@@ -256,6 +256,9 @@ BINARY = ("add", "subtract", "multiply", "divide", "remainder", "power", "maximu
           "xor", "shift-left", "shift-right-arithmetic", "shift-right-logical", "complex", "mulhi", "compare")
 
 
+UNBOUNDED = True  # generate "?" dimensions too
+
+
 def _dim_text(size: int, dynamic: bool) -> str:
     return f"<={size}" if dynamic else str(size)
 
@@ -267,7 +270,8 @@ def dims(draw: st.DrawFn, rank: int | None = None, dynamic: bool = True, low: in
     out = []
     for _ in range(count):
         size = draw(st.integers(low, high))
-        out.append(_dim_text(size, dynamic and draw(st.integers(0, 5)) == 0))
+        kind = draw(st.integers(0, 11)) if dynamic else 2
+        out.append("?" if UNBOUNDED and kind == 0 else _dim_text(size, kind == 1))
     return out
 
 
@@ -276,7 +280,7 @@ def shape(etype: str, sizes: list[str] | tuple[str, ...]) -> str:
 
 
 def static(sizes: list[str]) -> list[int]:
-    return [int(s.lstrip("<=")) for s in sizes]
+    return [int(s.lstrip("<=")) if s != "?" else 3 for s in sizes]
 
 
 @st.composite
@@ -299,7 +303,8 @@ def binary_cases(draw: st.DrawFn) -> Case:
     elif how == 2:
         rhs = [draw(st.sampled_from((d, "1", "<=1", d))) for d in lhs]
     else:
-        rhs = [draw(st.sampled_from((d, d, d, d.lstrip("<="), "<=" + d.lstrip("<=")))) for d in lhs]
+        rhs = [draw(st.sampled_from((d, d, d, d.lstrip("<="), "<=" + d.lstrip("<=") if d != "?" else "5")))
+               for d in lhs]
     if draw(st.booleans()):
         lhs, rhs = rhs, lhs
     attrs = f"direction={draw(st.sampled_from(('EQ', 'NE', 'LT', 'GE')))}" if op == "compare" else ""
@@ -503,7 +508,7 @@ def reduction_cases(draw: st.DrawFn) -> Case:
         return Case(op, tuple(inputs), f"k={k}" + (", largest=false" if draw(st.booleans()) else ""))
     # select-and-scatter: the source is the windowed operand
     t = types[0] if types[0] != "pred" else "f32"
-    operand = shape(t, [s.lstrip("<=") for s in sizes])
+    operand = shape(t, [str(s) for s in static(sizes)])
     window = _window_text(draw, rank).replace("lhs_dilate", "stride").replace("rhs_dilate", "stride")
     if window.count("stride=") > 1:
         window = "{" + " ".join(p for p in window[1:-1].split(" ") if not p.startswith("stride=")) + "}"

@@ -23,6 +23,8 @@ def broadcast_parser_shape(call: Call) -> Shape:
     call.count(1)
     operand = call.array(0)
     sizes = call.integers("dimensions")
+    if UNBOUNDED_SIZE in operand.dimensions:
+        raise ShapeError(f"broadcast of an unbounded operand {text(operand)} needs a written shape")
     for size in sizes:
         if size < 0:
             raise ShapeError(f"broadcast size {size} is negative")

@@ -174,14 +174,14 @@ def ternary_shape(call: Call) -> Shape:
             raise ShapeError(f"select's on_true {text(b)} and on_false {text(c)} differ")
         if not (a.is_scalar or same_dimensions(a, b)):
             raise ShapeError(f"select's predicate {text(a)} does not match the on_true shape {text(b)}")
-        return _merged(b, c, a, etype=higher_precision(b.element_type, c.element_type))
+        return _select_dims(a, b, c)
     # clamp(min, operand, max): min and max may be scalars
     for bound, name in ((a, "min"), (c, "max")):
         if bound.element_type != b.element_type and not (bound.element_type.is_floating and b.element_type.is_floating):
             raise ShapeError(f"clamp's {name} {text(bound)} and operand {text(b)} have different element types")
         if not (bound.is_scalar or same_dimensions(bound, b)):
             raise ShapeError(f"clamp's {name} {text(bound)} must be a scalar or match the operand {text(b)}")
-    return _merged(b, *(s for s in (a, c) if not s.is_scalar))
+    return like(b)  # XLA keeps the operand's dims as they are (min/max dynamism is not carried)
 
 
 def _same_ignoring_fp(a: Shape, b: Shape) -> bool:
@@ -189,19 +189,15 @@ def _same_ignoring_fp(a: Shape, b: Shape) -> bool:
     return same_type and same_dimensions(a, b)
 
 
-def _merged(first: Shape, *others: Shape, etype: ElementType | None = None) -> Shape:
-    """``first`` with a dimension dynamic when dynamic in any of ``others`` of the same rank (``?`` resolved)."""
-    dims = list(first.dimensions)
-    flags = list(first.dynamic_dimensions)
-    for other in others:
-        if other.rank != first.rank:
-            continue
+def _select_dims(pred: Shape, on_true: Shape, on_false: Shape) -> Shape:
+    """The predicate's dims, where a bounded dynamic value dimension (``<=N``) wins (observed on XLA's parser)."""
+    first = pred if pred.rank == on_true.rank else on_true
+    dims, flags = list(first.dimensions), list(first.dynamic_dimensions)
+    for other in (on_true, on_false):
         for i, (size, dynamic) in enumerate(zip(other.dimensions, other.dynamic_dimensions)):
-            if dims[i] == UNBOUNDED_SIZE and size != UNBOUNDED_SIZE:
-                dims[i], flags[i] = size, dynamic
-            elif dynamic and size != UNBOUNDED_SIZE:
-                flags[i] = True
-    return array_shape(etype or first.element_type, dims, flags)
+            if dynamic and size != UNBOUNDED_SIZE:
+                dims[i], flags[i] = size, True
+    return array_shape(higher_precision(on_true.element_type, on_false.element_type), dims, flags)
 
 
 def convert_shape(operand: Shape, new_type: ElementType) -> Shape:

@@ -50,10 +50,9 @@ def dot_shape(call: Call) -> Shape:
     etype = _result_type(call, lhs, rhs)
     sizes: list[int] = []
     flags: list[bool] = []
-    for a, b in zip(lb, rb):
-        size = lhs.dimensions[a] if lhs.dimensions[a] != UNBOUNDED_SIZE else rhs.dimensions[b]
-        sizes.append(size)
-        flags.append(lhs.dynamic_dimensions[a] or rhs.dynamic_dimensions[b])
+    for a in lb:  # batch dims come from the lhs, as written there
+        sizes.append(lhs.dimensions[a])
+        flags.append(lhs.dynamic_dimensions[a])
     for shape, skip in ((lhs, set(lc) | set(lb)), (rhs, set(rc) | set(rb))):
         for i in range(shape.rank):
             if i not in skip:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ShapeError
-from ..shape import Shape
+from ..shape import UNBOUNDED_SIZE, Shape
 from ._common import (
     PRED,
     S32,
@@ -223,7 +223,9 @@ def topk_shape(call: Call) -> Shape:
     k = call.integer("k")
     if operand.rank < 1:
         raise ShapeError(f"topk needs an operand of rank >= 1, got {text(operand)}")
-    if k < 0 or k > operand.dimensions[-1] >= 0:
+    if operand.dimensions[-1] == UNBOUNDED_SIZE:
+        raise ShapeError(f"topk needs a bounded last dimension, got {text(operand)}")
+    if k < 0 or k > operand.dimensions[-1]:
         raise ShapeError(f"topk k={k} must be between 0 and the last dimension of {text(operand)}")
     dims = (*operand.dimensions[:-1], k)
     flags = (*operand.dynamic_dimensions[:-1], False)

@@ -44,9 +44,19 @@ def all_reduce_shape(call: Call) -> Shape:
     'f32[4]{0}'
     """
     shapes = _operands(call)
-    if "to_apply" in call.attributes and call.computations:
-        check_scalar_computation(call, call.signature("to_apply"), [shapes[0].element_type], "to_apply")
+    _check_reducer(call, shapes)
     return _result(shapes)
+
+
+def _check_reducer(call: Call, shapes: list[Shape]) -> None:
+    """The to_apply computation reduces two scalars of every operand's element type."""
+    if "to_apply" in call.attributes and call.computations:
+        signature = call.signature("to_apply")
+        for shape in shapes:
+            check_scalar_computation(call, signature, [shape.element_type], "to_apply")
+            if signature.parameters[0].element_type != shape.element_type:
+                raise ShapeError(f"{call.opcode}: the to_apply computation reduces {signature.parameters[0]} values, "
+                                 f"not the {shape.element_type} of {text(shape)}")
 
 
 def _gather_dimension(call: Call, shapes: list[Shape]) -> int:
@@ -109,8 +119,7 @@ def reduce_scatter_shape(call: Call) -> Shape:
     'f32[4]{0}'
     """
     shapes = _operands(call)
-    if "to_apply" in call.attributes and call.computations:
-        check_scalar_computation(call, call.signature("to_apply"), [shapes[0].element_type], "to_apply")
+    _check_reducer(call, shapes)
     return _result(_scaled(call, shapes, False))
 
 

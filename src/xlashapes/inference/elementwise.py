@@ -190,13 +190,15 @@ def _same_ignoring_fp(a: Shape, b: Shape) -> bool:
 
 
 def _select_dims(pred: Shape, on_true: Shape, on_false: Shape) -> Shape:
-    """The predicate's dims, where a bounded dynamic value dimension (``<=N``) wins (observed on XLA's parser)."""
+    """shape_inference.cc, InferSelectShape: the predicate's dims; where a value is ``?``, the more specific one."""
     first = pred if pred.rank == on_true.rank else on_true
     dims, flags = list(first.dimensions), list(first.dynamic_dimensions)
-    for other in (on_true, on_false):
-        for i, (size, dynamic) in enumerate(zip(other.dimensions, other.dynamic_dimensions)):
-            if dynamic and size != UNBOUNDED_SIZE:
-                dims[i], flags[i] = size, True
+    for i, (t, f) in enumerate(zip(on_true.dimensions, on_false.dimensions)):
+        if UNBOUNDED_SIZE in (t, f):
+            source = on_false if t == UNBOUNDED_SIZE else on_true
+            dims[i], flags[i] = source.dimensions[i], source.dynamic_dimensions[i]
+        else:
+            flags[i] = flags[i] or on_true.dynamic_dimensions[i] or on_false.dynamic_dimensions[i]
     return array_shape(higher_precision(on_true.element_type, on_false.element_type), dims, flags)
 
 

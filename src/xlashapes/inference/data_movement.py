@@ -250,13 +250,14 @@ def concatenate_shape(call: Call) -> Shape:
         if other != first.element_type and not (other.is_floating and first.element_type.is_floating):
             raise ShapeError(f"concatenate operands {text(first)} and {text(shape)} have different element types")
         for i, size in enumerate(shape.dimensions):
-            if i == dim:
+            if i == dim or size == UNBOUNDED_SIZE:
                 continue
-            if size != dims[i]:
-                if dims[i] == UNBOUNDED_SIZE:
-                    dims[i] = size
-                elif size != UNBOUNDED_SIZE:
-                    raise ShapeError(f"concatenate operands {text(first)} and {text(shape)} differ in dimension {i}")
+            if dims[i] == UNBOUNDED_SIZE:  # the most specific size wins
+                dims[i], flags[i] = size, shape.dynamic_dimensions[i]
+            elif size != dims[i]:
+                raise ShapeError(f"concatenate operands {text(first)} and {text(shape)} differ in dimension {i}")
+            else:
+                flags[i] = flags[i] or shape.dynamic_dimensions[i]
         etype = higher_precision(other, first.element_type)  # XLA compares each with the first; the last wins
     total = 0
     for shape in shapes:
@@ -266,8 +267,7 @@ def concatenate_shape(call: Call) -> Shape:
         else:
             total += size
     dims[dim] = total
-    for shape in shapes:
-        flags = [f or g for f, g in zip(flags, shape.dynamic_dimensions)]
+    flags[dim] = any(shape.dynamic_dimensions[dim] for shape in shapes)
     return array_shape(etype, dims, flags)
 
 

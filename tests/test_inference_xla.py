@@ -13,9 +13,18 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from oracle_inference import FAMILIES, Case, inference_oracle, scalar_reducer, written_cases, xla_root_shape
+from oracle_inference import (
+    FAMILIES,
+    Case,
+    inference_oracle,
+    producing,
+    scalar_reducer,
+    written_cases,
+    xla_root_shape,
+)
 from profiles import examples
 from xlashapes import ShapeError
+from xlashapes.inference import PARSER_INFERRED_OPCODES
 
 BATCH = 40
 NO_SHRINK = (Phase.explicit, Phase.generate)  # a batch of 40 cases shrinks slowly; the message names the case
@@ -93,6 +102,10 @@ HAND_WRITTEN = [
     Case("ragged-dot", ("f32[8,4]", "f32[4,5]", "s32[3]"), "lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
          "lhs_ragged_dims={1}"),
     Case("topk", ("f32[?]",), "k=2"),
+    Case("scaled-dot", ("f8e4m3fn[8,32]", "f32[8,1]", "f8e4m3fn[32,5]", "f32[1,5]"),
+         "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
+    Case("scaled-dot", ("bf16[8,32]", "bf16[8,2]", "f32[32,5]", "f32[2,5]"),
+         "lhs_contracting_dims={1}, rhs_contracting_dims={0}"),
     Case("set-dimension-size", ("f32[4,3]", "s32[]"), "dimensions={1}"),
     Case("get-dimension-size", ("f32[<=4,3]",), "dimensions={0}"),
     Case("bitcast-convert", ("f32[2]",)),  # needs its shape written
@@ -149,3 +162,30 @@ def test_shapes_we_infer_for_written_shape_ops_compile(xla: object) -> None:
     answers = inference_oracle().verify(modules)
     assert [(case.opcode, answer.get("error")) for case, answer in zip(WRITTEN_BY_US, answers)
             if not answer["ok"]] == []
+
+
+def test_parser_inferred_opcodes_are_the_ones_xlas_parser_fills_in(xla: object) -> None:
+    """A shapeless instruction XLA cannot infer is refused ("cannot infer shape", or for opt-barrier a failed
+    unary rule); the others are inferred."""
+    g = producing(("f32[2]",), "f32[2]")
+    red = scalar_reducer(("f32",))
+    cases = [Case(op, ("f32[2]",)) for op in ("slice", "dynamic-slice", "reduce-precision", "opt-barrier",
+                                              "copy-start", "iota", "convert", "bitcast", "reshape", "rng")]
+    cases += [Case("fusion", ("f32[2]",), "kind=kLoop, calls=g", (("g", g),)),
+              Case("all-reduce", ("f32[2]",), "to_apply=red", (("red", red),)),
+              Case("async-start", ("f32[2]",), "calls=g", (("g", g),)),
+              Case("send", ("f32[2]", "token[]"), "channel_id=1")]
+    inferred = [Case("call", ("f32[2]",), "to_apply=g", (("g", g),)), Case("copy", ("f32[2]",)),
+                Case("map", ("f32[2]", "f32[2]"), "dimensions={0}, to_apply=red", (("red", red),)),
+                Case("domain", ("f32[2]",), 'domain={kind="sharding", entry={maximal device=0}, '
+                                            'exit={maximal device=1}}'),
+                Case("replica-id", ()), Case("after-all", ("token[]",))]
+    answers = inference_oracle().parse([case.module() for case in cases + inferred])
+    for case, answer in zip(cases, answers[:len(cases)]):
+        error = answer.get("error", "")
+        assert "cannot infer shape" in error or "Unknown operation for unary" in error, case.opcode
+        assert case.opcode not in PARSER_INFERRED_OPCODES
+    for case, answer in zip(inferred, answers[len(cases):]):
+        assert answer["ok"], (case.opcode, answer)
+        assert case.opcode in PARSER_INFERRED_OPCODES
+        assert xla_root_shape(answer["text"]).equal(case.ours(), ignore_layout=True)

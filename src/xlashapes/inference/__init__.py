@@ -52,6 +52,7 @@ _RULES: dict[str, Rule] = {
     "set-dimension-size": data_movement.set_dimension_size_shape,
     "dot": linalg.dot_shape,
     "ragged-dot": linalg.ragged_dot_shape,
+    "scaled-dot": linalg.scaled_dot_shape,
     "convolution": linalg.convolution_shape,
     "cholesky": linalg.cholesky_shape,
     "triangular-solve": linalg.triangular_solve_shape,
@@ -109,10 +110,10 @@ INFERRED_OPCODES: frozenset[str] = frozenset(_RULES)
 PARSER_INFERRED_OPCODES: frozenset[str] = frozenset(
     UNARY_OPCODES | BINARY_OPCODES | {
         "select", "clamp", "transpose", "reverse", "concatenate", "pad", "get-dimension-size",
-        "set-dimension-size", "dot", "ragged-dot", "convolution", "cholesky", "triangular-solve", "fft",
+        "set-dimension-size", "dot", "ragged-dot", "scaled-dot", "convolution", "cholesky", "triangular-solve", "fft",
         "batch-norm-training",
         "batch-norm-inference", "batch-norm-grad", "reduce", "reduce-window", "select-and-scatter", "sort", "map",
-        "topk", "gather", "scatter", "tuple", "get-tuple-element", "while", "conditional", "call", "fusion",
+        "topk", "gather", "scatter", "tuple", "get-tuple-element", "while", "conditional", "call",
         "add-dependency", "after-all", "partition-id", "replica-id", "broadcast"}
 )
 """Opcodes XLA's parser accepts without a written shape (it fills in ``infer_shape``'s answer).
@@ -137,7 +138,6 @@ _WRITTEN: dict[str, Callable[[Call, Shape], None] | None] = {
     "constant": None,
     "custom-call": None,
     "scan": None,
-    "scaled-dot": None,
 }
 
 WRITTEN_SHAPE_OPCODES: frozenset[str] = frozenset(_WRITTEN)

@@ -318,3 +318,19 @@ def ragged_dot_shape(call: Call) -> Shape:
         count = groups.dimensions[-1]
         return array_shape(result.element_type, (count, *result.dimensions), (False, *result.dynamic_dimensions))
     return result
+
+
+def scaled_dot_shape(call: Call) -> Shape:
+    """shape_inference.cc, InferScaledDotOpShape: the dot of lhs and rhs; operands (lhs, lhs_scale, rhs, rhs_scale).
+
+    XLA's parser (jaxlib 0.10.2) does not compare the scales' dims with the operands'.
+
+    >>> from xlashapes import parse_shape
+    >>> operands = tuple(parse_shape(s) for s in ("f8e4m3fn[8,32]", "f32[8,1]", "f8e4m3fn[32,5]", "f32[1,5]"))
+    >>> attrs = {"lhs_contracting_dims": (1,), "rhs_contracting_dims": (0,)}
+    >>> str(scaled_dot_shape(Call("scaled-dot", operands, attrs, {})))
+    'f8e4m3fn[8,5]{1,0}'
+    """
+    call.count(4)
+    lhs, _, rhs, _ = call.arrays()
+    return dot_shape(Call("dot", (lhs, rhs), call.attributes, {}))

@@ -57,7 +57,11 @@ def test_every_xla_opcode_has_a_rule_or_needs_a_written_shape() -> None:
 @pytest.mark.parametrize(("opcode", "operands", "attributes", "expected"), [
     ("slice", ["f32[10,4]"], {"slice": ((1, 10, 3), (0, 4, 1))}, "f32[3,4]"),
     ("slice", ["f32[<=10]"], {"slice": ((0, 10, 1),)}, "f32[<=10]"),
-    ("slice", ["f32[<=10]"], {"slice": ((0, 5, 1),)}, "f32[5]"),
+    ("slice", ["f32[<=10]"], {"slice": ((0, 5, 1),)}, "f32[<=5]"),  # shape_inference.cc: still dynamic
+    ("slice", ["f32[<=10,?]"], {"slice": ((3, 4, 1), (0, 7, 2))}, "f32[1,4]"),  # one element, or out of a ?
+    ("dynamic-slice", ["f32[<=8,<=4]", "s32[]", "s32[]"], {"dynamic_slice_sizes": (1, 3)}, "f32[1,3]"),
+    ("dynamic-update-slice", ["f32[<=8,4]", "f32[<=2,4]", "s32[]", "s32[]"], {}, "f32[<=8,4]"),
+    ("dynamic-update-slice", ["f32[8,4]", "f32[<=8,4]", "s32[]", "s32[]"], {}, "f32[<=8,4]"),
     ("dynamic-slice", ["f32[<=8,4]", "s32[]", "s32[]"], {"dynamic_slice_sizes": (8, 2)}, "f32[<=8,2]"),
     ("dynamic-update-slice", ["f32[8,4]", "f32[2,4]", "s32[]", "s32[]"], {}, "f32[8,4]"),
     ("reduce-precision", ["bf16[3]"], {"exponent_bits": 8, "mantissa_bits": 7}, "bf16[3]"),

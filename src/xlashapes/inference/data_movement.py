@@ -155,14 +155,17 @@ def slice_shape(call: Call) -> Shape:
         if stride <= 0:
             raise ShapeError(f"slice stride {stride} of dimension {i} must be positive")
         dims.append((limit - start + stride - 1) // stride)
-        flags.append(operand.dynamic_dimensions[i] and start == 0 and limit == size and stride == 1)
+        # slicing one element out of a dynamic dimension makes it static; ? becomes the static slice size
+        flags.append(operand.dynamic_dimensions[i] and size != UNBOUNDED_SIZE and dims[-1] != 1)
     return array_shape(operand.element_type, dims, flags)
 
 
 def _check_indices(call: Call, indices: tuple[Shape, ...], rank: int) -> None:
     """Start indices: ``rank`` integral scalars of one type, or (old form) one rank-1 vector of ``rank``."""
-    if len(indices) == 1 and indices[0].rank == 1 and rank != 1:
+    if indices and indices[0].rank == 1:  # the old form: one rank-1 index vector
         index = indices[0]
+        if len(indices) != 1:
+            raise ShapeError(f"{call.opcode} with a vector of start indices takes exactly one, got {len(indices)}")
         if not index.element_type.is_integral or index.dimensions[0] != rank:
             raise ShapeError(f"{call.opcode} start indices {text(index)} must be {rank} integers")
         return
@@ -171,7 +174,7 @@ def _check_indices(call: Call, indices: tuple[Shape, ...], rank: int) -> None:
     for index in indices:
         if not index.is_array or not index.is_scalar or not index.element_type.is_integral:
             raise ShapeError(f"{call.opcode} start indices must be integral scalars, got {text(index)}")
-        if index.element_type != indices[0].element_type:
+        if index.element_type != indices[0].element_type or index.rank != indices[0].rank:
             raise ShapeError(f"{call.opcode} start indices must share one type, got {text(indices[0])} and "
                              f"{text(index)}")
 
@@ -197,7 +200,7 @@ def dynamic_slice_shape(call: Call) -> Shape:
             raise ShapeError(f"dynamic-slice size {size} of dimension {i} is negative")
         if dim != UNBOUNDED_SIZE and size > dim:
             raise ShapeError(f"dynamic-slice size {size} of dimension {i} exceeds its size {dim}")
-        flags.append(operand.dynamic_dimensions[i] and size == dim)
+        flags.append(operand.dynamic_dimensions[i] and size > 1 and size == dim)
     return array_shape(operand.element_type, sizes, flags)
 
 
@@ -216,10 +219,10 @@ def dynamic_update_slice_shape(call: Call) -> Shape:
     if update.rank != operand.rank:
         raise ShapeError(f"dynamic-update-slice update {text(update)} must have the operand's rank {operand.rank}")
     a, b = operand.element_type, update.element_type
-    if a != b and not (a.is_floating and b.is_floating):
+    if a != b:
         raise ShapeError(f"dynamic-update-slice update {text(update)} must have the operand's element type {a}")
     for i, (u, d) in enumerate(zip(update.dimensions, operand.dimensions)):
-        if UNBOUNDED_SIZE not in (u, d) and u > d:
+        if u > d:  # as XLA compares them: an update into a ? dimension is refused unless it is ? too
             raise ShapeError(f"dynamic-update-slice update dimension {i} ({u}) exceeds the operand's ({d})")
     flags = [x or (y and u == d) for x, y, u, d in zip(operand.dynamic_dimensions, update.dynamic_dimensions,
                                                        update.dimensions, operand.dimensions)]

@@ -101,7 +101,7 @@ _RULES: dict[str, Rule] = {
     "collective-permute": collectives.collective_permute_shape,
     "collective-permute-start": collectives.collective_permute_start_shape,
     "collective-permute-done": collectives.collective_done_shape,
-    "collective-broadcast": collectives.all_to_all_shape,
+    "collective-broadcast": collectives.collective_broadcast_shape,
 }
 
 INFERRED_OPCODES: frozenset[str] = frozenset(_RULES)

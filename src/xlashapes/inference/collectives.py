@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ShapeError
-from ..shape import Shape
+from ..shape import UNBOUNDED_SIZE, Shape
 from ._common import U32, Call, array_shape, check_scalar_computation, like, text, tuple_of
 
 
@@ -76,12 +76,13 @@ def _scaled(call: Call, shapes: list[Shape], multiply: bool) -> list[Shape]:
     results = []
     for shape in shapes:
         dims = list(shape.dimensions)
-        if multiply:
-            dims[dim] *= count
-        else:
-            if dims[dim] % count:
+        size = dims[dim]
+        if multiply:  # shape_inference.cc, InferAllGatherShape: ? stays ?
+            dims[dim] = size if size == UNBOUNDED_SIZE else size * count
+        else:  # InferReduceScatterShape: the size must divide; a dynamic dimension becomes ?
+            if size != UNBOUNDED_SIZE and size % count:
                 raise ShapeError(f"{call.opcode} dimension {dim} of {text(shape)} does not split into {count} shards")
-            dims[dim] //= count
+            dims[dim] = UNBOUNDED_SIZE if shape.dynamic_dimensions[dim] else size // count
         results.append(array_shape(shape.element_type, dims, shape.dynamic_dimensions))
     return results
 
@@ -136,10 +137,31 @@ def all_to_all_shape(call: Call) -> Shape:
         if len(shapes) != 1:
             raise ShapeError("all-to-all with a split dimension takes one operand")
         dim = _gather_dimension(call, shapes)
+        shape = shapes[0]
+        if any(d and size != UNBOUNDED_SIZE for d, size in zip(shape.dynamic_dimensions, shape.dimensions)):
+            raise ShapeError(f"all-to-all does not take bounded dynamic shapes like {text(shape)}")
         count = group_size(call)
-        if count and shapes[0].dimensions[dim] % count:
-            raise ShapeError(f"all-to-all split dimension {dim} of {text(shapes[0])} does not split into {count}")
+        size = shape.dimensions[dim]
+        if count and size != UNBOUNDED_SIZE and size % count:
+            raise ShapeError(f"all-to-all split dimension {dim} of {text(shape)} does not split into {count}")
+        return like(shape)
+    for i, shape in enumerate(shapes):
+        if UNBOUNDED_SIZE in shape.dimensions:
+            raise ShapeError(f"all-to-all of several operands does not take unbounded shapes like {text(shape)}")
+        if shape != shapes[0] and not shape.equal(shapes[0], ignore_memory_space=True):
+            raise ShapeError(f"all-to-all operand {i} {text(shape)} differs from operand 0 {text(shapes[0])}")
     return _result(shapes)
+
+
+def collective_broadcast_shape(call: Call) -> Shape:
+    """shape_inference.cc, InferCollectiveBroadcastShape: operand 0's shape.
+
+    >>> from xlashapes import parse_shape
+    >>> str(collective_broadcast_shape(Call("collective-broadcast", (parse_shape("f32[4]"),), {}, {})))
+    'f32[4]{0}'
+    """
+    call.at_least(1)
+    return like(call.array(0))
 
 
 def collective_permute_shape(call: Call) -> Shape:
@@ -168,8 +190,8 @@ def collective_permute_start_shape(call: Call) -> Shape:
     context = array_shape(U32, ())
     if len(call.operands) == 4:
         return tuple_of([call.operands[0], call.operands[1], context, context])
-    result = collective_permute_shape(call)
-    return tuple_of([_result(list(call.operands)), result, context, context])
+    operands = _result(_operands(call))
+    return tuple_of([operands, operands, context, context])
 
 
 def collective_done_shape(call: Call) -> Shape:

@@ -321,7 +321,13 @@ def get_dimension_size_shape(call: Call) -> Shape:
     dim = call.integer("dimensions")
     if not 0 <= dim < operand.rank:
         raise ShapeError(f"get-dimension-size dimension {dim} is out of range for {text(operand)}")
+    _fits_s32(call, operand, dim)
     return array_shape(S32, ())
+
+
+def _fits_s32(call: Call, operand: Shape, dim: int) -> None:
+    if operand.dimensions[dim] > 2**31 - 1:
+        raise ShapeError(f"{call.opcode}: dimension {dim} of {text(operand)} exceeds the s32 size limit")
 
 
 def set_dimension_size_shape(call: Call) -> Shape:
@@ -339,6 +345,7 @@ def set_dimension_size_shape(call: Call) -> Shape:
         raise ShapeError(f"set-dimension-size dimension {dim} is out of range for {text(operand)}")
     if not size.is_scalar or size.element_type != S32:
         raise ShapeError(f"set-dimension-size takes an s32 scalar size, got {text(size)}")
+    _fits_s32(call, operand, dim)
     flags = list(operand.dynamic_dimensions)
     flags[dim] = True
     return array_shape(operand.element_type, operand.dimensions, flags)

@@ -726,7 +726,7 @@ def _mutated(draw: st.DrawFn, text: str) -> str:
 def written_cases(draw: st.DrawFn) -> tuple[Case, str]:
     op = draw(st.sampled_from(("slice", "dynamic-slice", "dynamic-update-slice", "reduce-precision", "all-reduce",
                                "all-gather", "reduce-scatter", "all-to-all", "collective-permute", "convert",
-                               "bitcast-convert", "broadcast", "reshape", "iota")))
+                               "bitcast-convert", "broadcast", "reshape", "iota", "rng", "rng-bit-generator")))
     t = draw(st.sampled_from(("f32", "s32", "f16", "u8", "s64")))
     # broadcast operand dims of size 1 are avoided: StableHLO (the compiler's way in) broadcasts 1 to any size
     sizes = static(draw(dims(rank=draw(st.integers(0 if op in ("convert", "reshape") else 1, 3)), dynamic=False,
@@ -798,6 +798,18 @@ def written_cases(draw: st.DrawFn) -> tuple[Case, str]:
             count *= s
         written = shape(t, [str(count)]) if draw(st.booleans()) else shape(t, [str(count), "1"])
         return Case(op, (operand,)), written if draw(st.integers(0, 4)) else _mutated(draw, written)
+    elif op == "rng":
+        t = draw(st.sampled_from(("f32", "s32", "f16")))  # XLA:CPU aborts lowering rng of u8
+        operand = shape(t, [str(s) for s in sizes])
+        param = draw(st.sampled_from((t, t, t, "f32")))
+        distribution = draw(st.sampled_from(("rng_uniform", "rng_normal")))
+        return Case(op, (f"{param}[]", f"{t}[]"), f"distribution={distribution}"), operand
+    elif op == "rng-bit-generator":
+        state = draw(st.sampled_from(("u64[2]", "u64[3]")))  # XLA:CPU's expander cannot lower u32 states
+        new_state = state if draw(st.integers(0, 5)) else "u64[5]"
+        values = shape(draw(st.sampled_from(("u32", "u64", "u8", "f32"))), [str(s) for s in sizes])
+        algorithm = draw(st.sampled_from(("rng_default", "rng_three_fry", "rng_philox")))
+        return Case(op, (state,), f"algorithm={algorithm}"), f"({new_state}, {values})"
     else:  # iota
         dim = draw(st.integers(0, rank))
         return Case(op, (), f"iota_dimension={dim}"), operand

@@ -296,10 +296,16 @@ def check_rng(call: Call, shape: Shape) -> None:
     for i, param in enumerate(call.operands):
         if not (param.is_array and param.is_scalar) or param.element_type != shape.element_type:
             raise ShapeError(f"rng parameter {i} must be a {shape.element_type} scalar, got {text(param)}")
+    etype = shape.element_type
+    distribution = call.word("distribution", "rng_uniform")
+    if distribution == "rng_normal" and not etype.is_floating:
+        raise ShapeError(f"rng with distribution=rng_normal makes floating-point values, not {etype}")
+    if distribution == "rng_uniform" and not (etype.is_floating or etype.is_integral or etype.name == "pred"):
+        raise ShapeError(f"rng with distribution=rng_uniform makes real or integer values, not {etype}")
 
 
 def check_rng_bit_generator(call: Call, shape: Shape) -> None:
-    """hlo_verifier.cc, HandleRngBitGenerator: (new state shaped like the state, integral output array).
+    """hlo_verifier.cc, HandleRngBitGenerator: (new state shaped like the state, an output array).
 
     >>> from xlashapes import parse_shape
     >>> check_rng_bit_generator(Call("rng-bit-generator", (parse_shape("u64[2]"),), {}, {}),
@@ -312,9 +318,14 @@ def check_rng_bit_generator(call: Call, shape: Shape) -> None:
     if not compatible(shape.tuple_shapes[0], state):
         raise ShapeError(f"rng-bit-generator's new state {text(shape.tuple_shapes[0])} differs from the state "
                          f"{text(state)}")
+    algorithm = call.word("algorithm", "rng_default")
+    sizes = {"rng_three_fry": ((2,),), "rng_philox": ((2,), (3,))}.get(algorithm)
+    if sizes and (state.element_type.name != "u64" or state.dimensions not in sizes):
+        wanted = " or ".join(f"u64[{s[0]}]" for s in sizes)
+        raise ShapeError(f"rng-bit-generator with algorithm={algorithm} needs a {wanted} state, got {text(state)}")
     values = shape.tuple_shapes[1]
-    if not values.is_array or not values.element_type.is_integral:
-        raise ShapeError(f"rng-bit-generator makes integer values, not {text(values)}")
+    if not values.is_array:
+        raise ShapeError(f"rng-bit-generator makes an array of values, not {text(values)}")
 
 
 def check_io(call: Call, shape: Shape) -> None:

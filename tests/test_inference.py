@@ -303,3 +303,15 @@ def test_inference_is_linear_in_the_operand_sizes() -> None:
     infer_shape("concatenate", [S("f32[1,2]")] * 5000, {"dimensions": (0,)})
     infer_shape("tuple", [S("f32[1,2]")] * 5000)
     assert time.perf_counter() - start < 1.0
+
+
+def test_an_instructions_attributes_can_be_given_as_they_are() -> None:
+    """HloInstruction.attributes (raw text, read with typed()) works like the dict of typed values."""
+    from xlashapes import parse_instruction
+
+    ins = parse_instruction("r = f32[2,5]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}")
+    result = infer_shape("dot", [S("f32[2,3]"), S("f32[3,5]")], ins.attributes)
+    assert result.equal(ins.shape, ignore_layout=True)
+    bad = parse_instruction("r = f32[2] transpose(a), dimensions={1,0}").attributes
+    with pytest.raises(ShapeError, match="permutation"):
+        infer_shape("transpose", [S("f32[2]")], bad)

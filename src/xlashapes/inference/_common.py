@@ -10,6 +10,7 @@ from ..dtypes import ELEMENT_TYPES, ElementType
 from ..errors import ShapeError
 from ..layout import INT64_MAX, default_layout
 from ..shape import UNBOUNDED_SIZE, Shape, tuple_shape
+from ..text import shape_text
 
 PRED = ELEMENT_TYPES["pred"]
 S32 = ELEMENT_TYPES["s32"]
@@ -75,9 +76,13 @@ class Call:
         return key in self.attributes
 
     def get(self, key: str, default: Any = _MISSING) -> Any:
-        """Attribute ``key`` (ShapeError naming it when absent and no default)."""
+        """Attribute ``key`` (ShapeError naming it when absent and no default).
+
+        A mapping with a ``typed`` method (``HloInstruction.attributes``) is read through it.
+        """
         if key in self.attributes:
-            return self.attributes[key]
+            typed = getattr(self.attributes, "typed", None)
+            return typed(key) if callable(typed) else self.attributes[key]
         if default is _MISSING:
             raise ShapeError(f"{self.opcode} needs attribute {key}")
         return default
@@ -138,8 +143,6 @@ class Call:
 
 def text(shape: Shape) -> str:
     """A shape as XLA prints it without its layout (for messages)."""
-    from ..text import shape_text
-
     return shape_text(shape, print_layout=False)
 
 

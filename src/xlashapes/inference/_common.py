@@ -171,11 +171,6 @@ def tuple_of(shapes: Sequence[Shape]) -> Shape:
     return tuple_shape([like(s) for s in shapes])
 
 
-def scalar(etype: ElementType) -> Shape:
-    """A scalar of ``etype``."""
-    return array_shape(etype, ())
-
-
 def same_dimensions(a: Shape, b: Shape) -> bool:
     """XLA's ShapeUtil::SameDimensions ignoring dynamism (a ``?`` matches any size)."""
     if a.rank != b.rank:

@@ -119,8 +119,19 @@ HAND_WRITTEN = [
 ]
 
 
+STEP = Computation(("f32[3]", "s32[2]", "f32[]"), "(f32[3], s32[], f32[])",
+                   ("a = f32[3] negate(x0)", "i = s32[] constant(1)",
+                    "ROOT t = (f32[3], s32[], f32[]) tuple(a, i, x2)"))
+SCANS = [
+    Case("scan", ("f32[5,3]", "s32[5,2]", "f32[]"), "dimensions={0}, to_apply=f, num_carries=1", (("f", STEP),)),
+    Case("scan", ("f32[3,<=7]", "s32[2,<=7]", "f32[]"), "dimensions={1}, to_apply=f, num_carries=1, is_reverse=true",
+         (("f", STEP),)),
+    Case("scan", ("f32[5,3]", "s32[5,2]", "f32[]"), "dimensions={0}, to_apply=f, num_carries=2", (("f", STEP),)),
+]
+
+
 def test_hand_written_cases_match_xla(xla: object) -> None:
-    assert _parser_disagreements(HAND_WRITTEN) == []
+    assert _parser_disagreements(HAND_WRITTEN + SCANS) == []
 
 
 def test_oracle_batches_and_survives_aborts(xla: object) -> None:

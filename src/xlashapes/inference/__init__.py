@@ -89,6 +89,7 @@ _RULES: dict[str, Rule] = {
     "partition-id": control.id_shape,
     "replica-id": control.id_shape,
     "rng-get-and-update-state": control.rng_state_shape,
+    "scan": control.scan_shape,
     "all-reduce": collectives.all_reduce_shape,
     "all-reduce-start": collectives.all_reduce_shape,
     "all-reduce-done": collectives.collective_done_shape,
@@ -113,7 +114,7 @@ PARSER_INFERRED_OPCODES: frozenset[str] = frozenset(
         "set-dimension-size", "dot", "ragged-dot", "scaled-dot", "convolution", "cholesky", "triangular-solve", "fft",
         "batch-norm-training",
         "batch-norm-inference", "batch-norm-grad", "reduce", "reduce-window", "select-and-scatter", "sort", "map",
-        "topk", "gather", "scatter", "tuple", "get-tuple-element", "while", "conditional", "call",
+        "topk", "gather", "scatter", "tuple", "get-tuple-element", "while", "conditional", "call", "scan",
         "add-dependency", "after-all", "partition-id", "replica-id", "broadcast"}
 )
 """Opcodes XLA's parser accepts without a written shape (it fills in ``infer_shape``'s answer).
@@ -137,7 +138,6 @@ _WRITTEN: dict[str, Callable[[Call, Shape], None] | None] = {
     "parameter": None,
     "constant": None,
     "custom-call": None,
-    "scan": None,
 }
 
 WRITTEN_SHAPE_OPCODES: frozenset[str] = frozenset(_WRITTEN)

@@ -341,3 +341,43 @@ def check_io(call: Call, shape: Shape) -> None:
     if not shape.is_tuple or len(shape.tuple_shapes) != size or not shape.tuple_shapes[-1].is_token:
         form = "(data, token[])" if size == 2 else "(data, u32[], token[])"
         raise ShapeError(f"{call.opcode} returns {form}, not {text(shape)}")
+
+
+def scan_shape(call: Call) -> Shape:
+    """hlo_parser.cc / shape_inference.cc for kScan: (stacked per-step outputs..., final carries...).
+
+    Operands are the scanned inputs then ``num_carries`` initial carries; ``to_apply`` maps (slices..., carries...)
+    to (outputs..., carries...); each output is stacked along ``dimensions`` with the scan length (observed on
+    XLA's parser in jaxlib 0.10.2).
+
+    >>> from xlashapes import parse_shape
+    >>> from xlashapes.inference import Signature
+    >>> f, x = parse_shape("f32[]"), parse_shape("f32[3]")
+    >>> sigs = {"f": Signature((x, f), parse_shape("(f32[3], f32[])"))}
+    >>> call = Call("scan", (parse_shape("f32[5,3]"), f), {"dimensions": (0,), "num_carries": 1, "to_apply": "f"}, sigs)
+    >>> str(scan_shape(call))
+    '(f32[5,3]{1,0}, f32[])'
+    """
+    call.at_least(1)
+    dim = call.integer("dimensions")
+    carries = call.integer("num_carries")
+    if not 0 <= carries <= len(call.operands):
+        raise ShapeError(f"scan num_carries={carries} does not fit its {len(call.operands)} operands")
+    first = call.array(0, "input 0")
+    if not 0 <= dim < first.rank:
+        raise ShapeError(f"scan dimension {dim} is out of range for input {text(first)}")
+    length, dynamic = first.dimensions[dim], first.dynamic_dimensions[dim]
+    signature = call.signature("to_apply")  # XLA's parser does not compare its parameters with the operands
+    results = signature.result.tuple_shapes if signature.result.is_tuple else (signature.result,)
+    if len(results) < carries:
+        raise ShapeError(f"scan's computation returns {len(results)} values, fewer than num_carries={carries}")
+    stacked = []
+    for y in results[:len(results) - carries]:
+        if not y.is_array:
+            raise ShapeError(f"scan's per-step outputs must be arrays, got {text(y)}")
+        if dim > y.rank:
+            raise ShapeError(f"scan dimension {dim} is out of range for the step output {text(y)}")
+        stacked.append(array_shape(y.element_type, (*y.dimensions[:dim], length, *y.dimensions[dim:]),
+                                   (*y.dynamic_dimensions[:dim], dynamic, *y.dynamic_dimensions[dim:])))
+    return tuple_of([*stacked, *results[len(results) - carries:]])
+

@@ -315,3 +315,18 @@ def test_an_instructions_attributes_can_be_given_as_they_are() -> None:
     bad = parse_instruction("r = f32[2] transpose(a), dimensions={1,0}").attributes
     with pytest.raises(ShapeError, match="permutation"):
         infer_shape("transpose", [S("f32[2]")], bad)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(st.data())
+def test_check_shape_accepts_what_infer_shape_gives(data: st.DataObject) -> None:
+    """For every generated case with an inferred shape, check_shape accepts that shape (and rejects another)."""
+    from oracle_inference import FAMILIES
+
+    case = data.draw(st.sampled_from(sorted(FAMILIES)).flatmap(lambda family: FAMILIES[family]))
+    inferred = case.ours()
+    if isinstance(inferred, ShapeError) or case.opcode in ("sort", "after-all", "add-dependency", "broadcast"):
+        return
+    other = S("token[]") if not inferred.is_token else S("f32[]")
+    assert case.check(str(inferred)) is None
+    assert isinstance(case.check(str(other)), ShapeError)

@@ -338,7 +338,9 @@ def ternary_cases(draw: st.DrawFn) -> Case:
 
     middle = shape(t, sizes)
     if op == "select":
-        pred = variant().replace(t + "[", "pred[", 1) if draw(st.integers(0, 5)) else variant()
+        pred = variant()
+        if draw(st.integers(0, 5)) and pred.startswith(t + "["):
+            pred = "pred" + pred[len(t):]
         return Case(op, (pred, middle, variant()))
     return Case(op, (variant(), middle, variant()))
 

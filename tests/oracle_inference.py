@@ -615,8 +615,11 @@ def gather_cases(draw: st.DrawFn) -> Case:
                   f"start_indices_batching_dims={{{','.join(map(str, indices_batching))}}}"]
     attrs += [f"index_vector_dim={ivd}", f"slice_sizes={{{','.join(map(str, slice_sizes))}}}"]
     t = draw(st.sampled_from(("f32", "s8", "pred")))
-    return Case("gather", (shape(t, [str(d) for d in operand]), shape("s32", [str(d) for d in indices])),
-                ", ".join(attrs))
+
+    def sized(values: list[int]) -> list[str]:  # some dims bounded-dynamic
+        return [_dim_text(v, draw(st.integers(0, 4)) == 0) for v in values]
+
+    return Case("gather", (shape(t, sized(operand)), shape("s32", sized(indices))), ", ".join(attrs))
 
 
 @st.composite
@@ -645,8 +648,11 @@ def scatter_cases(draw: st.DrawFn) -> Case:
              f"inserted_window_dims={{{','.join(map(str, inserted))}}}, "
              f"scatter_dims_to_operand_dims={{{','.join(map(str, to_operand))}}}, index_vector_dim={ivd}, "
              f"to_apply=red")
-    operands = (*(shape(t, [str(d) for d in operand]) for t in types), shape("s32", [str(d) for d in indices]),
-                *(shape(t, [str(d) for d in updates]) for t in types))
+    def sized(values: list[int]) -> list[str]:  # some dims bounded-dynamic
+        return [_dim_text(v, draw(st.integers(0, 4)) == 0) for v in values]
+
+    operands = (*(shape(t, sized(operand)) for t in types), shape("s32", sized(indices)),
+                *(shape(t, sized(updates)) for t in types))
     return Case("scatter", operands, attrs, (("red", scalar_reducer(types)),))
 
 

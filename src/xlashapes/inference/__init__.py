@@ -112,14 +112,14 @@ PARSER_INFERRED_OPCODES: frozenset[str] = frozenset(
     UNARY_OPCODES | BINARY_OPCODES | {
         "select", "clamp", "transpose", "reverse", "concatenate", "pad", "get-dimension-size",
         "set-dimension-size", "dot", "ragged-dot", "scaled-dot", "convolution", "cholesky", "triangular-solve", "fft",
-        "batch-norm-training",
-        "batch-norm-inference", "batch-norm-grad", "reduce", "reduce-window", "select-and-scatter", "sort", "map",
+        "batch-norm-training", "batch-norm-inference", "batch-norm-grad", "reduce", "reduce-window", "select-and-scatter", "sort", "map",
         "topk", "gather", "scatter", "tuple", "get-tuple-element", "while", "conditional", "call", "scan",
         "add-dependency", "after-all", "partition-id", "replica-id", "broadcast"}
 )
 """Opcodes XLA's parser accepts without a written shape (it fills in ``infer_shape``'s answer).
 
-``broadcast`` is one of them with XLA's quirk: the parser reads ``dimensions`` as new major sizes.
+Quirks of XLA's parser (jaxlib 0.10.2): for ``broadcast`` it reads ``dimensions`` as new major sizes; a variadic
+``reduce-window`` (several inputs) is refused without a written shape although the verifier knows its rule.
 """
 
 _WRITTEN: dict[str, Callable[[Call, Shape], None] | None] = {

@@ -112,7 +112,8 @@ PARSER_INFERRED_OPCODES: frozenset[str] = frozenset(
     UNARY_OPCODES | BINARY_OPCODES | {
         "select", "clamp", "transpose", "reverse", "concatenate", "pad", "get-dimension-size",
         "set-dimension-size", "dot", "ragged-dot", "scaled-dot", "convolution", "cholesky", "triangular-solve", "fft",
-        "batch-norm-training", "batch-norm-inference", "batch-norm-grad", "reduce", "reduce-window", "select-and-scatter", "sort", "map",
+        "batch-norm-training", "batch-norm-inference", "batch-norm-grad", "reduce", "reduce-window",
+        "select-and-scatter", "sort", "map",
         "topk", "gather", "scatter", "tuple", "get-tuple-element", "while", "conditional", "call", "scan",
         "add-dependency", "after-all", "partition-id", "replica-id", "broadcast"}
 )

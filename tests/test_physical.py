@@ -14,6 +14,10 @@ from hypothesis import strategies as st
 
 import xlashapes as xs
 from xlashapes import physical
+from xlashapes.physical import _copy as copies
+from xlashapes.physical import _packing as packing
+from xlashapes.physical import _plan as plans
+from xlashapes.physical import _reference as reference
 from xlashapes.layout import COMBINE_DIMENSION
 from xlashapes.physical import from_physical, relayout, to_physical
 
@@ -201,7 +205,7 @@ def test_combined_dims_and_tiles_longer_than_rank() -> None:
         x = random_array(str(shape.element_type), shape.dimensions, 3)
         buffer = to_physical(x, shape)
         assert len(buffer) == shape.byte_size()
-        assert np.array_equal(buffer, physical._reference_to_physical(x, shape))
+        assert np.array_equal(buffer, reference._reference_to_physical(x, shape))
         assert same_bits(from_physical(buffer, shape), x)
 
 
@@ -478,9 +482,9 @@ def test_round_trip_is_bit_exact(case: tuple[xs.Shape, np.ndarray, xs.Shape]) ->
 def test_fast_path_equals_reference_path(case: tuple[xs.Shape, np.ndarray, xs.Shape]) -> None:
     shape, x, _ = case
     buffer = to_physical(x, shape)
-    assert np.array_equal(buffer, physical._reference_to_physical(x, shape))
+    assert np.array_equal(buffer, reference._reference_to_physical(x, shape))
     noise = np.random.default_rng(len(buffer)).integers(0, 256, size=len(buffer), dtype=np.uint8)
-    assert same_bits(from_physical(noise, shape), physical._reference_from_physical(noise, shape))
+    assert same_bits(from_physical(noise, shape), reference._reference_from_physical(noise, shape))
 
 
 @PROPERTY
@@ -502,19 +506,22 @@ def test_blocked_copies_equal_reference_path(
     case: tuple[xs.Shape, np.ndarray, xs.Shape], block: int, gather: int, loops: int
 ) -> None:
     shape, x, other = case
-    saved = {name: getattr(physical, name) for name in TUNING}
+    saved = {name: getattr(copies, name) for name in TUNING}
+    saved_packing = packing._BLOCK_BYTES
     try:
         for name, value in zip(TUNING, (0, block, 256, 16, gather, loops)):
-            setattr(physical, name, value)
+            setattr(copies, name, value)
+        packing._BLOCK_BYTES = block
         buffer = to_physical(x, shape)
         back = from_physical(buffer, shape)
         moved = relayout(buffer, shape, other)
     finally:
         for name, value in saved.items():
-            setattr(physical, name, value)
-    assert np.array_equal(buffer, physical._reference_to_physical(x, shape))
+            setattr(copies, name, value)
+        packing._BLOCK_BYTES = saved_packing
+    assert np.array_equal(buffer, reference._reference_to_physical(x, shape))
     assert same_bits(back, x)
-    assert np.array_equal(moved, physical._reference_to_physical(x, other))
+    assert np.array_equal(moved, reference._reference_to_physical(x, other))
 
 
 @PROPERTY
@@ -545,8 +552,8 @@ def test_reference_pack_round_trips() -> None:
     codes = np.random.default_rng(0).integers(0, 16, size=101, dtype=np.uint8)
     for bits in (1, 2, 4):
         field = codes & np.uint8((1 << bits) - 1)
-        packed = physical._reference_pack(field, bits, -(-field.size * bits // 8))
-        assert np.array_equal(physical._reference_unpack(packed, bits, field.size), field)
+        packed = reference._reference_pack(field, bits, -(-field.size * bits // 8))
+        assert np.array_equal(reference._reference_unpack(packed, bits, field.size), field)
 
 
 def test_bounded_dynamic_dims_are_laid_out_at_their_bound() -> None:
@@ -571,4 +578,4 @@ def test_bounded_dynamic_dims_are_laid_out_at_their_bound() -> None:
 )
 def test_tpu_formats_take_the_one_transpose_path(text: str) -> None:
     shape = xs.parse_shape(text)
-    assert physical._plan(shape.dimensions, shape.layout_or_default()) is not None
+    assert plans._plan(shape.dimensions, shape.layout_or_default()) is not None

@@ -408,17 +408,16 @@ def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c
 @_jit
 def tiled_to_physical(x: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
     """Lay the logical array at address ``x`` (row-major) out tile by tile: tile rows [first, last) at ``out``."""
-    # geometry = (rows, cols, row stride, R, C, P, physical count, count with tail padding, stream, first tile row,
-    # last tile row), tile rows counted over the leading dims too; the part ending with the last tile row also
-    # writes the tail padding. batch = (sizes, logical strides) of the dims before the tiled two, major to minor;
-    # pad is an element; scratch holds two lines and a tile.
-    rows, cols, step = geometry[0], geometry[1], geometry[2]
-    r_size, c_size, p = geometry[3], geometry[4], geometry[5]
-    count, total = geometry[6], geometry[7]
+    # geometry: a TiledGeometry; the part ending with the last tile row also writes the tail padding. batch =
+    # (sizes, logical strides) of the dims before the tiled two, major to minor; pad is an element; scratch holds
+    # two lines and a tile.
+    rows, cols, step = geometry.rows, geometry.cols, geometry.row_stride
+    r_size, c_size, p = geometry.tile_rows, geometry.tile_cols, geometry.interleave
+    count, total = geometry.elements, geometry.total
     width = _width(pad)
     t_bytes = r_size * c_size * width
     source, data = x, scratch + LINE
-    line, carry, first, stream = _open(out, geometry[8], width)
+    line, carry, first, stream = _open(out, geometry.stream, width)
     row_tiles = (rows + r_size - 1) // r_size
     col_tiles = (cols + c_size - 1) // c_size
     dims = batch.shape[1]
@@ -426,7 +425,7 @@ def tiled_to_physical(x: int, out: int, scratch: int, pad: Any, geometry: Any, b
     for k in range(dims):
         strips *= batch[0, k]
     strips *= row_tiles
-    for strip in range(geometry[9], geometry[10]):
+    for strip in range(geometry.first, geometry.last):
         offset = 0
         rest = strip // row_tiles
         for k in range(dims - 1, -1, -1):
@@ -438,7 +437,7 @@ def tiled_to_physical(x: int, out: int, scratch: int, pad: Any, geometry: Any, b
             first_element = source + (offset + i * r_size * step + j * c_size) * width
             _tile_to(data, first_element, step, valid, min(c_size, cols - j * c_size), r_size, c_size, p, pad)
             line, carry, first = _flush(line, data, carry, t_bytes, first, stream)
-    tail = total - count if geometry[10] == strips else 0
+    tail = total - count if geometry.last == strips else 0
     _pad_stream(line, data, carry, first, stream, pad, tail, t_bytes)
 
 
@@ -447,10 +446,10 @@ def _tiled_from(
     src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any, r_size: int, c_size: int, p: int
 ) -> None:
     """``tiled_from_physical`` with the tile given (constants in the specialized entry points)."""
-    rows, cols, step = geometry[0], geometry[1], geometry[2]
+    rows, cols, step = geometry.rows, geometry.cols, geometry.row_stride
     width = _width(pad)
     lanes = _lanes(pad)
-    row_bytes = geometry[7]
+    row_bytes = geometry.row_bytes
     row_step = row_bytes // width
     piece = c_size * width
     room = max(piece, min(row_bytes - 2 * LINE, UNIT // r_size))  # bytes each row takes before writing out
@@ -462,7 +461,7 @@ def _tiled_from(
     stream = 0
     dims = batch.shape[1]
     t = src
-    for strip in range(geometry[8], geometry[9]):
+    for strip in range(geometry.first, geometry.last):
         offset = 0
         rest = strip // row_tiles
         for k in range(dims - 1, -1, -1):
@@ -472,7 +471,7 @@ def _tiled_from(
         valid = min(r_size, rows - i * r_size)
         for k in range(valid):
             address = out + (offset + (i * r_size + k) * step) * width
-            lines[k], carries[k], firsts[k], stream = _open(address, geometry[6], width)
+            lines[k], carries[k], firsts[k], stream = _open(address, geometry.stream, width)
         filled = 0
         for j in range(col_tiles):
             n = min(c_size, cols - j * c_size)
@@ -513,29 +512,10 @@ def _tiled_from(
 @_jit
 def tiled_from_physical(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
     """Read tile rows [first, last) of a tiled layout, the first at address ``src``, into the array at ``out``."""
-    # Reads the tiles in physical order; each tile row feeds R output streams, one per logical row. geometry =
-    # (rows, cols, row stride, R, C, P, stream, bytes of each of the R row buffers in scratch, first tile row, last
-    # tile row), tile rows counted over the leading dims too; batch = (sizes, logical strides) of the dims before
-    # the tiled two, in physical order; pad gives the element type.
-    _tiled_from(src, out, scratch, pad, geometry, batch, geometry[3], geometry[4], geometry[5])
-
-
-@_jit
-def tiled_from_physical_8x128(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
-    """``tiled_from_physical`` compiled for ``T(8,128)`` (the 32-bit TPU format)."""
-    _tiled_from(src, out, scratch, pad, geometry, batch, 8, 128, 1)
-
-
-@_jit
-def tiled_from_physical_8x128x2(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
-    """``tiled_from_physical`` compiled for ``T(8,128)(2,1)`` (the 16-bit TPU format)."""
-    _tiled_from(src, out, scratch, pad, geometry, batch, 8, 128, 2)
-
-
-@_jit
-def tiled_from_physical_8x128x4(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
-    """``tiled_from_physical`` compiled for ``T(8,128)(4,1)`` (the 8-bit TPU format)."""
-    _tiled_from(src, out, scratch, pad, geometry, batch, 8, 128, 4)
+    # Reads the tiles in physical order; each tile row feeds R output streams, one per logical row. geometry: a
+    # TiledGeometry; batch = (sizes, logical strides) of the dims before the tiled two, in physical order; pad
+    # gives the element type.
+    _tiled_from(src, out, scratch, pad, geometry, batch, geometry.tile_rows, geometry.tile_cols, geometry.interleave)
 
 
 # ----- permutations: a strided source into a contiguous destination ------------------------------------------------
@@ -560,18 +540,17 @@ def _copy_out(out: int, scratch: int, n: int, stream: int) -> None:
 @_jit
 def permute_runs(src: int, out: int, scratch: int, pad: Any, shape: Any, strides: Any, geometry: Any) -> None:
     """At ``out``: runs [first, last) of the array contiguous over ``shape``, read at ``src`` with ``strides``."""
-    # Copies along the last axis (contiguous or strided in the src) in destination order. geometry = (elements,
-    # elements with tail padding, stream, bytes of scratch, first run, last run); the part ending with the last
-    # run also writes the tail padding.
-    count, total = geometry[0], geometry[1]
+    # Copies along the last axis (contiguous or strided in the src) in destination order. geometry: a
+    # PermuteGeometry; the part ending with the last run also writes the tail padding.
+    count, total = geometry.elements, geometry.total
     width = _width(pad)
     data = scratch + LINE
-    line, carry, first, stream = _open(out, geometry[2], width)
-    room = geometry[3] - 2 * LINE
+    line, carry, first, stream = _open(out, geometry.stream, width)
+    room = geometry.scratch_bytes - 2 * LINE
     dims = shape.size
     length, step = shape[dims - 1], strides[dims - 1]
     chunk = max(1, min(UNIT, room) // width)
-    for run in range(geometry[4], geometry[5]):
+    for run in range(geometry.first, geometry.last):
         offset = 0
         rest = run
         for k in range(dims - 2, -1, -1):
@@ -589,28 +568,27 @@ def permute_runs(src: int, out: int, scratch: int, pad: Any, shape: Any, strides
                     _put(data, k, _get(s, k * step, pad))
             line, carry, first = _flush(line, data, carry, n * width, first, stream)
             done += n
-    tail = total - count if geometry[5] == count // length else 0
+    tail = total - count if geometry.last == count // length else 0
     _pad_stream(line, data, carry, first, stream, pad, tail, min(UNIT, room))
 
 
 @_jit
 def permute_blocks(src: int, out: int, scratch: int, pad: Any, shape: Any, strides: Any, geometry: Any) -> None:
-    """``out`` as in ``permute_runs``, transposing the last axis with axis ``geometry[3]`` (src stride 1)."""
+    """``out`` as in ``permute_runs``, transposing the last axis with ``geometry.axis`` (src stride 1)."""
     # Batched over the other axes. Reads bands of BAND src rows a few lines at a time, transposes square blocks
     # in registers into scratch and writes each destination row's piece out, on a column grid that puts the pieces
-    # on whole output lines. geometry = (elements, elements with tail padding, stream, the axis, first row, last
-    # row): only rows [first, last) of the transposed axis are written, in every batch; the part ending with the
-    # last row also writes the tail padding.
-    count, total, b_axis = geometry[0], geometry[1], geometry[3]
+    # on whole output lines. geometry: a PermuteGeometry; only rows [first, last) of the transposed axis are
+    # written, in every batch; the part ending with the last row also writes the tail padding.
+    count, total, b_axis = geometry.elements, geometry.total, geometry.axis
     width = _width(pad)
     side = _side(pad)
-    stream = geometry[2]
+    stream = geometry.stream
     if out % width:
         stream = 0
     dims = shape.size
     a_size, a_step = shape[dims - 1], strides[dims - 1]
     b_size = shape[b_axis]
-    b_first, b_last = geometry[4], geometry[5]
+    b_first, b_last = geometry.first, geometry.last
     b_stride = 1
     for k in range(b_axis + 1, dims):
         b_stride *= shape[k]

@@ -1,0 +1,194 @@
+"""NumPy arrays to and from the exact bytes of any XLA layout, and relayout from one layout to another.
+
+A physical buffer is the logical array with its legacy padding (``padded_dimensions``), put in physical order
+(``minor_to_major`` reversed), padded, split and transposed by every tile level into the tiled physical dims
+(:func:`xlashapes.layout.tiled_dimensions`), read row-major, padded to a multiple of ``L(n)`` elements and packed
+into bytes: with ``E(n)`` below 8 bits each byte holds ``8/n`` elements, the first in the low-order bits, as XLA's
+CPU runtime packs s4/u4/s2/u2/s1/u1/f4e2m1fn. Everything works on raw bits, so NaN payloads and -0.0 survive.
+
+>>> import numpy as np
+>>> from xlashapes import parse_shape
+>>> s = parse_shape("s4[6]{0:E(4)}")
+>>> x = np.array([1, 2, 3, 4, 5, -1], dtype=s.element_type.numpy_dtype)
+>>> to_physical(x, s).tobytes().hex()
+'2143f5'
+>>> from_physical(b"\\x21\\x43\\xf5", s).tolist()
+[1, 2, 3, 4, 5, -1]
+
+The fast path splits every logical dim into the factors the tiles cut it into, so that a whole layout (all tile
+levels at once) is one transposed copy between two strided views, done by NumPy with blocking for the cache.
+Layouts whose tiles pad inside a dim, or merge ``*`` dims off a factor boundary, use the plain level-by-level
+path (``_reference_elements``), which the tests also compare the fast path against.
+
+With numba installed (``pip install xlashapes[fast]``), arrays of 1 MiB or more in the common layout families go
+through compiled kernels instead (:mod:`xlashapes._kernels`, imported on first use, compiled once and cached on
+disk): 2-d tiles ``T(R,C)`` with an optional row interleave ``(P,1)`` over any leading dims, transposes of untiled
+layouts, and E(1)/E(2)/E(4) packing. They give the same bytes as the NumPy path (the tests compare the two), on
+the calling thread unless :data:`THREADS` says otherwise. ``XLASHAPES_NO_NUMBA=1`` turns them off.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..layout import checked_int
+from ..shape import Shape
+from ._convert import _read_physical, _relayout_direct, _write_physical
+from ._dispatch import run_settings
+from ._geometry import (
+    _check_size,
+    _check_total,
+    _geometry,
+    _input_bytes,
+    _logical_output,
+    _logical_storage,
+    _output_bytes,
+    _padding_storage,
+    _resolved_shape,
+    _tuple_items,
+)
+
+__all__ = ["MEMORY_LIMIT", "THREADS", "from_physical", "relayout", "to_physical"]
+
+MEMORY_LIMIT = 16 * 2**30
+"""Largest array or buffer (bytes) these functions allocate unless ``memory_limit=`` says otherwise."""
+
+THREADS = 1
+"""Threads the compiled kernels split one large conversion over (unless ``threads=`` says otherwise); each writes
+its own part of the output, so the bytes do not depend on it. 1, the default, keeps every conversion on the
+calling thread."""
+
+
+def to_physical(
+    value: Any,
+    shape: Shape | str,
+    *,
+    out: Any = None,
+    padding_value: Any = None,
+    memory_limit: int | None = None,
+    threads: int | None = None,
+) -> Any:
+    """The exact bytes (a uint8 array of ``shape.byte_size()``) of ``value`` laid out as ``shape`` says.
+
+    ``value`` must have the shape's dims and the element type's NumPy dtype (ml_dtypes for bf16, fp8, s4 ...).
+    ``out`` (a writable contiguous array or bytearray of the right size) receives the bytes; an array ``out`` is
+    returned itself, a bytearray as a uint8 array sharing its memory.
+    ``padding_value`` is what tile, legacy and tail padding hold: default 0, or ``Layout.padding_value`` for
+    legacy ``padded_dimensions`` layouts. A tuple shape takes a (nested) sequence of arrays and returns a tuple
+    of buffers, one per leaf, in the same nesting.
+
+    >>> to_physical(np.arange(6, dtype=np.uint8).reshape(2, 3), "u8[2,3]{0,1}").tolist()
+    [0, 3, 1, 4, 2, 5]
+    """
+    array_shape = _resolved_shape(shape)
+    limit = _memory_limit(memory_limit)
+    if array_shape.is_tuple:
+        _check_total(array_shape, limit)
+        items = _tuple_items(value, array_shape, "value")
+        outs = _tuple_items(out, array_shape, "out") if out is not None else [None] * len(items)
+        return tuple(
+            to_physical(v, sub, out=o, padding_value=padding_value, memory_limit=limit, threads=threads)
+            for v, sub, o in zip(items, array_shape.tuple_shapes, outs)
+        )
+    geometry = _geometry(array_shape)
+    x = _logical_storage(value, geometry)
+    pad = _padding_storage(geometry, padding_value)
+    buffer = _output_bytes(out, geometry.nbytes, limit, x)
+    _write_physical(x, geometry, pad, buffer, run_settings(limit, THREADS if threads is None else threads))
+    return out if isinstance(out, np.ndarray) else buffer
+
+
+def from_physical(
+    buffer: Any,
+    shape: Shape | str,
+    *,
+    out: np.ndarray[Any, Any] | None = None,
+    memory_limit: int | None = None,
+    threads: int | None = None,
+) -> Any:
+    """The logical array (the element type's NumPy dtype) held by ``buffer`` in ``shape``'s layout.
+
+    ``buffer`` is bytes, bytearray, memoryview or a NumPy array (e.g. from ``np.fromfile``) of exactly
+    ``shape.byte_size()`` bytes. A tuple shape takes a (nested) sequence of buffers, one per leaf.
+
+    >>> from_physical(bytes([0, 3, 1, 4, 2, 5]), "u8[2,3]{0,1}").tolist()
+    [[0, 1, 2], [3, 4, 5]]
+    """
+    array_shape = _resolved_shape(shape)
+    limit = _memory_limit(memory_limit)
+    if array_shape.is_tuple:
+        items = _tuple_items(buffer, array_shape, "buffer")
+        outs = _tuple_items(out, array_shape, "out") if out is not None else [None] * len(items)
+        return tuple(
+            from_physical(b, sub, out=o, memory_limit=limit, threads=threads)
+            for b, sub, o in zip(items, array_shape.tuple_shapes, outs)
+        )
+    geometry = _geometry(array_shape)
+    data = _input_bytes(buffer, geometry)
+    result = _logical_output(out, geometry, limit, data)
+    run = run_settings(limit, THREADS if threads is None else threads)
+    _read_physical(data, geometry, result.view(geometry.storage), run)
+    return result
+
+
+def relayout(
+    buffer: Any,
+    source: Shape | str,
+    target: Shape | str,
+    *,
+    out: Any = None,
+    padding_value: Any = None,
+    memory_limit: int | None = None,
+    threads: int | None = None,
+) -> Any:
+    """The bytes of ``target``'s layout holding the array that ``buffer`` holds in ``source``'s layout.
+
+    Equal to ``to_physical(from_physical(buffer, source), target)``, but copies straight from one layout to the
+    other when their tiles split the dims compatibly.
+
+    >>> relayout(bytes([0, 3, 1, 4, 2, 5]), "u8[2,3]{0,1}", "u8[2,3]{1,0}").tolist()
+    [0, 1, 2, 3, 4, 5]
+    """
+    src_shape, dst_shape = _resolved_shape(source), _resolved_shape(target)
+    limit = _memory_limit(memory_limit)
+    if src_shape.is_tuple or dst_shape.is_tuple:
+        if not (src_shape.is_tuple and dst_shape.is_tuple) or len(src_shape.tuple_shapes) != len(
+            dst_shape.tuple_shapes
+        ):
+            raise ShapeError(f"cannot relayout {src_shape} to {dst_shape}: the tuple structures differ")
+        _check_total(dst_shape, limit)
+        items = _tuple_items(buffer, src_shape, "buffer")
+        outs = _tuple_items(out, dst_shape, "out") if out is not None else [None] * len(items)
+        return tuple(
+            relayout(b, s, t, out=o, padding_value=padding_value, memory_limit=limit, threads=threads)
+            for b, s, t, o in zip(items, src_shape.tuple_shapes, dst_shape.tuple_shapes, outs)
+        )
+    src, dst = _geometry(src_shape), _geometry(dst_shape)
+    if src.etype != dst.etype or src.dims != dst.dims:
+        raise ShapeError(
+            f"cannot relayout {src_shape} to {dst_shape}: element type and dimensions must be the same"
+        )
+    data = _input_bytes(buffer, src)
+    pad = _padding_storage(dst, padding_value)
+    result = _output_bytes(out, dst.nbytes, limit, data)
+    run = run_settings(limit, THREADS if threads is None else threads)
+    if not _relayout_direct(data, src, dst, pad, result, run):
+        _check_size(math.prod(src.dims) * src.storage.itemsize, limit, f"the logical array of {src_shape}")
+        logical = np.empty(src.dims, src.storage)
+        _read_physical(data, src, logical, run)
+        _write_physical(logical, dst, pad, result, run)
+    return out if isinstance(out, np.ndarray) else result
+
+
+def _memory_limit(limit: Any) -> int:
+    """The per-call memory limit, or the module default."""
+    if limit is None:
+        limit = MEMORY_LIMIT
+    number = checked_int(limit, "memory_limit")
+    if number < 0:
+        raise ShapeError(f"memory_limit must be >= 0, got {number}")
+    return number

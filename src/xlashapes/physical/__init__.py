@@ -37,6 +37,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..layout import checked_int
 from ..shape import Shape
+from . import _slabbed as slabbed
 from ._convert import _read_physical, _relayout_direct, _write_physical
 from ._dispatch import run_settings
 from ._geometry import (
@@ -51,6 +52,7 @@ from ._geometry import (
     _resolved_shape,
     _tuple_items,
 )
+from ._slabbed import read_in_slabs, relayout_in_slabs, wants_slabs, write_in_slabs
 
 __all__ = ["MEMORY_LIMIT", "THREADS", "from_physical", "relayout", "to_physical"]
 
@@ -98,7 +100,9 @@ def to_physical(
     x = _logical_storage(value, geometry)
     pad = _padding_storage(geometry, padding_value)
     buffer = _output_bytes(out, geometry.nbytes, limit, x)
-    _write_physical(x, geometry, pad, buffer, run_settings(limit, THREADS if threads is None else threads))
+    run = run_settings(limit, THREADS if threads is None else threads)
+    if not (wants_slabs(geometry, x, buffer) and write_in_slabs(x, geometry, pad, buffer, run)):
+        _write_physical(x, geometry, pad, buffer, run)
     return out if isinstance(out, np.ndarray) else buffer
 
 
@@ -131,7 +135,9 @@ def from_physical(
     data = _input_bytes(buffer, geometry)
     result = _logical_output(out, geometry, limit, data)
     run = run_settings(limit, THREADS if threads is None else threads)
-    _read_physical(data, geometry, result.view(geometry.storage), run)
+    storage = result.view(geometry.storage)
+    if not (wants_slabs(geometry, data, result) and read_in_slabs(data, geometry, storage, run)):
+        _read_physical(data, geometry, storage, run)
     return result
 
 
@@ -176,7 +182,12 @@ def relayout(
     pad = _padding_storage(dst, padding_value)
     result = _output_bytes(out, dst.nbytes, limit, data)
     run = run_settings(limit, THREADS if threads is None else threads)
-    if not _relayout_direct(data, src, dst, pad, result, run):
+    big = max(src.nbytes, dst.nbytes) > slabbed.CHUNK_BYTES
+    if big and (src.packed or dst.packed) and relayout_in_slabs(data, src, dst, pad, result, run):
+        pass
+    elif not _relayout_direct(data, src, dst, pad, result, run) and not (
+        big and relayout_in_slabs(data, src, dst, pad, result, run)
+    ):
         _check_size(math.prod(src.dims) * src.storage.itemsize, limit, f"the logical array of {src_shape}")
         logical = np.empty(src.dims, src.storage)
         _read_physical(data, src, logical, run)

@@ -21,7 +21,10 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils as _cgutils
+from numba.core import config as _config
 from numba.extending import intrinsic
+
+from ._dispatch import cache_directory
 
 F = TypeVar("F", bound=Callable[..., Any])
 cgutils: Any = _cgutils
@@ -34,14 +37,28 @@ _I64 = ir.IntType(64)
 _LINE_VECTOR = ir.VectorType(_I64, LINE // 8)
 
 
+def _cached(decorate: Callable[[F], Any], function: F) -> F:
+    """``decorate(function)`` with numba's cache in :func:`cache_directory` (numba fixes it at decoration time).
+
+    numba's setting is process-wide: it is restored at once, so the user's own cached functions keep theirs.
+    """
+    config: Any = _config
+    saved = config.CACHE_DIR
+    config.CACHE_DIR = cache_directory()
+    try:
+        return cast(F, decorate(function))
+    finally:
+        config.CACHE_DIR = saved
+
+
 def _jit(function: F) -> F:
     """numba's ``njit`` (cached, without the GIL), typed for mypy."""
-    return cast(F, njit(cache=True, nogil=True)(function))
+    return _cached(njit(cache=True, nogil=True), function)
 
 
 def _inline(function: F) -> F:
     """``_jit``, inlined into its callers at numba's IR level."""
-    return cast(F, njit(cache=True, nogil=True, inline="always")(function))
+    return _cached(njit(cache=True, nogil=True, inline="always"), function)
 
 
 def _intrinsic(function: Callable[..., Any]) -> Any:

@@ -53,8 +53,12 @@ from ._geometry import (
     _tuple_items,
 )
 from ._slabbed import read_in_slabs, relayout_in_slabs, wants_slabs, write_in_slabs
+from .files import pack_file, terminal_progress, unpack_file
 
-__all__ = ["MEMORY_LIMIT", "THREADS", "from_physical", "relayout", "to_physical"]
+__all__ = [
+    "MEMORY_LIMIT", "THREADS", "from_physical", "pack_file", "relayout", "terminal_progress", "to_physical",
+    "unpack_file",
+]
 
 MEMORY_LIMIT = 16 * 2**30
 """Largest array or buffer (bytes) these functions allocate unless ``memory_limit=`` says otherwise."""

@@ -28,11 +28,11 @@ def _write_physical(
             return
         _check_size(geometry.aligned, run.limit, "the unpacked elements")
         elements = np.empty(geometry.aligned, np.uint8)
-        _fill_elements(x, geometry, pad, elements, plan)
+        _fill_elements(x, geometry, pad, elements, plan, run)
         _pack(elements, geometry, buffer, run)
         return
     elements = buffer.view(geometry.storage)
-    _fill_elements(x, geometry, pad, elements, plan)
+    _fill_elements(x, geometry, pad, elements, plan, run)
     if geometry.etype.kind == "pred" or geometry.etype.bits < 8:
         _canonicalize(buffer, geometry)
 
@@ -43,6 +43,7 @@ def _fill_elements(
     pad: np.ndarray[Any, Any],
     elements: np.ndarray[Any, Any],
     plan: _Plan | None,
+    run: Run | None = None,
 ) -> None:
     """Every physical element (flat storage array of ``aligned`` entries): the array's and the padding."""
     if x.size == 0:
@@ -55,7 +56,7 @@ def _fill_elements(
     view = _physical_view(elements, plan)
     _fill_padding(view, plan, pad)
     source = x.reshape(x.shape + (1,) * plan.phantoms)
-    _transfer(view, plan.chains, source, _plain_chains(plan.extents), plan.extents)
+    _transfer(view, plan.chains, source, _plain_chains(plan.extents), plan.extents, run, read_order=True)
 
 
 def _read_physical(
@@ -78,7 +79,8 @@ def _read_physical(
         result[...] = _reference_logical(elements, geometry.dims, geometry.layout)
     else:
         target = result.reshape(result.shape + (1,) * plan.phantoms)
-        _transfer(target, _plain_chains(plan.extents), _physical_view(elements, plan), plan.chains, plan.extents)
+        _transfer(target, _plain_chains(plan.extents), _physical_view(elements, plan), plan.chains, plan.extents,
+                  run)
     if not geometry.packed and (geometry.etype.kind == "pred" or geometry.etype.bits < 8):
         _canonicalize(result, geometry)
 
@@ -118,7 +120,7 @@ def _relayout_direct(
     src_view = _physical_view(src_elements, src_plan)
     src_view = src_view.reshape(src_view.shape + (1,) * (phantoms - src_plan.phantoms))
     dst_view = dst_view.reshape(dst_view.shape + (1,) * (phantoms - dst_plan.phantoms))
-    _transfer(dst_view, dst_chains, src_view, src_chains, extents)
+    _transfer(dst_view, dst_chains, src_view, src_chains, extents, run)
     if dst.packed:
         _pack(dst_elements, dst, result, run)
     elif dst.etype.kind == "pred" or dst.etype.bits < 8:

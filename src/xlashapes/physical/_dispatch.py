@@ -89,6 +89,23 @@ def import_kernels() -> Any:
     return module
 
 
+def walker() -> Any:
+    """The generic compiled kernel's module, or None (as :func:`kernels`)."""
+    if not compiled_enabled():
+        return None
+    return import_walker()
+
+
+@lru_cache(maxsize=1)
+def import_walker() -> Any:
+    """Import :mod:`xlashapes.physical._walk` (and numba) once; None without numba."""
+    try:
+        from . import _walk as module
+    except ImportError:
+        return None
+    return module
+
+
 def scratch(nbytes: int) -> np.ndarray[Any, Any]:
     """A kernel's scratch buffer for units of ``nbytes``: at least 32 KiB, with room to move partial lines."""
     return np.empty(max(nbytes + 1024, 1 << 15), np.uint8)

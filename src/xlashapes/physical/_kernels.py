@@ -235,34 +235,44 @@ _lanes = _constant(_lanes_of)
 _side = _constant(_side_of)
 
 
-@_intrinsic
-def _transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, witness: Any) -> Any:
-    """Element (j, i) of a ``_side``-square block at ``dst`` = element (i, j) at ``src``, in registers."""
+def _transposer(side: int) -> Any:
+    """An intrinsic: element (j, i) of a square block at ``dst`` = element (i, j) at ``src``, in registers.
 
-    # Row steps are in elements. Each stage swaps the off-diagonal sub-blocks of one power-of-two size (one bit of
-    # the row index with the same bit of the column index) with shufflevector.
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        element, width = _element(context, signature.args[4])
-        n = _side_of(width)
-        vector = ir.VectorType(element, n)
-        rows = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
-                for i in range(n)]
-        step = 1
-        while step < n:
-            low = _mask([t if not t & step else n + t - step for t in range(n)])
-            high = _mask([t + step if not t & step else n + t for t in range(n)])
-            swapped = list(rows)
-            for i in range(n):
-                if not i & step:
-                    swapped[i] = builder.shuffle_vector(rows[i], rows[i + step], low)
-                    swapped[i + step] = builder.shuffle_vector(rows[i], rows[i + step], high)
-            rows = swapped
-            step *= 2
-        for j in range(n):
-            builder.store(rows[j], _at(builder, _offset(builder, args[0], args[1], j, width), vector), align=1)
-        return context.get_dummy_value()
+    The block is ``side`` elements square (0: ``_side_of`` the element width). Row steps are in elements. Each
+    stage swaps the off-diagonal sub-blocks of one power-of-two size (one bit of the row index with the same bit of
+    the column index) with shufflevector.
+    """
 
-    return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
+    @_intrinsic
+    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[4])
+            n = side or _side_of(width)
+            vector = ir.VectorType(element, n)
+            rows = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
+                    for i in range(n)]
+            step = 1
+            while step < n:
+                low = _mask([t if not t & step else n + t - step for t in range(n)])
+                high = _mask([t + step if not t & step else n + t for t in range(n)])
+                swapped = list(rows)
+                for i in range(n):
+                    if not i & step:
+                        swapped[i] = builder.shuffle_vector(rows[i], rows[i + step], low)
+                        swapped[i + step] = builder.shuffle_vector(rows[i], rows[i + step], high)
+                rows = swapped
+                step *= 2
+            for j in range(n):
+                builder.store(rows[j], _at(builder, _offset(builder, args[0], args[1], j, width), vector), align=1)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+    return transpose
+
+
+_transpose = _transposer(0)
+_transpose8 = _transposer(8)
 
 
 def _interleaver(p: int) -> Any:

@@ -1,0 +1,144 @@
+"""The generic compiled kernel: one strided copy that walks the factor views of any layout (numba).
+
+Every layout the factor plan covers (any tiling: tiled transposes, rank-1 and multi-level tiles, partial-rank
+tiles, ``*`` dims on factor boundaries, legacy padding; relayout between two of them) is one copy between two
+strided views of the same factors. This kernel does that copy in destination order. Its innermost work is a
+block of two axes: the destination's most minor one and the one that is contiguous in the source. Depending on
+their sizes and strides the block is a plain run (``memcpy``), a 2- or 4-way (de)interleave of rows, or a
+transpose in registers of 16x16 (or 8x8) squares; anything else is moved element by element.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._kernels import (
+    _copy,
+    _deinterleave2,
+    _deinterleave4,
+    _get,
+    _interleave2,
+    _interleave4,
+    _jit,
+    _lanes,
+    _put,
+    _side,
+    _transpose,
+    _transpose8,
+    _width,
+)
+
+MAX_AXES = 64  # axes of one copy (the plan's factors): more than any layout XLA accepts produces
+
+
+@_jit
+def _scalar(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, u0: int, i0: int) -> None:
+    """``dst[u*du + i*di] = src[u + i*si]`` for ``u0 <= u < big`` with every ``i < small``, and for ``u < u0`` with
+    ``i0 <= i < small`` (the edges a blocked pass leaves), element by element."""
+    for u in range(u0, big):
+        for i in range(small):
+            _put(dst, u * du + i * di, _get(src, u + i * si, pad))
+    if i0 < small:
+        for u in range(min(u0, big)):
+            for i in range(i0, small):
+                _put(dst, u * du + i * di, _get(src, u + i * si, pad))
+
+
+@_jit
+def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int) -> None:
+    """``dst[u*du + i*di] = src[u + i*si]`` for ``u < big``, ``i < small`` (addresses in bytes, steps in elements)."""
+    width = _width(pad)
+    if big == 1:
+        if di == 1 and si == 1:
+            _copy(dst, src, small * width)
+        else:
+            for i in range(small):
+                _put(dst, i * di, _get(src, i * si, pad))
+        return
+    if di != 1:
+        _scalar(dst, src, pad, big, small, du, di, si, 0, 0)
+        return
+    lanes = _lanes(pad)
+    if du == small and (small == 2 or small == 4):  # rows interleaved: T(...)(2,1), (4,1) on the way out
+        full = big - big % lanes
+        for u in range(0, full, lanes):
+            if small == 2:
+                _interleave2(dst + u * 2 * width, src + u * width, si, pad)
+            else:
+                _interleave4(dst + u * 4 * width, src + u * width, si, pad)
+        _scalar(dst, src, pad, big, small, du, di, si, full, small)
+        return
+    if si == big and (big == 2 or big == 4):  # rows de-interleaved: the same on the way in
+        full = small - small % lanes
+        for i in range(0, full, lanes):
+            if big == 2:
+                _deinterleave2(dst + i * width, du, src + i * 2 * width, pad)
+            else:
+                _deinterleave4(dst + i * width, du, src + i * 4 * width, pad)
+        _scalar(dst, src, pad, big, small, du, di, si, big, full)
+        return
+    side = _side(pad)
+    if big < side or small < side:
+        side = 8
+    if big < side or small < side:
+        _scalar(dst, src, pad, big, small, du, di, si, 0, 0)
+        return
+    full_u, full_i = big - big % side, small - small % side
+    for u in range(0, full_u, side):
+        for i in range(0, full_i, side):
+            d, s = dst + (u * du + i) * width, src + (u + i * si) * width
+            if side == 8:
+                _transpose8(d, du, s, si, pad)
+            else:
+                _transpose(d, du, s, si, pad)
+    _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
+
+
+@_jit
+def strided_copy(
+    dst: int, src: int, pad: Any, shape: Any, d_strides: Any, s_strides: Any, unit: int, first: int, last: int
+) -> None:
+    """Copy between strided views at ``dst`` and ``src`` (axes in destination order, strides in elements).
+
+    ``unit`` is the axis (not the last) with source stride 1, -1 for none; the outermost other axis only runs over
+    [first, last), so that threads can split the work there.
+    """
+    n = shape.size
+    width = _width(pad)
+    inner = n - 1
+    big = shape[unit] if unit >= 0 else 1
+    du = d_strides[unit] if unit >= 0 else 0
+    small, di, si = shape[inner], d_strides[inner], s_strides[inner]
+    axes = np.empty(MAX_AXES, np.int64)
+    m = 0
+    for k in range(inner):
+        if k != unit:
+            axes[m] = k
+            m += 1
+    if m == 0:
+        _block(dst, src, pad, big, small, du, di, si)
+        return
+    index = np.zeros(MAX_AXES, np.int64)
+    a = axes[0]
+    index[0] = first
+    d_off, s_off = first * d_strides[a], first * s_strides[a]
+    if first >= last:
+        return
+    while True:
+        _block(dst + d_off * width, src + s_off * width, pad, big, small, du, di, si)
+        j = m - 1
+        while True:
+            a = axes[j]
+            index[j] += 1
+            d_off += d_strides[a]
+            s_off += s_strides[a]
+            if index[j] < (last if j == 0 else shape[a]):
+                break
+            if j == 0:
+                return
+            d_off -= index[j] * d_strides[a]
+            s_off -= index[j] * s_strides[a]
+            index[j] = 0
+            j -= 1

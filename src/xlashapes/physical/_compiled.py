@@ -142,7 +142,8 @@ def _compiled_choice(
     logical: np.ndarray[Any, Any], geometry: _Geometry, run: Run
 ) -> tuple[_Tiled | _Permuted, Any] | None:
     """The kernel plan and the kernels module for converting ``logical``, or None when no compiled kernel applies."""
-    if logical.nbytes < run.numba_bytes or geometry.storage.itemsize not in (1, 2, 4, 8):
+    # 8-byte elements (f64, s64, c64: not TPU formats) go through the generic kernel: fewer compiled variants
+    if logical.nbytes < run.numba_bytes or geometry.storage.itemsize not in (1, 2, 4):
         return None
     if not logical.flags.c_contiguous:
         return None

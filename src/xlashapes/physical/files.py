@@ -49,6 +49,8 @@ def pack_file(
     array_shape = _resolved_shape(shape)
     geometry = _geometry(array_shape)
     x = _load(npy_path)
+    if x.dtype.kind == "V" and not x.dtype.fields and x.dtype.itemsize == geometry.dtype.itemsize:
+        x = x.view(geometry.dtype)  # .npy files keep ml_dtypes types (bf16, fp8, s4 ...) as plain bytes
     storage = _logical_storage(x, geometry)
     pad = _padding_storage(geometry, padding_value)
     run = run_settings(1 << 62, threads)

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 import xlashapes as xs
 from xlashapes import physical
+from xlashapes.layout import COMBINE_DIMENSION
 from xlashapes.physical import _copy as copies
 from xlashapes.physical import _packing as packing
 from xlashapes.physical import _plan as plans
 from xlashapes.physical import _reference as reference
-from xlashapes.layout import COMBINE_DIMENSION
 from xlashapes.physical import from_physical, relayout, to_physical
 
 STAR = COMBINE_DIMENSION
@@ -385,41 +385,60 @@ def jax_cpu() -> Any:
     return jax
 
 
-def device_bytes(jax: Any, x: np.ndarray, major_to_minor: tuple[int, ...], size: int) -> bytes:
-    """The first ``size`` bytes XLA's CPU runtime holds for ``x`` put on the device with ``major_to_minor``.
+def cpu_cases(etype: str) -> list[tuple[np.ndarray, xs.Shape, tuple[int, ...]]]:
+    """Twelve random arrays of ``etype`` (rank 0 to 4, the last may have 0-size dims) with random dim orders."""
+    rng = np.random.default_rng(sum(map(ord, etype)))
+    cases = []
+    for case in range(12):
+        rank = int(rng.integers(0, 5))
+        dims = tuple(int(d) for d in rng.integers(0 if case == 11 else 1, 7, size=rank))
+        minor_to_major = tuple(int(d) for d in rng.permutation(rank))
+        x = random_array(etype, dims, int(rng.integers(1 << 30)))
+        if xs.element_type(etype).bits < 8 or etype == "pred":
+            x = canonical_bits(x).view(x.dtype).reshape(dims)
+        fields = SUB_BYTE_FIELDS.get(etype)
+        cases.append((x, xs.make_shape(etype, dims, minor_to_major, element_size_in_bits=fields or 0), minor_to_major))
+    return cases
 
-    (The allocation can be larger: XLA sizes s2/s4 buffers unpacked but packs the data into the first bytes.)
+
+@pytest.fixture(scope="module")
+def xla_cpu_bytes(jax_cpu: Any) -> dict[str, list[bytes]]:
+    """The bytes XLA's CPU runtime holds for every case of every type, each laid out as its shape says.
+
+    One XLA program returns all of them (one compilation instead of one per case), each output with its own
+    layout. Only the first ``byte_size()`` bytes are kept: XLA sizes s2/s4 buffers unpacked but packs the data
+    into the first bytes.
     """
     from jax.experimental.layout import Format, Layout
 
-    device = jax.devices("cpu")[0]
-    sharding = jax.sharding.SingleDeviceSharding(device)
-    array = jax.device_put(x, Format(Layout(major_to_minor=major_to_minor), sharding))
-    array.block_until_ready()
-    assert array.on_device_size_in_bytes() >= size
-    data = bytes((ctypes.c_uint8 * size).from_address(array.unsafe_buffer_pointer())) if size else b""
-    assert array.format.layout.major_to_minor == major_to_minor
-    return data
+    cases = [(etype, case) for etype in CPU_TYPES for case in cpu_cases(etype)]
+    sharding = jax_cpu.sharding.SingleDeviceSharding(jax_cpu.devices("cpu")[0])
+    orders = [tuple(m[::-1]) for _, (_, _, m) in cases]
+    with jax_cpu.enable_x64(True):
+        identity = jax_cpu.jit(
+            lambda *arrays: arrays,
+            out_shardings=tuple(Format(Layout(major_to_minor=order), sharding) for order in orders),
+        )
+        arrays = identity(*[x for _, (x, _, _) in cases])
+        held: dict[str, list[bytes]] = {etype: [] for etype in CPU_TYPES}
+        for (etype, (_, shape, _)), array, order in zip(cases, arrays, orders):
+            array.block_until_ready()
+            size = shape.byte_size()
+            assert array.on_device_size_in_bytes() >= size
+            assert array.format.layout.major_to_minor == order
+            data = bytes((ctypes.c_uint8 * size).from_address(array.unsafe_buffer_pointer())) if size else b""
+            held[etype].append(data)
+    return held
 
 
 @pytest.mark.parametrize("etype", CPU_TYPES)
-def test_same_bytes_as_xla_cpu_runtime(jax_cpu: Any, etype: str) -> None:
-    rng = np.random.default_rng(sum(map(ord, etype)))
-    with jax_cpu.enable_x64(True):
-        for case in range(12):
-            rank = int(rng.integers(0, 5))
-            dims = tuple(int(d) for d in rng.integers(0 if case == 11 else 1, 7, size=rank))
-            minor_to_major = tuple(int(d) for d in rng.permutation(rank))
-            x = random_array(etype, dims, int(rng.integers(1 << 30)))
-            if xs.element_type(etype).bits < 8 or etype == "pred":
-                x = canonical_bits(x).view(x.dtype).reshape(dims)
-            fields = SUB_BYTE_FIELDS.get(etype)
-            shape = xs.make_shape(etype, dims, minor_to_major, element_size_in_bits=fields or 0)
-            held = device_bytes(jax_cpu, x, minor_to_major[::-1], shape.byte_size())
-            ours = to_physical(x, shape)
-            assert len(ours) == shape.byte_size(), shape
-            assert element_bits_equal(ours, held, math.prod(dims), fields or 8 * x.dtype.itemsize), shape
-            assert same_bits(from_physical(held, shape), x), shape
+def test_same_bytes_as_xla_cpu_runtime(xla_cpu_bytes: dict[str, list[bytes]], etype: str) -> None:
+    for (x, shape, _), held in zip(cpu_cases(etype), xla_cpu_bytes[etype], strict=True):
+        fields = SUB_BYTE_FIELDS.get(etype)
+        ours = to_physical(x, shape)
+        assert len(ours) == shape.byte_size(), shape
+        assert element_bits_equal(ours, held, math.prod(shape.dimensions), fields or 8 * x.dtype.itemsize), shape
+        assert same_bits(from_physical(held, shape), x), shape
 
 
 # ----- properties: random shapes and layouts against the plain reference path ---------------------------------------

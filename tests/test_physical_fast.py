@@ -23,7 +23,7 @@ pytest.importorskip("numba")
 
 from test_physical import random_array, same_bits  # tests/ is on sys.path
 
-KERNELS = ("tiled_to_physical", "tiled_from_physical", "permute_runs", "permute_blocks", "pack", "unpack")
+KERNELS = ("tiled_to_physical", "tiled_from_physical", "permute_blocks", "pack", "unpack")
 SUB_BYTE = ["s1", "u1", "s2", "u2", "s4", "u4", "f4e2m1fn", "pred"]
 # 8-byte types (s64, f64, c64) take the generic kernel: test_physical_generic.py checks them
 WHOLE = ["pred", "s8", "u8", "f8e4m3fn", "s16", "bf16", "f16", "s32", "f32", "u32"]
@@ -38,6 +38,8 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     counter: Counter[str] = Counter()
     for name in KERNELS:
         monkeypatch.setattr(kernels, name, _counted(getattr(kernels, name), name, counter))
+    walk = dispatch.walker()
+    monkeypatch.setattr(walk, "strided_copy", _counted(walk.strided_copy, "strided_copy", counter))
     monkeypatch.setattr(dispatch, "NUMBA_BYTES", 0)
     monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
     yield counter
@@ -170,7 +172,12 @@ def test_tiled_kernels_equal_numpy_path(
     assert isinstance(compiled._compiled_plan(shape.dimensions, shape.layout_or_default()), compiled._Tiled)
     before = sum(calls.values())
     check_both_paths(monkeypatch, shape, padding, seed, stream, offset, threads)
-    assert sum(calls[name] for name in KERNELS if name.startswith("tiled")) and sum(calls.values()) > before
+    plan = compiled._compiled_plan(shape.dimensions, shape.layout_or_default())
+    assert isinstance(plan, compiled._Tiled)
+    if plan.tile[2] > 1 and shape.element_type.numpy_dtype.itemsize <= 4:  # row interleaves: the tiled kernels
+        assert sum(calls[name] for name in KERNELS if name.startswith("tiled")) and sum(calls.values()) > before
+    else:  # T(R,C) alone, 8-byte words: the generic kernel
+        assert calls["strided_copy"] > 0
 
 
 @FAST
@@ -182,7 +189,11 @@ def test_permute_kernels_equal_numpy_path(
     shape, padding = case
     assert isinstance(compiled._compiled_plan(shape.dimensions, shape.layout_or_default()), compiled._Permuted)
     check_both_paths(monkeypatch, shape, padding, seed, stream, offset, threads)
-    assert calls["permute_runs"] + calls["permute_blocks"] > 0
+    order = shape.layout_or_default().major_to_minor
+    if compiled._plain_transpose(shape.dimensions, order) and shape.element_type.numpy_dtype.itemsize <= 4:
+        assert calls["permute_blocks"] > 0  # one 2-d transpose: the blocked kernel
+    else:
+        assert calls["strided_copy"] > 0  # rank 3 and up: the generic kernel
 
 
 @FAST
@@ -228,7 +239,7 @@ def test_nan_payloads_survive_the_kernels(calls: Counter[str], monkeypatch: pyte
         buffer = to_physical(x, text, padding_value=nan)
         assert np.array_equal(from_physical(buffer, text).view(np.uint32), x.view(np.uint32))
         assert np.array_equal(buffer, numpy_path(monkeypatch, to_physical, x, text, padding_value=nan))
-    assert calls["tiled_to_physical"] and calls["permute_blocks"]
+    assert calls["strided_copy"] and calls["permute_blocks"]
 
 
 def test_read_only_and_bytes_buffers(calls: Counter[str]) -> None:
@@ -259,15 +270,19 @@ def test_without_numba_the_numpy_path_runs(monkeypatch: pytest.MonkeyPatch) -> N
     dispatch.import_kernels.cache_clear()
     try:
         monkeypatch.setitem(sys.modules, "numba", None)  # import numba now raises ImportError
+        dispatch.import_walker.cache_clear()
         monkeypatch.delitem(sys.modules, "xlashapes.physical._kernels", raising=False)
+        monkeypatch.delitem(sys.modules, "xlashapes.physical._walk", raising=False)
+        monkeypatch.delattr(physical, "_walk", raising=False)
         monkeypatch.delattr(physical, "_kernels", raising=False)
         monkeypatch.setattr(dispatch, "NUMBA_BYTES", 0)
-        assert dispatch.kernels() is None
+        assert dispatch.kernels() is None and dispatch.walker() is None
         x = random_array("bf16", (16, 256), 2)
         buffer = to_physical(x, "bf16[16,256]{1,0:T(8,128)(2,1)}")
         assert same_bits(from_physical(buffer, "bf16[16,256]{1,0:T(8,128)(2,1)}"), x)
     finally:
         dispatch.import_kernels.cache_clear()
+        dispatch.import_walker.cache_clear()
 
 
 def test_importing_xlashapes_does_not_import_numba() -> None:

@@ -110,32 +110,21 @@ def _permute(
     kernels: Any, source: np.ndarray[Any, Any], out: np.ndarray[Any, Any], pad: Any, shape: np.ndarray[Any, Any],
     steps: np.ndarray[Any, Any], sizes: tuple[int, int, int], unit: int, run: Run,
 ) -> None:
-    """The permute kernels: blocked transposes when an axis other than the last has source stride 1.
+    """The blocked transpose kernel (``unit``, an axis other than the last, has source stride 1).
 
     ``sizes`` = (elements, elements with tail padding, stream).
     """
     width = source.itemsize
     count, total, stream = sizes
-    if unit >= 0:
-        side = 8 if width == 8 else 16
-        size = max(side, 256 // width) * (64 + 64 // width) * width
+    side = 8 if width == 8 else 16
+    size = max(side, 256 // width) * (64 + 64 // width) * width
 
-        def blocks(part: tuple[int, int]) -> None:
-            scratch = dispatch.scratch(size)
-            geometry = PermuteGeometry(count, total, stream, scratch.size, unit, *part)
-            kernels.permute_blocks(address(source), address(out), address(scratch), pad, shape, steps, geometry)
+    def blocks(part: tuple[int, int]) -> None:
+        scratch = dispatch.scratch(size)
+        geometry = PermuteGeometry(count, total, stream, scratch.size, unit, *part)
+        kernels.permute_blocks(address(source), address(out), address(scratch), pad, shape, steps, geometry)
 
-        dispatch.run_parts(blocks, dispatch.parts(int(shape[unit]), out.nbytes, run))
-    else:
-        length = int(shape[-1])
-
-        def runs(part: tuple[int, int]) -> None:
-            scratch = dispatch.scratch(0)
-            geometry = PermuteGeometry(count, total, stream, scratch.size, -1, *part)
-            start = address(out) + part[0] * length * width
-            kernels.permute_runs(address(source), start, address(scratch), pad, shape, steps, geometry)
-
-        dispatch.run_parts(runs, dispatch.parts(count // length, out.nbytes, run))
+    dispatch.run_parts(blocks, dispatch.parts(int(shape[unit]), out.nbytes, run))
 
 
 def _compiled_choice(
@@ -148,10 +137,28 @@ def _compiled_choice(
     if not logical.flags.c_contiguous:
         return None
     plan = _compiled_plan(geometry.dims, geometry.layout)
+    if isinstance(plan, _Tiled) and plan.tile[2] == 1:
+        return None  # no row interleave: the generic kernel (reading in order, streaming out) is as fast or faster
+    if isinstance(plan, _Permuted) and not _plain_transpose(geometry.dims, plan.order):
+        return None  # rank 3 and up: the generic kernel
     kernels = dispatch.kernels() if plan is not None else None
     if plan is None or kernels is None:
         return None
     return plan, kernels
+
+
+def _plain_transpose(dims: tuple[int, ...], order: tuple[int, ...]) -> bool:
+    """True when an untiled layout is one 2-d transpose once adjacent dims are merged (the blocked kernel's case).
+
+    >>> _plain_transpose((4, 5, 6), (2, 0, 1)), _plain_transpose((4, 5, 6), (1, 0, 2))
+    (True, False)
+    """
+    strides = _c_strides(dims)
+    shape, _, unit = _permutation([dims[d] for d in order], [strides[d] for d in order])
+    physical = _c_strides([dims[d] for d in order])
+    position = {d: k for k, d in enumerate(order)}
+    back, _, back_unit = _permutation(dims, [physical[position[d]] for d in range(len(dims))])
+    return len(shape) == 2 and unit >= 0 and len(back) == 2 and back_unit >= 0
 
 
 def _tiled_geometry(plan: _Tiled, geometry: _Geometry, stream: int, row_bytes: int) -> TiledGeometry:

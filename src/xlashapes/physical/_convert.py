@@ -56,7 +56,7 @@ def _fill_elements(
     view = _physical_view(elements, plan)
     _fill_padding(view, plan, pad)
     source = x.reshape(x.shape + (1,) * plan.phantoms)
-    _transfer(view, plan.chains, source, _plain_chains(plan.extents), plan.extents, run, read_order=True)
+    _transfer(view, plan.chains, source, _plain_chains(plan.extents), plan.extents, run)
 
 
 def _read_physical(

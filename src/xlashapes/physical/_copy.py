@@ -35,15 +35,13 @@ _GATHER_STRIDE = 1024  # NumPy inner loops reading src further apart than this g
 _MAX_LOOPS = 256  # most Python-level passes over one cache block
 
 
-def _copy(
-    dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run | None = None, read_order: bool = False
-) -> None:
+def _copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run | None = None) -> None:
     """``dst[...] = src`` for same-dtype strided views: the generic compiled kernel for large copies when ``run``
     allows it, else NumPy organised for its loops and the cache."""
     if dst.size == 0:
         return
     d, s = _normalized(dst, src)
-    if run is not None and d.nbytes >= run.numba_bytes and _compiled_copy(d, s, run, read_order):
+    if run is not None and d.nbytes >= run.numba_bytes and _compiled_copy(d, s, run):
         return
     d, s = _widened(d, s)
     if d.ndim <= 1 or d.nbytes <= _SMALL_BYTES or d.itemsize >= 64:
@@ -57,15 +55,21 @@ def _copy(
         _copy_looped(d, s, loop)
 
 
-def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run, read_order: bool) -> bool:
+STREAM = True  # streaming stores for large destinations (False: plain stores, for comparison)
+
+
+def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -> bool:
     """The normalized copy ``d[...] = s`` by the generic kernel; False when it does not apply (or no numba).
 
-    The block axes stay innermost; the other axes run in destination order, or in source order (largest source
-    stride outermost) when ``read_order``: better when the destination is a tiled buffer of the source.
+    The two block axes (the destination's most minor one and the source's contiguous one) stay innermost; the
+    others run in source order (largest source stride outermost), so the source is read in long runs and the
+    destination, written with streaming stores when large, takes whole lines at a time.
     """
     width = d.itemsize
-    if width not in (1, 2, 4, 8) or d.ndim == 0 or d.ndim > 64:
+    if width not in (1, 2, 4, 8) or d.ndim > 64:
         return False
+    if d.ndim == 0:  # one element
+        d, s = d.reshape(1), s.reshape(1)
     if any(x % width or x < 0 for x in (*d.strides, *s.strides)):
         return False
     walk = dispatch.walker()
@@ -78,17 +82,17 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run, r
     unit = -1
     if s_steps[inner] != 1:
         unit = next((k for k in range(inner) if s_steps[k] == 1), -1)
-    if read_order:
-        outer = sorted((k for k in range(inner) if k != unit), key=lambda k: -int(s_steps[k]))
-        order = [*outer, *([unit] if unit >= 0 else []), inner]
-        shape, d_steps, s_steps = shape[order], d_steps[order], s_steps[order]
-        unit = inner - 1 if unit >= 0 else -1
+    outer = sorted((k for k in range(inner) if k != unit), key=lambda k: -int(s_steps[k]))
+    order = [*outer, *([unit] if unit >= 0 else []), inner]
+    shape, d_steps, s_steps = shape[order], d_steps[order], s_steps[order]
+    unit = inner - 1 if unit >= 0 else -1
     split = next((k for k in range(inner) if k != unit), -1)
     pad = np.zeros(1, _STORAGE[width])[0]
+    stream = int(STREAM and d.nbytes >= run.stream_bytes)
     target, source = dispatch.address(d), dispatch.address(s)
 
     def part(bounds: tuple[int, int]) -> None:
-        walk.strided_copy(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1])
+        walk.strided_copy(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream)
 
     units = int(shape[split]) if split >= 0 else 1
     dispatch.run_parts(part, dispatch.parts(units, d.nbytes, run) if split >= 0 else [(0, 1)])

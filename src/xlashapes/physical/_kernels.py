@@ -235,7 +235,16 @@ _lanes = _constant(_lanes_of)
 _side = _constant(_side_of)
 
 
-def _transposer(side: int) -> Any:
+def _store(builder: Any, value: Any, pointer: Any, nontemporal: bool) -> None:
+    """Store ``value``: plainly (any alignment), or streaming a whole aligned line past the cache."""
+    if not nontemporal:
+        builder.store(value, pointer, align=1)
+        return
+    store = builder.store(value, pointer, align=LINE)
+    store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
+
+
+def _transposer(side: int, nontemporal: bool = False) -> Any:
     """An intrinsic: element (j, i) of a square block at ``dst`` = element (i, j) at ``src``, in registers.
 
     The block is ``side`` elements square (0: ``_side_of`` the element width). Row steps are in elements. Each
@@ -263,7 +272,8 @@ def _transposer(side: int) -> Any:
                 rows = swapped
                 step *= 2
             for j in range(n):
-                builder.store(rows[j], _at(builder, _offset(builder, args[0], args[1], j, width), vector), align=1)
+                target = _at(builder, _offset(builder, args[0], args[1], j, width), vector)
+                _store(builder, rows[j], target, nontemporal)
             return context.get_dummy_value()
 
         return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
@@ -273,9 +283,10 @@ def _transposer(side: int) -> Any:
 
 _transpose = _transposer(0)
 _transpose8 = _transposer(8)
+_transpose_nt = _transposer(0, True)  # streaming: only where a row of the square is one line (4- and 8-byte words)
 
 
-def _interleaver(p: int) -> Any:
+def _interleaver(p: int, nontemporal: bool = False) -> Any:
     """An intrinsic: element ``c*p + k`` at ``dst`` = element ``c`` of row ``k``, for one line's worth of ``c``."""
     # The rows are ``step`` elements apart; ``p`` lines are written.
 
@@ -292,7 +303,7 @@ def _interleaver(p: int) -> Any:
                 order = [((q * n + t) % p) * n + (q * n + t) // p for t in range(n)]
                 line = builder.shuffle_vector(joined, ir.Constant(joined.type, None), _mask(order))
                 target = builder.add(args[0], ir.Constant(_I64, q * LINE))
-                builder.store(line, _at(builder, target, vector), align=1)
+                _store(builder, line, _at(builder, target, vector), nontemporal)
             return context.get_dummy_value()
 
         return types.void(types.intp, types.intp, types.intp, witness), codegen
@@ -300,7 +311,7 @@ def _interleaver(p: int) -> Any:
     return interleave
 
 
-def _deinterleaver(p: int) -> Any:
+def _deinterleaver(p: int, nontemporal: bool = False) -> Any:
     """An intrinsic, the inverse of ``_interleaver(p)``: row ``k`` (``step`` elements apart) gets elements ``c*p+k``."""
 
     @_intrinsic
@@ -315,7 +326,7 @@ def _deinterleaver(p: int) -> Any:
             for k in range(p):
                 order = _mask([t * p + k for t in range(n)])
                 row = builder.shuffle_vector(joined, ir.Constant(joined.type, None), order)
-                builder.store(row, _at(builder, _offset(builder, args[0], args[1], k, width), vector), align=1)
+                _store(builder, row, _at(builder, _offset(builder, args[0], args[1], k, width), vector), nontemporal)
             return context.get_dummy_value()
 
         return types.void(types.intp, types.intp, types.intp, witness), codegen
@@ -325,6 +336,9 @@ def _deinterleaver(p: int) -> Any:
 
 _interleave2, _interleave4 = _interleaver(2), _interleaver(4)
 _deinterleave2, _deinterleave4 = _deinterleaver(2), _deinterleaver(4)
+# streaming variants: every store a whole line at a line-aligned address (the caller checks)
+_interleave2_nt, _interleave4_nt = _interleaver(2, True), _interleaver(4, True)
+_deinterleave2_nt, _deinterleave4_nt = _deinterleaver(2, True), _deinterleaver(4, True)
 
 
 # ----- output streams -------------------------------------------------------------------------------------------
@@ -565,43 +579,9 @@ def _copy_out(out: int, scratch: int, n: int, stream: int) -> None:
 
 
 @_jit
-def permute_runs(src: int, out: int, scratch: int, pad: Any, shape: Any, strides: Any, geometry: Any) -> None:
-    """At ``out``: runs [first, last) of the array contiguous over ``shape``, read at ``src`` with ``strides``."""
-    # Copies along the last axis (contiguous or strided in the src) in destination order. geometry: a
-    # PermuteGeometry; the part ending with the last run also writes the tail padding.
-    count, total = geometry.elements, geometry.total
-    width = _width(pad)
-    data = scratch + LINE
-    line, carry, first, stream = _open(out, geometry.stream, width)
-    room = geometry.scratch_bytes - 2 * LINE
-    dims = shape.size
-    length, step = shape[dims - 1], strides[dims - 1]
-    chunk = max(1, min(UNIT, room) // width)
-    for run in range(geometry.first, geometry.last):
-        offset = 0
-        rest = run
-        for k in range(dims - 2, -1, -1):
-            offset += (rest % shape[k]) * strides[k]
-            rest //= shape[k]
-        done = 0
-        while done < length:
-            n = min(chunk, length - done)
-            s = src + (offset + done * step) * width
-            if step == 1:
-                for k in range(n):
-                    _put(data, k, _get(s, k, pad))
-            else:
-                for k in range(n):
-                    _put(data, k, _get(s, k * step, pad))
-            line, carry, first = _flush(line, data, carry, n * width, first, stream)
-            done += n
-    tail = total - count if geometry.last == count // length else 0
-    _pad_stream(line, data, carry, first, stream, pad, tail, min(UNIT, room))
-
-
-@_jit
 def permute_blocks(src: int, out: int, scratch: int, pad: Any, shape: Any, strides: Any, geometry: Any) -> None:
-    """``out`` as in ``permute_runs``, transposing the last axis with ``geometry.axis`` (src stride 1)."""
+    """At ``out`` (contiguous): the array read at ``src`` with ``strides``, its last axis transposed with
+    ``geometry.axis`` (src stride 1)."""
     # Batched over the other axes. Reads bands of BAND src rows a few lines at a time, transposes square blocks
     # in registers into scratch and writes each destination row's piece out, on a column grid that puts the pieces
     # on whole output lines. geometry: a PermuteGeometry; only rows [first, last) of the transposed axis are

@@ -264,7 +264,7 @@ def _split_view(
 
 def _transfer(
     dst: np.ndarray[Any, Any], dst_chains: Chains, src: np.ndarray[Any, Any], src_chains: Chains,
-    extents: Sequence[int], run: Run | None = None, read_order: bool = False,
+    extents: Sequence[int], run: Run | None = None,
 ) -> None:
     """Copy every logical element from one factor view to another (their chains must have common boundaries)."""
     bounds = []
@@ -278,4 +278,4 @@ def _transfer(
     boxes = [_range_boxes(0, n, _refined_sizes(b, n)) for b, n in zip(bounds, extents)]
     for parts in product(*boxes):
         where = _box_slices(parts)
-        _copy(dst_split[where], src_split[where], run, read_order)
+        _copy(dst_split[where], src_split[where], run)

@@ -15,18 +15,26 @@ from typing import Any
 import numpy as np
 
 from ._kernels import (
+    LINE,
     _copy,
+    _copy_out,
     _deinterleave2,
+    _deinterleave2_nt,
     _deinterleave4,
+    _deinterleave4_nt,
+    _fence,
     _get,
     _interleave2,
+    _interleave2_nt,
     _interleave4,
+    _interleave4_nt,
     _jit,
     _lanes,
     _put,
     _side,
     _transpose,
     _transpose8,
+    _transpose_nt,
     _width,
 )
 
@@ -47,12 +55,20 @@ def _scalar(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int
 
 
 @_jit
-def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int) -> None:
-    """``dst[u*du + i*di] = src[u + i*si]`` for ``u < big``, ``i < small`` (addresses in bytes, steps in elements)."""
+def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int) -> None:
+    """``dst[u*du + i*di] = src[u + i*si]`` for ``u < big``, ``i < small`` (addresses in bytes, steps in elements).
+
+    With ``stream``, whole destination lines at line-aligned addresses are written with streaming stores.
+    """
     width = _width(pad)
+    aligned = stream and dst % LINE == 0
+    rows_aligned = aligned and (du * width) % LINE == 0
     if big == 1:
         if di == 1 and si == 1:
-            _copy(dst, src, small * width)
+            if stream:
+                _copy_out(dst, src, small * width, 1)
+            else:
+                _copy(dst, src, small * width)
         else:
             for i in range(small):
                 _put(dst, i * di, _get(src, i * si, pad))
@@ -64,19 +80,31 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
     if du == small and (small == 2 or small == 4):  # rows interleaved: T(...)(2,1), (4,1) on the way out
         full = big - big % lanes
         for u in range(0, full, lanes):
+            d = dst + u * small * width
             if small == 2:
-                _interleave2(dst + u * 2 * width, src + u * width, si, pad)
+                if aligned:
+                    _interleave2_nt(d, src + u * width, si, pad)
+                else:
+                    _interleave2(d, src + u * width, si, pad)
+            elif aligned:
+                _interleave4_nt(d, src + u * width, si, pad)
             else:
-                _interleave4(dst + u * 4 * width, src + u * width, si, pad)
+                _interleave4(d, src + u * width, si, pad)
         _scalar(dst, src, pad, big, small, du, di, si, full, small)
         return
     if si == big and (big == 2 or big == 4):  # rows de-interleaved: the same on the way in
         full = small - small % lanes
         for i in range(0, full, lanes):
+            d, s = dst + i * width, src + i * big * width
             if big == 2:
-                _deinterleave2(dst + i * width, du, src + i * 2 * width, pad)
+                if rows_aligned:
+                    _deinterleave2_nt(d, du, s, pad)
+                else:
+                    _deinterleave2(d, du, s, pad)
+            elif rows_aligned:
+                _deinterleave4_nt(d, du, s, pad)
             else:
-                _deinterleave4(dst + i * width, du, src + i * 4 * width, pad)
+                _deinterleave4(d, du, s, pad)
         _scalar(dst, src, pad, big, small, du, di, si, big, full)
         return
     side = _side(pad)
@@ -86,10 +114,13 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
         _scalar(dst, src, pad, big, small, du, di, si, 0, 0)
         return
     full_u, full_i = big - big % side, small - small % side
+    streamed = rows_aligned and side == _side(pad) and side * width == LINE
     for u in range(0, full_u, side):
         for i in range(0, full_i, side):
             d, s = dst + (u * du + i) * width, src + (u + i * si) * width
-            if side == 8:
+            if streamed:
+                _transpose_nt(d, du, s, si, pad)
+            elif side == 8:
                 _transpose8(d, du, s, si, pad)
             else:
                 _transpose(d, du, s, si, pad)
@@ -98,12 +129,13 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
 
 @_jit
 def strided_copy(
-    dst: int, src: int, pad: Any, shape: Any, d_strides: Any, s_strides: Any, unit: int, first: int, last: int
+    dst: int, src: int, pad: Any, shape: Any, d_strides: Any, s_strides: Any, unit: int, first: int, last: int,
+    stream: int,
 ) -> None:
     """Copy between strided views at ``dst`` and ``src`` (axes in destination order, strides in elements).
 
     ``unit`` is the axis (not the last) with source stride 1, -1 for none; the outermost other axis only runs over
-    [first, last), so that threads can split the work there.
+    [first, last), so that threads can split the work there. ``stream`` asks for streaming stores.
     """
     n = shape.size
     width = _width(pad)
@@ -118,7 +150,9 @@ def strided_copy(
             axes[m] = k
             m += 1
     if m == 0:
-        _block(dst, src, pad, big, small, du, di, si)
+        _block(dst, src, pad, big, small, du, di, si, stream)
+        if stream:
+            _fence()
         return
     index = np.zeros(MAX_AXES, np.int64)
     a = axes[0]
@@ -127,7 +161,7 @@ def strided_copy(
     if first >= last:
         return
     while True:
-        _block(dst + d_off * width, src + s_off * width, pad, big, small, du, di, si)
+        _block(dst + d_off * width, src + s_off * width, pad, big, small, du, di, si, stream)
         j = m - 1
         while True:
             a = axes[j]
@@ -137,6 +171,8 @@ def strided_copy(
             if index[j] < (last if j == 0 else shape[a]):
                 break
             if j == 0:
+                if stream:
+                    _fence()
                 return
             d_off -= index[j] * d_strides[a]
             s_off -= index[j] * s_strides[a]

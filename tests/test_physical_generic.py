@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -303,3 +305,26 @@ def test_numba_kernels_are_cached_in_the_cache_directory() -> None:
         pytest.skip("numba is not installed")
     for kernel in (walk.strided_copy, kernels.tiled_to_physical, kernels.pack):
         assert kernel._cache._cache_path.startswith(_dispatch.cache_directory())  # numba's cache locator
+
+
+def test_a_new_process_loads_numba_only_for_large_arrays() -> None:
+    pytest.importorskip("numba")
+    code = (
+        "import sys, numpy as np, xlashapes as xs; "
+        "xs.to_physical(np.zeros((1024, 1024), np.float32), 'f32[1024,1024]{0,1:T(8,128)}'); "  # 4 MiB
+        "print('numba' in sys.modules)"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "XLASHAPES_NO_NUMBA"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                            check=True)
+    assert result.stdout.strip() == "False"
+    assert _dispatch.FIRST_NUMBA_BYTES > 4 << 20 >= _dispatch.NUMBA_BYTES
+
+
+def test_once_numba_is_loaded_arrays_from_1_mib_are_compiled(compiled_everywhere: Counter[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 1 << 20)
+    to_physical(np.zeros((512, 512), np.float32), "f32[512,512]{0,1:T(8,128)}")  # 1 MiB
+    assert compiled_everywhere["strided_copy"] == 1
+    to_physical(np.zeros((512, 511), np.float32), "f32[512,511]{0,1:T(8,128)}")  # just under
+    assert compiled_everywhere["strided_copy"] == 1

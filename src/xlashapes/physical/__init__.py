@@ -16,15 +16,35 @@ CPU runtime packs s4/u4/s2/u2/s1/u1/f4e2m1fn. Everything works on raw bits, so N
 [1, 2, 3, 4, 5, -1]
 
 The fast path splits every logical dim into the factors the tiles cut it into, so that a whole layout (all tile
-levels at once) is one transposed copy between two strided views, done by NumPy with blocking for the cache.
-Layouts whose tiles pad inside a dim, or merge ``*`` dims off a factor boundary, use the plain level-by-level
-path (``_reference_elements``), which the tests also compare the fast path against.
+levels at once) is one copy between two strided views of the same factors (``_plan``). Layouts whose tiles pad
+inside a dim, or merge ``*`` dims off a factor boundary, use the plain level-by-level path (``_reference``), which
+the tests compare every other path against.
 
-With numba installed (``pip install xlashapes[fast]``), arrays of 1 MiB or more in the common layout families go
-through compiled kernels instead (:mod:`xlashapes._kernels`, imported on first use, compiled once and cached on
-disk): 2-d tiles ``T(R,C)`` with an optional row interleave ``(P,1)`` over any leading dims, transposes of untiled
-layouts, and E(1)/E(2)/E(4) packing. They give the same bytes as the NumPy path (the tests compare the two), on
-the calling thread unless :data:`THREADS` says otherwise. ``XLASHAPES_NO_NUMBA=1`` turns them off.
+The modules: ``_geometry`` (checked inputs, outputs and the facts about a shape), ``_plan`` (factor views),
+``_copy`` (the copy engine: NumPy, or the generic compiled kernel), ``_packing`` (sub-byte fields),
+``_convert`` (the two directions and relayout), ``_chunks`` / ``_slabbed`` (work one slab of the most major dim
+at a time), ``files`` (``.npy`` files through a layout, larger than memory), ``_dispatch`` (when compiled code
+runs: thresholds, threads, the kernel cache), ``_compiled`` (the 2-d kernels' calls), ``_kernels`` / ``_walk``
+(the numba kernels) and ``_reference``.
+
+**Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
+environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba
+and not a C extension: the package stays pure Python (one wheel for every platform, no compiler at install time),
+and numba is the only well-kept way to get vectorized machine code (shuffles, streaming stores) from Python; its
+cost is paid only by large conversions: arrays under ``FIRST_NUMBA_BYTES`` (64 MiB) never import it in a process
+that has not loaded numba yet, and once it is loaded arrays from ``NUMBA_BYTES`` (1 MiB) use it. Small work never
+imports numba. The kernels are few and general: ``_walk.strided_copy`` walks the factor views of *any* layout the
+plan covers, in both directions and for relayout (runs, row (de)interleaves and register transposes, streaming
+whole lines out); the 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P > 1``: the TPU's 8- and 16-bit formats) and
+the blocked 2-d transpose are faster special cases; ``pack`` / ``unpack`` do E(1)/E(2)/E(4). Each compiles once per
+element width on first use and is cached with numba's ``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else
+``$XDG_CACHE_HOME/xlashapes``, else ``~/.cache/xlashapes``. ``XLASHAPES_NO_NUMBA=1`` forces the NumPy path, which
+stays the reference: every compiled path gives its bytes exactly (the tests compare them).
+
+**Large arrays.** ``out=`` takes preallocated arrays and memory maps; packed layouts, irregular ones and memory
+maps are converted one chunk of slabs at a time (bounded temporaries; pages handed back after each chunk), and
+:func:`pack_file` / :func:`unpack_file` stream ``.npy`` files larger than memory. ``threads=`` (or
+:data:`THREADS`) splits large compiled conversions over threads.
 """
 
 from __future__ import annotations

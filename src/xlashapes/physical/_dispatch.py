@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +19,9 @@ from ..layout import checked_int
 
 NUMBA_BYTES = 1 << 20
 """Arrays at least this large go through the compiled kernels (smaller ones never import numba)."""
+FIRST_NUMBA_BYTES = 64 << 20
+"""Until numba is loaded, only arrays at least this large load it: importing numba and the cached kernels costs
+a new process about 0.3-0.5 s, more than the compiled path saves on smaller arrays."""
 STREAM_BYTES = 8 << 20
 """Kernels write outputs at least this large with streaming stores (as a big ``memcpy`` does)."""
 THREAD_BYTES = 4 << 20
@@ -46,7 +50,17 @@ def run_settings(limit: int, threads: Any) -> Run:
     count = checked_int(threads, "threads (xlashapes.physical.THREADS)")
     if count < 1:
         raise ShapeError(f"threads must be >= 1, got {count}")
-    return Run(limit, count, NUMBA_BYTES, STREAM_BYTES, THREAD_BYTES)
+    return Run(limit, count, NUMBA_BYTES if numba_loaded() else max(NUMBA_BYTES, FIRST_NUMBA_BYTES), STREAM_BYTES,
+               THREAD_BYTES)
+
+
+def numba_loaded() -> bool:
+    """True once numba is imported (by these kernels or anything else in the process).
+
+    >>> isinstance(numba_loaded(), bool)
+    True
+    """
+    return "numba" in sys.modules and sys.modules["numba"] is not None
 
 
 def cache_directory() -> str:

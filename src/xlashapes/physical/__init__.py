@@ -124,7 +124,7 @@ def to_physical(
     x = _logical_storage(value, geometry)
     pad = _padding_storage(geometry, padding_value)
     buffer = _output_bytes(out, geometry.nbytes, limit, x)
-    run = run_settings(limit, THREADS if threads is None else threads)
+    run = run_settings(limit, THREADS if threads is None else threads, max(x.nbytes, geometry.nbytes))
     if not (wants_slabs(geometry, x, buffer) and write_in_slabs(x, geometry, pad, buffer, run)):
         _write_physical(x, geometry, pad, buffer, run)
     return out if isinstance(out, np.ndarray) else buffer
@@ -158,7 +158,7 @@ def from_physical(
     geometry = _geometry(array_shape)
     data = _input_bytes(buffer, geometry)
     result = _logical_output(out, geometry, limit, data)
-    run = run_settings(limit, THREADS if threads is None else threads)
+    run = run_settings(limit, THREADS if threads is None else threads, max(result.nbytes, geometry.nbytes))
     storage = result.view(geometry.storage)
     if not (wants_slabs(geometry, data, result) and read_in_slabs(data, geometry, storage, run)):
         _read_physical(data, geometry, storage, run)
@@ -205,7 +205,7 @@ def relayout(
     data = _input_bytes(buffer, src)
     pad = _padding_storage(dst, padding_value)
     result = _output_bytes(out, dst.nbytes, limit, data)
-    run = run_settings(limit, THREADS if threads is None else threads)
+    run = run_settings(limit, THREADS if threads is None else threads, max(src.nbytes, dst.nbytes))
     big = max(src.nbytes, dst.nbytes) > slabbed.CHUNK_BYTES
     if big and (src.packed or dst.packed) and relayout_in_slabs(data, src, dst, pad, result, run):
         pass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -17,7 +17,8 @@ from ._geometry import _canonicalize, _check_size, _Geometry
 from ._kernel_args import PermuteGeometry, TiledGeometry
 from ._packing import _pack, _unpack
 
-CHUNK_BYTES = 8 << 20  # unpacked sub-byte elements staged at a time (no temporary as large as the array)
+CHUNK_BYTES = 1 << 20  # unpacked sub-byte elements staged at a time: no temporary as large as the array,
+# and small enough to stay in the cache between the tile kernel and the packing
 
 
 @dataclass(frozen=True)
@@ -241,6 +242,7 @@ def _tiled_write(
             _canonicalize(buffer, geometry)
         return
     chunks = _packed_chunks(units, strip, geometry.bits, CHUNK_BYTES)
+    compiled = replace(run, numba_bytes=0)  # the chunks are small, the array is not: pack with the kernel too
     tail = geometry.aligned - geometry.count
     staging = np.empty(min(geometry.aligned, (chunks[0][1] - chunks[0][0]) * strip + tail), np.uint8)
     for first, last in chunks:
@@ -249,7 +251,7 @@ def _tiled_write(
         _tiled_to(kernels, plan, source, geometry, item, target, (first, last), 0, batch, run)
         start = first * strip * geometry.bits // 8
         end = geometry.nbytes if last == units else last * strip * geometry.bits // 8
-        _pack(target, geometry, buffer[start:end], run)
+        _pack(target, geometry, buffer[start:end], compiled)
 
 
 def _tiled_to(
@@ -297,7 +299,8 @@ def _compiled_read(
             for first, last in chunks:
                 source = staging[: (last - first) * strip]
                 start = first * strip * geometry.bits // 8
-                _unpack(data[start : start + -(-source.size * geometry.bits // 8)], geometry, source, run)
+                _unpack(data[start : start + -(-source.size * geometry.bits // 8)], geometry, source,
+                        replace(run, numba_bytes=0))
                 _tiled_from(kernels, plan, source, geometry, item, out, (first, last), stream, batch, run)
     else:
         if geometry.packed:

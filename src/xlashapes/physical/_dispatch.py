@@ -41,8 +41,8 @@ class Run:
     thread_bytes: int = THREAD_BYTES
 
 
-def run_settings(limit: int, threads: Any) -> Run:
-    """The settings for a call, with the thresholds as this module holds them now.
+def run_settings(limit: int, threads: Any, nbytes: int = 0) -> Run:
+    """The settings for a call on an array of ``nbytes``, with the thresholds as this module holds them now.
 
     >>> run_settings(1 << 30, 2).threads
     2
@@ -50,8 +50,8 @@ def run_settings(limit: int, threads: Any) -> Run:
     count = checked_int(threads, "threads (xlashapes.physical.THREADS)")
     if count < 1:
         raise ShapeError(f"threads must be >= 1, got {count}")
-    return Run(limit, count, NUMBA_BYTES if numba_loaded() else max(NUMBA_BYTES, FIRST_NUMBA_BYTES), STREAM_BYTES,
-               THREAD_BYTES)
+    first = NUMBA_BYTES if numba_loaded() or nbytes >= FIRST_NUMBA_BYTES else max(NUMBA_BYTES, FIRST_NUMBA_BYTES)
+    return Run(limit, count, first, STREAM_BYTES, THREAD_BYTES)
 
 
 def numba_loaded() -> bool:

@@ -202,10 +202,11 @@ def _padding_storage(geometry: _Geometry, padding_value: Any) -> np.ndarray[Any,
 
 def _canonicalize(storage: np.ndarray[Any, Any], geometry: _Geometry) -> None:
     """Put pred and sub-byte elements in canonical form in place: 0/1, or only the value bits set."""
+    # (np.minimum on uint8 takes a slow loop; not_equal into a bool view of the same bytes is vectorized)
     if geometry.etype.kind == "pred":
-        np.minimum(storage, 1, out=storage)
+        np.not_equal(storage, 0, out=storage.view(np.bool_))
     elif geometry.etype.bits < 8:
-        np.bitwise_and(storage, geometry.value_mask, out=storage)
+        np.bitwise_and(storage, np.uint8(geometry.value_mask), out=storage)
 
 
 def _output_bytes(out: Any, nbytes: int, limit: int, source: Any) -> np.ndarray[Any, Any]:

@@ -53,7 +53,7 @@ def pack_file(
         x = x.view(geometry.dtype)  # .npy files keep ml_dtypes types (bf16, fp8, s4 ...) as plain bytes
     storage = _logical_storage(x, geometry)
     pad = _padding_storage(geometry, padding_value)
-    run = run_settings(1 << 62, threads)
+    run = run_settings(1 << 62, threads, max(x.nbytes, geometry.nbytes))
     if geometry.nbytes == 0:
         _write_empty(out_path)
         return 0
@@ -90,7 +90,7 @@ def unpack_file(
         raise ShapeError(f"cannot read {os.fspath(bin_path)!r}: {err.strerror or err}") from None
     if size != geometry.nbytes:
         raise ShapeError(f"{os.fspath(bin_path)!r} has {size} bytes but {array_shape} takes {geometry.nbytes}")
-    run = run_settings(1 << 62, threads)
+    run = run_settings(1 << 62, threads, geometry.nbytes)
     try:
         result = np.lib.format.open_memmap(os.fspath(out_path), mode="w+", dtype=geometry.dtype, shape=geometry.dims)
     except (OSError, ValueError) as err:

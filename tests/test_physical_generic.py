@@ -328,3 +328,14 @@ def test_once_numba_is_loaded_arrays_from_1_mib_are_compiled(compiled_everywhere
     assert compiled_everywhere["strided_copy"] == 1
     to_physical(np.zeros((512, 511), np.float32), "f32[512,511]{0,1:T(8,128)}")  # just under
     assert compiled_everywhere["strided_copy"] == 1
+
+
+def test_copy_on_write_maps_keep_their_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 256)
+    shape = xs.parse_shape("s4[64,64]{1,0:E(4)}")
+    x = random_array("s4", shape.dimensions, 1)
+    (tmp_path / "b.bin").write_bytes(b"\0" * shape.byte_size())
+    out = np.memmap(tmp_path / "b.bin", dtype=np.uint8, mode="c", shape=(shape.byte_size(),))
+    to_physical(x, shape, out=out)
+    assert np.array_equal(out, numpy_path(to_physical, x, shape))  # still there after every chunk
+    assert (tmp_path / "b.bin").read_bytes() == b"\0" * shape.byte_size()  # and the file untouched

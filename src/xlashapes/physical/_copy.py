@@ -83,6 +83,9 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
     if s_steps[inner] != 1:
         unit = next((k for k in range(inner) if s_steps[k] == 1), -1)
     outer = sorted((k for k in range(inner) if k != unit), key=lambda k: -int(s_steps[k]))
+    if shape[inner] * d_steps[inner] * width < 64:  # short destination rows: finish each line while it is cached
+        follow = [k for k in outer if d_steps[k] == shape[inner] * d_steps[inner]]
+        outer = [k for k in outer if k not in follow] + follow
     order = [*outer, *([unit] if unit >= 0 else []), inner]
     shape, d_steps, s_steps = shape[order], d_steps[order], s_steps[order]
     unit = inner - 1 if unit >= 0 else -1

@@ -23,14 +23,17 @@ Progress = Callable[[int, int], None]
 
 
 def release(array: Any) -> None:
-    """Drop a memory map's pages from this process (clean ones are re-read from the file, dirty ones written)."""
+    """Unmap a memory map's pages from this process: its RSS stays about one chunk whatever the file's size.
+
+    The maps are shared, so nothing is lost: the pages stay in the page cache (dirty ones are written back by the
+    system in its own time) and are mapped again when touched.
+    """
     while isinstance(array, np.ndarray):
         handle = getattr(array, "_mmap", None)
         if isinstance(handle, mmap.mmap):
-            if isinstance(array, np.memmap) and not handle.closed:
-                array.flush()
-            if hasattr(handle, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
-                handle.madvise(mmap.MADV_DONTNEED)
+            shared = isinstance(array, np.memmap) and array.mode in ("r", "r+", "w+", "readonly", "readwrite", "write")
+            if shared and not handle.closed and hasattr(handle, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+                handle.madvise(mmap.MADV_DONTNEED)  # never for copy-on-write maps: that would drop their changes
             return
         array = array.base
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 from typing import Any
 
@@ -442,45 +443,80 @@ def test_same_bytes_as_xla_cpu_runtime(xla_cpu_bytes: dict[str, list[bytes]], et
 
 
 # ----- properties: random shapes and layouts against the plain reference path ---------------------------------------
+# The strategies the generators draw from, built once (the same distributions; Hypothesis need not rebuild and
+# validate a new strategy on every draw).
+TILE_COUNTS = st.integers(0, 3)
+ALIGNMENTS = st.sampled_from([1, 1, 2, 3, 8])
+MEMORY_SPACES = st.sampled_from([0, 1, 5])
+BOOLEANS = st.booleans()
+PADDINGS = st.integers(0, 2)
+SEEDS = st.integers(0, 2**32)
+CASE_TYPES = st.sampled_from([t for t in ARRAY_TYPES if t not in ("f6e2m3fn", "f6e3m2fn")] + ["f6e2m3fn"])
+
+
+@functools.cache
+def tile_lists(rank: int) -> st.SearchStrategy[list[int]]:
+    """Tiles of 1 to rank + 2 entries."""
+    return st.lists(st.sampled_from([1, 2, 3, 4, 8, STAR]), min_size=1, max_size=rank + 2)
+
+
+@functools.cache
+def element_sizes(options: tuple[int, ...]) -> st.SearchStrategy[int]:
+    """E(n): 0, 8 or one of ``options``."""
+    return st.sampled_from([0, 8, *options])
+
+
+@functools.cache
+def permutations(rank: int) -> st.SearchStrategy[list[int]]:
+    """Dim orders of ``rank`` dims."""
+    return st.permutations(range(rank))
+
+
+@functools.cache
+def dim_lists(low: int, high: int) -> st.SearchStrategy[list[int]]:
+    """Up to 4 dims in [low, high]."""
+    return st.lists(st.integers(low, high), max_size=4)
+
+
 @st.composite
 def layouts(draw: st.DrawFn, dims: tuple[int, ...], etype: str) -> xs.Layout:
     """A random layout for ``dims``: order, tiles (with '*', shorter and longer than rank), L, E, padding, S."""
     rank = len(dims)
-    minor_to_major = tuple(draw(st.permutations(range(rank))))
+    minor_to_major = tuple(draw(permutations(rank)))
     tiles = []
-    for _ in range(draw(st.integers(0, 3))):
-        tile = draw(st.lists(st.sampled_from([1, 2, 3, 4, 8, STAR]), min_size=1, max_size=rank + 2))
+    for _ in range(draw(TILE_COUNTS)):
+        tile = draw(tile_lists(rank))
         if tile and tile[-1] == STAR:
             tile[-1] = 2
         tiles.append(tuple(tile))
     fields: dict[str, Any] = {
         "tiles": tuple(tiles),
-        "tail_padding_alignment_in_elements": draw(st.sampled_from([1, 1, 2, 3, 8])),
-        "memory_space": draw(st.sampled_from([0, 1, 5])),
+        "tail_padding_alignment_in_elements": draw(ALIGNMENTS),
+        "memory_space": draw(MEMORY_SPACES),
     }
     kind = xs.element_type(etype)
     if kind.bits < 8:
         options = [b for b in (1, 2, 4) if b >= kind.bits and (kind.is_integral or b == kind.bits)]
-        fields["element_size_in_bits"] = draw(st.sampled_from([0, 8, *options]))
+        fields["element_size_in_bits"] = draw(element_sizes(tuple(options)))
     if etype == "pred":
-        fields["element_size_in_bits"] = draw(st.sampled_from([0, 8, 1]))
-    if draw(st.booleans()) and draw(st.booleans()):
-        fields["padded_dimensions"] = tuple(d + draw(st.integers(0, 2)) for d in dims)
+        fields["element_size_in_bits"] = draw(element_sizes((1,)))
+    if draw(BOOLEANS) and draw(BOOLEANS):
+        fields["padded_dimensions"] = tuple(d + draw(PADDINGS) for d in dims)
     return xs.Layout(minor_to_major, **fields)
 
 
 @st.composite
 def cases(draw: st.DrawFn, max_dim: int = 9) -> tuple[xs.Shape, np.ndarray, xs.Shape]:
     """(shape, random array of it, another layout of the same array)."""
-    etype = draw(st.sampled_from([t for t in ARRAY_TYPES if t not in ("f6e2m3fn", "f6e3m2fn")] + ["f6e2m3fn"]))
-    dims = tuple(draw(st.lists(st.integers(0 if draw(st.booleans()) else 1, max_dim), max_size=4)))
+    etype = draw(CASE_TYPES)
+    dims = tuple(draw(dim_lists(0 if draw(BOOLEANS) else 1, max_dim)))
     try:
         shape = xs.make_shape(etype, dims, layout=draw(layouts(dims, etype)))
         other = xs.make_shape(etype, dims, layout=draw(layouts(dims, etype)))
     except xs.ShapeError:  # a layout the foundation rejects
         assume(False)
     assume(shape.byte_size() <= 1 << 20 and other.byte_size() <= 1 << 20)
-    x = random_array(etype, dims, draw(st.integers(0, 2**32)))
+    x = random_array(etype, dims, draw(SEEDS))
     return shape, x, other
 
 

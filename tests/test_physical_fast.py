@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from collections import Counter
@@ -62,6 +63,7 @@ def numpy_path(monkeypatch: pytest.MonkeyPatch, function: Callable[..., Any], *a
         return function(*args, **kwargs)
 
 
+@functools.cache
 def padding_values(etype: str) -> st.SearchStrategy[Any]:
     """Padding values ``etype`` holds exactly (None: the default)."""
     kind = xs.element_type(etype)
@@ -73,6 +75,7 @@ def padding_values(etype: str) -> st.SearchStrategy[Any]:
     return st.sampled_from([None, 0.0, -0.0, 1.5, float("nan"), float("-inf")])
 
 
+@functools.cache
 def element_fields(etype: str) -> st.SearchStrategy[int]:
     """``E(n)`` values for ``etype``: 0 (its default) or a packed width it can use."""
     kind = xs.element_type(etype)

@@ -138,8 +138,10 @@ def _compiled_choice(
     if not logical.flags.c_contiguous:
         return None
     plan = _compiled_plan(geometry.dims, geometry.layout)
-    if isinstance(plan, _Tiled) and plan.tile[2] == 1:
-        return None  # no row interleave: the generic kernel (reading in order, streaming out) is as fast or faster
+    if isinstance(plan, _Tiled) and (plan.tile[2] == 1 or geometry.storage.itemsize > 2):
+        # no row interleave, or not the TPU's 8- and 16-bit formats: the generic kernel (reading in order, streaming
+        # out) is as fast or faster, and one fewer compiled variant
+        return None
     if isinstance(plan, _Permuted) and not _plain_transpose(geometry.dims, plan.order):
         return None  # rank 3 and up: the generic kernel
     kernels = dispatch.kernels() if plan is not None else None

@@ -98,7 +98,7 @@ def import_kernels() -> Any:
     """Import :mod:`xlashapes.physical._kernels` (and numba) once; None without numba."""
     try:
         from . import _kernels as module
-    except ImportError:
+    except (ImportError, OSError):  # no numba, or one that cannot load here: the NumPy path
         return None
     return module
 
@@ -115,7 +115,7 @@ def import_walker() -> Any:
     """Import :mod:`xlashapes.physical._walk` (and numba) once; None without numba."""
     try:
         from . import _walk as module
-    except ImportError:
+    except (ImportError, OSError):
         return None
     return module
 

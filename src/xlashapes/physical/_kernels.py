@@ -14,6 +14,8 @@ instructions, and each of those waits for the pending streaming stores to drain.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -44,11 +46,37 @@ def _cached(decorate: Callable[[F], Any], function: F) -> F:
     """
     config: Any = _config
     saved = config.CACHE_DIR
-    config.CACHE_DIR = cache_directory()
+    config.CACHE_DIR = _writable(os.path.join(cache_directory(), _SOURCES)) or saved  # else numba's own choice
     try:
         return cast(F, decorate(function))
     finally:
         config.CACHE_DIR = saved
+
+
+def _sources_digest() -> str:
+    """A digest of the kernels' source files: numba's cache checks a function's own file only, not the files of
+    the functions it inlines, so each version of the sources gets its own cache directory."""
+    digest = hashlib.sha256()
+    folder = os.path.dirname(os.path.abspath(__file__))
+    for name in ("_kernels.py", "_walk.py"):
+        try:
+            with open(os.path.join(folder, name), "rb") as source:
+                digest.update(source.read())
+        except OSError:
+            digest.update(name.encode())
+    return "kernels-" + digest.hexdigest()[:16]
+
+
+_SOURCES = _sources_digest()
+
+
+def _writable(folder: str) -> str | None:
+    """``folder``, made if need be, when this process can write there; else None."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK | os.X_OK) else None
 
 
 def _jit(function: F) -> F:

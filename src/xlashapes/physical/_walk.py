@@ -128,6 +128,19 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
 
 
 @_jit
+def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int, stream: int) -> None:
+    """``rows`` contiguous runs of ``length`` elements, ``dr`` / ``sr`` elements apart (one call for many runs)."""
+    width = _width(pad)
+    n = length * width
+    for r in range(rows):
+        d, s = dst + r * dr * width, src + r * sr * width
+        if stream:
+            _copy_out(d, s, n, 1)
+        else:
+            _copy(d, s, n)
+
+
+@_jit
 def strided_copy(
     dst: int, src: int, pad: Any, shape: Any, d_strides: Any, s_strides: Any, unit: int, first: int, last: int,
     stream: int,
@@ -154,6 +167,10 @@ def strided_copy(
         if stream:
             _fence()
         return
+    rows, dr, sr = 0, 0, 0
+    if unit < 0 and di == 1 and si == 1 and m >= 2:  # runs: the innermost outer axis loops inside one call
+        rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
+        m -= 1
     index = np.zeros(MAX_AXES, np.int64)
     a = axes[0]
     index[0] = first
@@ -161,7 +178,10 @@ def strided_copy(
     if first >= last:
         return
     while True:
-        _block(dst + d_off * width, src + s_off * width, pad, big, small, du, di, si, stream)
+        if rows:
+            _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, stream)
+        else:
+            _block(dst + d_off * width, src + s_off * width, pad, big, small, du, di, si, stream)
         j = m - 1
         while True:
             a = axes[j]

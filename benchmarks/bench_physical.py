@@ -177,27 +177,29 @@ def timed(runs: list[Callable[[], object]], repeat: int, clock: Callable[[], flo
 # ----- start-up and memory, in new processes -------------------------------------------------------------------
 STARTUP = (
     "import time, resource; t = time.perf_counter(); import numpy as np, xlashapes as xs; "
-    "x = np.zeros((1024, 1024), np.float32); s = xs.parse_shape('f32[1024,1024]{{0,1:T(8,128)}}'); "
-    "b = xs.to_physical(x, s); xs.from_physical(b, s); "
-    "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    "x = np.zeros(({rows}, 1024), np.float32); s = xs.parse_shape('f32[{rows},1024]{{0,1:T(8,128)}}'); "
+    "b = xs.to_physical(x, s); xs.from_physical(b, s); import sys; "
+    "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 'numba' in sys.modules)"
 )
 
 
 def startup() -> None:
-    """Print new-process times: the NumPy path, the compiled path cold (empty cache) and warm."""
-    def run(env: dict[str, str]) -> tuple[float, float]:
-        out = subprocess.run([sys.executable, "-c", STARTUP], env={**os.environ, **env}, capture_output=True,
-                             text=True, check=True).stdout.split()
-        return float(out[0]), float(out[1]) / 1024
+    """Print new-process times: small work (stays on NumPy), and 64 MiB on NumPy, compiled cold and warm."""
+    def run(rows: int, env: dict[str, str]) -> tuple[float, float, str]:
+        out = subprocess.run([sys.executable, "-c", STARTUP.format(rows=rows)], env={**os.environ, **env},
+                             capture_output=True, text=True, check=True).stdout.split()
+        return float(out[0]), float(out[1]) / 1024, "numba loaded" if out[2] == "True" else "no numba"
 
     with tempfile.TemporaryDirectory() as cache:
-        rows = [("NumPy path (XLASHAPES_NO_NUMBA=1)", {NO_NUMBA: "1"}),
-                ("compiled, empty kernel cache (cold)", {NO_NUMBA: "0", "XLASHAPES_CACHE_DIR": cache}),
-                ("compiled, filled cache (warm)", {NO_NUMBA: "0", "XLASHAPES_CACHE_DIR": cache})]
-        print("new process: import + to/from_physical of a 4 MiB f32 tiled transpose")
-        for name, env in rows:
-            seconds, rss = run(env)
-            print(f"  {name:40} {seconds:6.2f} s   peak RSS {rss:7.1f} MiB")
+        rows = [("4 MiB, XLASHAPES_NO_NUMBA=1", 1024, {NO_NUMBA: "1"}),
+                ("4 MiB, numba allowed", 1024, {NO_NUMBA: "0", "XLASHAPES_CACHE_DIR": cache}),
+                ("64 MiB, XLASHAPES_NO_NUMBA=1", 16384, {NO_NUMBA: "1"}),
+                ("64 MiB, compiled, empty cache (cold)", 16384, {NO_NUMBA: "0", "XLASHAPES_CACHE_DIR": cache}),
+                ("64 MiB, compiled, filled cache (warm)", 16384, {NO_NUMBA: "0", "XLASHAPES_CACHE_DIR": cache})]
+        print("new process: import + to_physical + from_physical of f32[N,1024]{0,1:T(8,128)} (wall clock)")
+        for name, count, env in rows:
+            seconds, rss, loaded = run(count, env)
+            print(f"  {name:40} {seconds:6.2f} s   peak RSS {rss:7.1f} MiB   {loaded}")
 
 
 RSS = (
@@ -277,10 +279,12 @@ def main() -> None:
     parser.add_argument("--startup", action="store_true", help="also time new processes (cold and warm)")
     parser.add_argument("--rss", action="store_true", help="also measure peak RSS per case in new processes")
     parser.add_argument("--huge", metavar="DIR", help="also stream an 8 GiB array through files in DIR")
+    parser.add_argument("--no-matrix", action="store_true", help="skip the ratio matrix")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.repeat, args.threads = "64", 3, "1"
-    matrix(args)
+    if not args.no_matrix:
+        matrix(args)
     if args.startup:
         startup()
     if args.rss:

@@ -207,8 +207,9 @@ RSS = (
     "os.environ['XLASHAPES_NO_NUMBA'] = {flag!r}; "
     "import xlashapes as xs; from bench_physical import shape_of, random_array; s = shape_of({text!r}, {n}); "
     "x = random_array(s, np.random.default_rng(0)); buf = xs.to_physical(x, s) if {back} else None; "
-    "small = shape_of({text!r}, 1); xs.to_physical(random_array(small, np.random.default_rng(0)), small); "
-    "from xlashapes.physical import _dispatch as d; d.kernels(), d.walker(); "  # numba loaded before measuring
+    "from xlashapes.physical import _dispatch as d; d.kernels(), d.walker(); saved, d.NUMBA_BYTES = d.NUMBA_BYTES, 0; "
+    "small = shape_of({text!r}, 1); y = random_array(small, np.random.default_rng(0)); "
+    "xs.from_physical(xs.to_physical(y, small), small); d.NUMBA_BYTES = saved; "  # kernels loaded before measuring
     "status = lambda key: int(next(l.split()[1] for l in open('/proc/self/status') if l.startswith(key))); "
     "open('/proc/self/clear_refs', 'w').write('5'); base = status('VmRSS:'); "  # resets the peak (VmHWM)
     "out = xs.from_physical(buf, s) if {back} else xs.to_physical(x, s); "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -339,3 +340,17 @@ def test_copy_on_write_maps_keep_their_changes(tmp_path: Path, monkeypatch: pyte
     to_physical(x, shape, out=out)
     assert np.array_equal(out, numpy_path(to_physical, x, shape))  # still there after every chunk
     assert (tmp_path / "b.bin").read_bytes() == b"\0" * shape.byte_size()  # and the file untouched
+
+
+def test_terminal_progress_draws_a_bar_on_a_terminal() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    draw = terminal_progress(screen, label="pack ")
+    assert draw is not None
+    draw(1 << 20, 4 << 20)
+    draw(4 << 20, 4 << 20)
+    text = screen.getvalue()
+    assert text.startswith("\rpack [") and " 25.0%" in text and "100.0%" in text and text.endswith("\n")

@@ -274,6 +274,8 @@ def test_files_report_bad_input_as_shape_errors(tmp_path: Path) -> None:
         pack_file(tmp_path / "missing.npy", "f32[2]", tmp_path / "o.bin")
     with pytest.raises(xs.ShapeError, match="cannot write"):
         pack_file(tmp_path / "x.npy", "f32[2,3]", tmp_path / "no" / "o.bin")
+    with pytest.raises(xs.ShapeError, match="is the input"):
+        pack_file(tmp_path / "x.npy", "f32[2,3]", tmp_path / "x.npy")
     (tmp_path / "short.bin").write_bytes(b"\0" * 5)
     with pytest.raises(xs.ShapeError, match="5 bytes"):
         unpack_file(tmp_path / "short.bin", "f32[2]", tmp_path / "y.npy")

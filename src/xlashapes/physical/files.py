@@ -46,6 +46,7 @@ def pack_file(
     threads: int = 1,
 ) -> int:
     """Write the ``.npy`` array at ``npy_path`` as ``shape``'s exact bytes to ``out_path``; the bytes written."""
+    _check_distinct(npy_path, out_path)
     array_shape = _resolved_shape(shape)
     geometry = _geometry(array_shape)
     x = _load(npy_path)
@@ -82,6 +83,7 @@ def unpack_file(
     threads: int = 1,
 ) -> int:
     """Read ``shape``'s bytes from ``bin_path`` and save the array as ``.npy`` at ``out_path``; the bytes read."""
+    _check_distinct(bin_path, out_path)
     array_shape = _resolved_shape(shape)
     geometry = _geometry(array_shape)
     try:
@@ -144,6 +146,15 @@ def _load(path: str | os.PathLike[str]) -> np.ndarray[Any, Any]:
     if not isinstance(array, np.ndarray):
         raise ShapeError(f"{os.fspath(path)!r} is not a single .npy array")
     return array
+
+
+def _check_distinct(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """ShapeError when the output would overwrite the input while it is read."""
+    same = os.path.realpath(source) == os.path.realpath(target)
+    if not same and os.path.exists(source) and os.path.exists(target):
+        same = os.path.samefile(source, target)
+    if same:
+        raise ShapeError(f"the output {os.fspath(target)!r} is the input file: write to another file")
 
 
 def _write_empty(path: str | os.PathLike[str]) -> None:

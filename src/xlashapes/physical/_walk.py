@@ -39,6 +39,7 @@ from ._kernels import (
 )
 
 MAX_AXES = 64  # axes of one copy (the plan's factors): more than any layout XLA accepts produces
+WIDE = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 
 
 @_jit
@@ -141,6 +142,31 @@ def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int
 
 
 @_jit
+def _wide_block(
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int
+) -> None:
+    """``count`` blocks side by side in the destination (block ``f`` at ``dst + f*small`` elements, ``src + f*fs``):
+    short destination rows (tiled transposes read back) written a band of 8 rows at a time across many blocks, so
+    that each row gets one long run instead of ``count`` scattered pieces."""
+    width = _width(pad)
+    if big < 8 or small < 8:
+        for f in range(count):
+            _block(dst + f * small * width, src + f * fs * width, pad, big, small, du, 1, si, stream)
+        return
+    full_u, full_i = big - big % 8, small - small % 8
+    for f0 in range(0, count, WIDE):
+        f1 = min(count, f0 + WIDE)
+        for u in range(0, full_u, 8):
+            for f in range(f0, f1):
+                d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
+                for i in range(0, full_i, 8):
+                    _transpose8(d + i * width, du, s + i * si * width, si, pad)
+        if full_u < big or full_i < small:
+            for f in range(f0, f1):
+                _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, 1, si, full_u, full_i)
+
+
+@_jit
 def strided_copy(
     dst: int, src: int, pad: Any, shape: Any, d_strides: Any, s_strides: Any, unit: int, first: int, last: int,
     stream: int,
@@ -168,8 +194,12 @@ def strided_copy(
             _fence()
         return
     rows, dr, sr = 0, 0, 0
+    wide, fs = 0, 0
     if unit < 0 and di == 1 and si == 1 and m >= 2:  # runs: the innermost outer axis loops inside one call
         rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
+        m -= 1
+    elif unit >= 0 and di == 1 and m >= 2 and d_strides[axes[m - 1]] == small and small * width < LINE:
+        wide, fs = shape[axes[m - 1]], s_strides[axes[m - 1]]  # the blocks continue each other's rows
         m -= 1
     index = np.zeros(MAX_AXES, np.int64)
     a = axes[0]
@@ -180,6 +210,8 @@ def strided_copy(
     while True:
         if rows:
             _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, stream)
+        elif wide:
+            _wide_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, wide, fs, stream)
         else:
             _block(dst + d_off * width, src + s_off * width, pad, big, small, du, di, si, stream)
         j = m - 1

@@ -40,6 +40,8 @@ from ._kernels import (
 
 MAX_AXES = 64  # axes of one copy (the plan's factors): more than any layout XLA accepts produces
 WIDE = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
+# typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
+_0, _1 = np.int64(0), np.int64(1)
 
 
 @_jit
@@ -75,7 +77,7 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
                 _put(dst, i * di, _get(src, i * si, pad))
         return
     if di != 1:
-        _scalar(dst, src, pad, big, small, du, di, si, 0, 0)
+        _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
     lanes = _lanes(pad)
     if du == small and (small == 2 or small == 4):  # rows interleaved: T(...)(2,1), (4,1) on the way out
@@ -112,7 +114,7 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
     if big < side or small < side:
         side = 8
     if big < side or small < side:
-        _scalar(dst, src, pad, big, small, du, di, si, 0, 0)
+        _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
     full_u, full_i = big - big % side, small - small % side
     streamed = rows_aligned and side == _side(pad) and side * width == LINE
@@ -151,7 +153,7 @@ def _wide_block(
     width = _width(pad)
     if big < 8 or small < 8:
         for f in range(count):
-            _block(dst + f * small * width, src + f * fs * width, pad, big, small, du, 1, si, stream)
+            _block(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, stream)
         return
     full_u, full_i = big - big % 8, small - small % 8
     for f0 in range(0, count, WIDE):
@@ -163,7 +165,8 @@ def _wide_block(
                     _transpose8(d + i * width, du, s + i * si * width, si, pad)
         if full_u < big or full_i < small:
             for f in range(f0, f1):
-                _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, 1, si, full_u, full_i)
+                _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, full_u,
+                        full_i)
 
 
 @_jit

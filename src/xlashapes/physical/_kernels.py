@@ -32,6 +32,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 cgutils: Any = _cgutils
 
 LINE = 64  # bytes of one cache line: the unit of streaming stores
+# typed constants for calls: a literal 0 or 1 would make numba compile the callee once more for it
+_0, _1 = np.int64(0), np.int64(1)
 BAND = 64  # source rows a transpose reads at once (few enough for the hardware prefetcher to follow)
 UNIT = 4096  # bytes a kernel writes at a time, so that reading and writing overlap
 _I32 = ir.IntType(32)
@@ -375,7 +377,7 @@ _deinterleave2_nt, _deinterleave4_nt = _deinterleaver(2, True), _deinterleaver(4
 # lines are written out and the rest moved in front of ``data`` again. When streaming, the scratch line starts
 # match the output's line starts. ``line`` is the output address of the carry's line; ``first`` the offset of the
 # range's first byte in its first line while that (partial) line is unwritten, else 0.
-@_inline
+@_jit
 def _open(address: int, stream: int, width: int) -> tuple[int, int, int, int]:
     """(line, carry, first, stream) of a stream writing from ``address`` (elements of ``width`` bytes)."""
     if stream and address % width == 0:
@@ -384,7 +386,7 @@ def _open(address: int, stream: int, width: int) -> tuple[int, int, int, int]:
     return address, 0, 0, 0
 
 
-@_inline
+@_jit
 def _lines(out: int, scratch: int, n: int) -> None:
     """Stream ``n`` bytes (whole lines) from scratch to a line-aligned ``out``."""
     k = 0
@@ -396,7 +398,7 @@ def _lines(out: int, scratch: int, n: int) -> None:
         k += LINE
 
 
-@_inline
+@_jit
 def _flush(line: int, data: int, carry: int, n: int, first: int, stream: int) -> tuple[int, int, int]:
     """Write out the whole lines of the carry and the ``n`` new bytes at ``data``; (line, carry, first) after."""
     total = carry + n
@@ -416,13 +418,13 @@ def _flush(line: int, data: int, carry: int, n: int, first: int, stream: int) ->
     return line + lines * LINE, total - lines * LINE, first
 
 
-@_inline
+@_jit
 def _close(line: int, data: int, carry: int, first: int) -> None:
     """Write the carried bytes: the range's last, partial line."""
     _copy(line + first, data - carry + first, carry - first)
 
 
-@_inline
+@_jit
 def _pad_stream(line: int, data: int, carry: int, first: int, stream: int, pad: Any, count: int, room: int) -> None:
     """Append ``count`` padding elements to a stream (``room`` bytes at a time) and close it."""
     width = _width(pad)
@@ -439,7 +441,7 @@ def _pad_stream(line: int, data: int, carry: int, first: int, stream: int, pad: 
 
 
 # ----- tiled 2-d layouts: T(R,C) and T(R,C)(P,1) -------------------------------------------------------------------
-@_inline
+@_jit
 def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c_size: int, p: int, pad: Any) -> None:
     """One tile in physical order at ``dst`` from logical rows at ``src``; only ``rows`` x ``cols`` are not padding."""
     # The logical rows are ``step`` elements apart.
@@ -588,7 +590,7 @@ def tiled_from_physical(src: int, out: int, scratch: int, pad: Any, geometry: An
 
 
 # ----- permutations: a strided source into a contiguous destination ------------------------------------------------
-@_inline
+@_jit
 def _copy_out(out: int, scratch: int, n: int, stream: int) -> None:
     """Copy ``n`` bytes from scratch to ``out``: whole aligned lines streamed, the partial ends stored plainly."""
     if not stream:
@@ -714,7 +716,7 @@ def _spread(value: Any, bits: int) -> Any:
     return (v | (v << _U(7))) & _LOW_BITS
 
 
-@_inline
+@_jit
 def _pack_words(dst: int, src: int, count: int, bits: int) -> None:
     """``count`` packed uint64 words at ``dst`` from the element bytes at ``src`` (``64 / bits`` bytes per word)."""
     if bits == 4:
@@ -743,7 +745,7 @@ def pack(
     # after them. scratch has room bytes.
     per = 8 // bits  # elements per byte
     source, data = codes, scratch + LINE
-    line, carry, first, stream = _open(out + 8 * part[0], stream, 1)
+    line, carry, first, stream = _open(out + 8 * part[0], stream, _1)
     block = max(1, min(UNIT, room - 2 * LINE) // 8)  # output words per unit
     words = n // (8 * per)
     done = part[0]
@@ -762,10 +764,10 @@ def pack(
                 value |= (np.int64(_get(source, i, np.uint8(0))) & field) << (q * bits)
         _put(data, k, np.uint8(value))
     line, carry, first = _flush(line, data, carry, rest, first, stream)
-    _pad_stream(line, data, carry, first, stream, np.uint8(0), 0, 1)
+    _pad_stream(line, data, carry, first, stream, np.uint8(0), _0, _1)
 
 
-@_inline
+@_jit
 def _unpack_words(dst: int, src: int, count: int, bits: int, lanes: Any) -> None:
     """The element bytes of ``count`` packed uint64 words at ``src``, masked by ``lanes``, to ``dst``."""
     if bits == 4:
@@ -795,7 +797,7 @@ def unpack(
     per = 8 // bits
     lanes = _U(mask) * _LOW_BITS
     source, buffer = data, scratch + LINE
-    line, carry, first, stream = _open(out + 8 * per * part[0], stream, 1)
+    line, carry, first, stream = _open(out + 8 * per * part[0], stream, _1)
     block = max(1, min(UNIT, room - 2 * LINE) // (8 * per))  # input words per unit
     words = n // (8 * per)
     done = part[0]
@@ -810,4 +812,4 @@ def unpack(
         byte = np.int64(_get(source, i // per, np.uint8(0)))
         _put(buffer, i - words * 8 * per, np.uint8((byte >> ((i % per) * bits)) & field & mask))
     line, carry, first = _flush(line, buffer, carry, end - words * 8 * per, first, stream)
-    _pad_stream(line, buffer, carry, first, stream, np.uint8(0), 0, 1)
+    _pad_stream(line, buffer, carry, first, stream, np.uint8(0), _0, _1)

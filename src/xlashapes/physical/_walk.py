@@ -69,7 +69,7 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
     if big == 1:
         if di == 1 and si == 1:
             if stream:
-                _copy_out(dst, src, small * width, 1)
+                _copy_out(dst, src, small * width, _1)
             else:
                 _copy(dst, src, small * width)
         else:
@@ -138,7 +138,7 @@ def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int
     for r in range(rows):
         d, s = dst + r * dr * width, src + r * sr * width
         if stream:
-            _copy_out(d, s, n, 1)
+            _copy_out(d, s, n, _1)
         else:
             _copy(d, s, n)
 

@@ -66,7 +66,7 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
     destination, written with streaming stores when large, takes whole lines at a time.
     """
     width = d.itemsize
-    if width not in (1, 2, 4, 8) or d.ndim > 64:
+    if width not in (1, 2, 4, 8) or d.ndim > 64:  # (no layout XLA accepts makes this many factor axes)
         return False
     if d.ndim == 0:  # one element
         d, s = d.reshape(1), s.reshape(1)
@@ -95,7 +95,8 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
     target, source = dispatch.address(d), dispatch.address(s)
 
     def part(bounds: tuple[int, int]) -> None:
-        walk.strided_copy(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream)
+        work = np.empty(2 * len(shape), np.int64)
+        walk.strided_copy(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream, work)
 
     units = int(shape[split]) if split >= 0 else 1
     dispatch.run_parts(part, dispatch.parts(units, d.nbytes, run) if split >= 0 else [(0, 1)])

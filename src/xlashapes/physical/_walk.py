@@ -38,7 +38,6 @@ from ._kernels import (
     _width,
 )
 
-MAX_AXES = 64  # axes of one copy (the plan's factors): more than any layout XLA accepts produces
 WIDE = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1 = np.int64(0), np.int64(1)
@@ -172,12 +171,13 @@ def _wide_block(
 @_jit
 def strided_copy(
     dst: int, src: int, pad: Any, shape: Any, d_strides: Any, s_strides: Any, unit: int, first: int, last: int,
-    stream: int,
+    stream: int, work: Any,
 ) -> None:
     """Copy between strided views at ``dst`` and ``src`` (axes in destination order, strides in elements).
 
     ``unit`` is the axis (not the last) with source stride 1, -1 for none; the outermost other axis only runs over
-    [first, last), so that threads can split the work there. ``stream`` asks for streaming stores.
+    [first, last), so that threads can split the work there. ``stream`` asks for streaming stores. ``work`` is
+    scratch of two int64 per axis (no allocation in the kernel).
     """
     n = shape.size
     width = _width(pad)
@@ -185,7 +185,7 @@ def strided_copy(
     big = shape[unit] if unit >= 0 else 1
     du = d_strides[unit] if unit >= 0 else 0
     small, di, si = shape[inner], d_strides[inner], s_strides[inner]
-    axes = np.empty(MAX_AXES, np.int64)
+    axes = work[:n]
     m = 0
     for k in range(inner):
         if k != unit:
@@ -204,7 +204,8 @@ def strided_copy(
     elif unit >= 0 and di == 1 and m >= 2 and d_strides[axes[m - 1]] == small and small * width < LINE:
         wide, fs = shape[axes[m - 1]], s_strides[axes[m - 1]]  # the blocks continue each other's rows
         m -= 1
-    index = np.zeros(MAX_AXES, np.int64)
+    index = work[n : 2 * n]
+    index[:] = 0
     a = axes[0]
     index[0] = first
     d_off, s_off = first * d_strides[a], first * s_strides[a]

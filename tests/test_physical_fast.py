@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -289,13 +290,19 @@ def test_without_numba_the_numpy_path_runs(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_importing_xlashapes_does_not_import_numba() -> None:
+    """Neither importing nor small work imports numba; in a new process not even 4 MiB (below FIRST_NUMBA_BYTES)."""
     code = (
         "import sys, numpy as np, xlashapes as xs; "
         "xs.to_physical(np.zeros((8, 128), np.float32), 'f32[8,128]{1,0:T(8,128)}'); "
+        "print('numba' in sys.modules); "
+        "xs.to_physical(np.zeros((1024, 1024), np.float32), 'f32[1024,1024]{0,1:T(8,128)}'); "  # 4 MiB
         "print('numba' in sys.modules)"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert result.stdout.strip() == "False"
+    env = {key: value for key, value in os.environ.items() if key != "XLASHAPES_NO_NUMBA"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                            check=True)
+    assert result.stdout.split() == ["False", "False"]
+    assert dispatch.FIRST_NUMBA_BYTES > 4 << 20 >= dispatch.NUMBA_BYTES
 
 
 def test_threads_split_the_work_into_disjoint_parts(monkeypatch: pytest.MonkeyPatch) -> None:

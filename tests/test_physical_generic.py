@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -308,20 +306,6 @@ def test_numba_kernels_are_cached_in_the_cache_directory() -> None:
         pytest.skip("numba is not installed")
     for kernel in (walk.strided_copy, kernels.tiled_to_physical, kernels.pack):
         assert kernel._cache._cache_path.startswith(os.path.join(_dispatch.cache_directory(), "kernels-"))
-
-
-def test_a_new_process_loads_numba_only_for_large_arrays() -> None:
-    pytest.importorskip("numba")
-    code = (
-        "import sys, numpy as np, xlashapes as xs; "
-        "xs.to_physical(np.zeros((1024, 1024), np.float32), 'f32[1024,1024]{0,1:T(8,128)}'); "  # 4 MiB
-        "print('numba' in sys.modules)"
-    )
-    env = {key: value for key, value in os.environ.items() if key != "XLASHAPES_NO_NUMBA"}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
-                            check=True)
-    assert result.stdout.strip() == "False"
-    assert _dispatch.FIRST_NUMBA_BYTES > 4 << 20 >= _dispatch.NUMBA_BYTES
 
 
 def test_once_numba_is_loaded_arrays_from_1_mib_are_compiled(compiled_everywhere: Counter[str],

@@ -1,67 +1,97 @@
-"""Time to_physical/from_physical on 64 MiB arrays against np.copyto of the same bytes (run by hand).
+"""to_physical / from_physical / relayout against np.copyto of the same bytes: the whole matrix (run by hand).
 
-    /work/venv/bin/python benchmarks/bench_physical.py [--repeat R] [--only SUBSTRING] [--threads N]
+    python benchmarks/bench_physical.py [--quick] [--sizes 64,512] [--threads 1,2] [--only TEXT] [--cpu]
+                                        [--startup] [--rss] [--huge DIR]
 
-Every conversion writes into a preallocated ``out``; the memcpy baseline copies the logical array's bytes into a
-preallocated array, timed in the same rounds (rounds interleave all runs so they share any noise). Ratios are
-time / memcpy time: 1.0 is memcpy speed. Each case runs twice, once on the NumPy path (``XLASHAPES_NO_NUMBA=1``)
-and once on the compiled numba kernels (skipped when numba is not installed); both are single-threaded, as
-``np.copyto`` is. The first numba call compiles (cached on disk afterwards) and is not timed. A last row per case
-(``xN``) runs the kernels on N threads (``xlashapes.physical.THREADS``; ``--threads 1`` leaves it out): still
-divided by the single-threaded memcpy.
+Each row is one layout, one direction, one size and one thread count; the columns are time / memcpy time (1.0 is
+memcpy speed) for the NumPy path (``XLASHAPES_NO_NUMBA=1``, single thread) and the compiled path. memcpy is
+``np.copyto`` of the same number of bytes between preallocated arrays, timed in the same rounds (rounds
+interleave every run so they share the machine's noise). ``--cpu`` times with the thread's CPU clock instead of
+the wall clock: on a machine shared with other work this leaves out the time the process waits for a core (not
+the time it waits for memory); threaded runs always use the wall clock. Every conversion writes into a
+preallocated ``out``; the first compiled call compiles (or loads the cache) and is not timed.
 
-The ``1MiB x`` column is the same memcpy done in 1 MiB pieces: one big memcpy uses non-temporal stores (no
-read-for-ownership of the destination), which no blocked or strided copy with plain stores gets; the numba kernels
-use non-temporal stores themselves.
+``--startup`` times new processes: import + one 4 MiB conversion on the NumPy path, the first compiled use with
+an empty kernel cache (cold) and with a filled one (warm). ``--rss`` runs each case in a new process and prints
+its peak RSS above the input array, against the output's size. ``--huge DIR`` streams an 8 GiB array through
+``pack_file`` / ``unpack_file`` in DIR (needs 24 GiB of disk) and prints the time and peak RSS of each.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
+import subprocess
+import sys
+import tempfile
+import time
 from collections.abc import Callable
 from functools import partial
 
+import ml_dtypes
 import numpy as np
 
 import xlashapes as xs
 from _timing import best_times
 from xlashapes import physical
-from xlashapes.physical import from_physical, to_physical
+from xlashapes.physical import _dispatch as dispatch
+from xlashapes.physical import from_physical, relayout, to_physical
+from xlashapes.physical._slabbed import release
 
+TPU = "TPU tiling (goal <= 1.5x)"
+OTHER = "other layout (goal <= 2x)"
+# (name, shape text for 64 MiB with {N} for the scaled dim, N at 64 MiB, group); sizes scale the {N} dim
 CASES = (
-    ("f32 T(8,128)", "f32[4096,4096]{1,0:T(8,128)}"),
-    ("bf16 T(8,128)(2,1)", "bf16[4096,8192]{1,0:T(8,128)(2,1)}"),
-    ("s8 T(8,128)(4,1)", "s8[8192,8192]{1,0:T(8,128)(4,1)}"),
-    ("f32 {0,1} transpose", "f32[4096,4096]{0,1}"),
-    ("s4 E(4) packing", "s4[8192,8192]{1,0:E(4)}"),
+    ("f32 T(8,128)", "f32[{N},4096]{{1,0:T(8,128)}}", 4096, TPU),
+    ("bf16 T(8,128)(2,1)", "bf16[{N},8192]{{1,0:T(8,128)(2,1)}}", 4096, TPU),
+    ("s8 T(8,128)(4,1)", "s8[{N},8192]{{1,0:T(8,128)(4,1)}}", 8192, TPU),
+    ("f8e4m3fn T(8,128)(4,1)", "f8e4m3fn[{N},8192]{{1,0:T(8,128)(4,1)}}", 8192, TPU),
+    ("pred T(8,128)(4,1)", "pred[{N},8192]{{1,0:T(8,128)(4,1)}}", 8192, TPU),
+    ("s4 E(4) tiled", "s4[{N},8192]{{1,0:T(8,128)(2,1)E(4)}}", 8192, TPU),
+    ("u4 E(4) untiled", "u4[{N},8192]{{1,0:E(4)}}", 8192, TPU),
+    ("bf16 rank-1 T(1024)(128)(2,1)", "bf16[{N}]{{0:T(1024)(128)(2,1)}}", 33554432, TPU),
+    ("f32 T(2,128) (2 rows)", "f32[{N},2,1024]{{2,1,0:T(2,128)}}", 8192, TPU),
+    ("f32 T(4,128) (4 rows)", "f32[{N},4,1024]{{2,1,0:T(4,128)}}", 4096, TPU),
+    ("f32 {0,1} transpose", "f32[{N},4096]{{0,1}}", 4096, OTHER),
+    ("bf16 rank-3 transpose", "bf16[{N},128,256]{{1,2,0}}", 1024, OTHER),
+    ("f32 rank-6 transpose", "f32[{N},8,8,16,8,16]{{1,3,5,0,2,4}}", 128, OTHER),
+    ("f32 tiled transpose", "f32[{N},4096]{{0,1:T(8,128)}}", 4096, OTHER),
+    ("f32 partial-rank T(128)", "f32[{N},4096]{{1,0:T(128)}}", 4096, OTHER),
+    ("f32 * combined T(2,*,128)", "f32[{N},8,512]{{2,1,0:T(2,*,128)}}", 4096, OTHER),
+    ("s16 legacy padding", "s16[{N},8191]", 4096, OTHER),  # padded_dimensions set below
+    ("u2 E(2) packing", "u2[{N},8192]{{1,0:E(2)}}", 8192, OTHER),
 )
+RELAYOUTS = (("relayout T(8,128) -> {0,1}", "f32[{N},4096]{{1,0:T(8,128)}}", "f32[{N},4096]{{0,1}}", 4096),)
 NO_NUMBA = "XLASHAPES_NO_NUMBA"
 
 
+def shape_of(text: str, n: int) -> xs.Shape:
+    """The benchmark shape with its scaled dim ``n`` (legacy padding added where the name says so)."""
+    shape = xs.parse_shape(text.format(N=n))
+    if "8191]" in text and "{" not in text.format(N=n).split("]")[-1]:
+        layout = xs.Layout((0, 1), padded_dimensions=(n + 3, 8192))
+        shape = xs.make_shape(str(shape.element_type), list(shape.dimensions), layout=layout)
+    return shape
 
 
 def random_array(shape: xs.Shape, rng: np.random.Generator) -> np.ndarray:
-    """Random bits of the shape's element type (every bit pattern, NaNs included)."""
+    """Random bits of the shape's element type (every bit pattern, NaNs included; canonical sub-byte storage)."""
     dtype = shape.element_type.numpy_dtype
     raw = rng.integers(0, 256, size=shape.element_count() * dtype.itemsize, dtype=np.uint8)
     if shape.element_type.bits < 8:
-        raw &= (1 << shape.element_type.bits) - 1  # canonical sub-byte storage: only the value bits
+        raw &= (1 << shape.element_type.bits) - 1
+    if str(shape.element_type) == "pred":
+        raw &= 1
     return raw.view(dtype).reshape(shape.dimensions)
 
 
-def copy_in_pieces(dst: np.ndarray, src: np.ndarray, piece: int = 1 << 20) -> None:
-    """memcpy in 1 MiB pieces (each too small for the non-temporal stores of one big memcpy)."""
-    for start in range(0, src.size, piece):
-        np.copyto(dst[start : start + piece], src[start : start + piece])
-
-
 def on_path(threads: int, run: Callable[[], object]) -> None:
-    """Run ``run`` on the NumPy path (``threads`` 0) or on the numba kernels with ``threads`` threads."""
-    saved, saved_threads = os.environ.get(NO_NUMBA), physical.THREADS
+    """``run`` on the NumPy path (``threads`` 0) or on the compiled path with ``threads`` threads."""
+    saved = os.environ.get(NO_NUMBA)
     os.environ[NO_NUMBA] = "0" if threads else "1"
-    physical.THREADS = max(1, threads)
+    if threads:
+        dispatch.kernels()  # loaded: arrays from 1 MiB take the compiled path, as in a long-running process
+    saved_threads, physical.THREADS = physical.THREADS, max(1, threads)
     try:
         run()
     finally:
@@ -72,56 +102,196 @@ def on_path(threads: int, run: Callable[[], object]) -> None:
             os.environ[NO_NUMBA] = saved
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--only", default="")
-    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
-    args = parser.parse_args()
-    have_numba = importlib.util.find_spec("numba") is not None and os.environ.get(NO_NUMBA, "") in ("", "0")
-    paths = ([0, 1] + ([args.threads] if args.threads > 1 else [])) if have_numba else [0]
+def matrix(args: argparse.Namespace) -> None:
+    """Print the ratio matrix."""
     rng = np.random.default_rng(0)
-    print(
-        f"{'layout':20} {'shape':36} {'MiB':>4} {'memcpy ms':>9} {'1MiB x':>6} {'path':>5} "
-        f"{'to ms':>7} {'to x':>5} {'from ms':>7} {'from x':>6}"
-    )
-    for name, text in CASES:
+    threads = [int(t) for t in args.threads.split(",")]
+    print(f"clock: {'thread CPU time' if args.cpu else 'wall'} (threaded rows: wall); ratio = time / memcpy time")
+    print(f"{'layout':32} {'MiB':>4} {'dir':>4} {'memcpy ms':>9} {'numpy':>6} " +
+          " ".join(f"{'x' + str(t):>6}" for t in threads))
+    for size in (int(s) for s in args.sizes.split(",")):
+        for name, text, n, _ in CASES:
+            if args.only not in name:
+                continue
+            shape = shape_of(text, max(1, n * size // 64))
+            x = random_array(shape, rng)
+            buffer = np.empty(shape.byte_size(), np.uint8)
+            back = np.empty_like(x)
+            jobs = {"to": partial(to_physical, x, shape, out=buffer), "from": partial(from_physical, buffer, shape,
+                                                                                       out=back)}
+            report(args, name, size, jobs, x.nbytes, threads, partial(check, x, buffer, back, name))
+            del x, buffer, back, jobs
+        for name, text, other, n in RELAYOUTS:
+            if args.only not in name:
+                continue
+            source, target = shape_of(text, n * size // 64), shape_of(other, n * size // 64)
+            x = random_array(source, rng)
+            data = to_physical(x, source)
+            out = np.empty(target.byte_size(), np.uint8)
+            report(args, name, size, {"re": partial(relayout, data, source, target, out=out)}, x.nbytes, threads,
+                   partial(print, end=""))
+            del x, data, out
+
+
+def check(x: np.ndarray, buffer: np.ndarray, back: np.ndarray, name: str) -> None:
+    """SystemExit unless the round trip was bit-exact."""
+    if not np.array_equal(back.view(np.uint8), x.view(np.uint8)):
+        raise SystemExit(f"{name}: the round trip is not bit-exact")
+
+
+def report(args: argparse.Namespace, name: str, size: int, jobs: dict[str, Callable[[], object]], nbytes: int,
+           threads: list[int], verify: Callable[[], None]) -> None:
+    """Time every job on every path against memcpy and print one row per direction."""
+    src = np.ones(nbytes, np.uint8)
+    dst = np.empty_like(src)
+    for direction, job in jobs.items():
+        paths = [0, *threads]
+        for path in paths:  # warm up: compile or load the kernels, touch the pages
+            on_path(path, job)
+            if direction != "to":  # the round trip is complete after "from"
+                verify()
+        clock = time.thread_time if args.cpu else time.perf_counter
+        runs: list[Callable[[], object]] = [partial(np.copyto, dst, src)]
+        runs += [partial(on_path, path, job) for path in paths]
+        single = [r for r, p in zip(runs, [1, *paths]) if p <= 1]
+        times = dict(zip([-1, *[p for p in paths if p <= 1]], timed(single, args.repeat, clock)))
+        if any(p > 1 for p in paths):
+            wall = timed([runs[0], *[r for r, p in zip(runs[1:], paths) if p > 1]], args.repeat, time.perf_counter)
+            times.update(zip([-2, *[p for p in paths if p > 1]], wall))
+        memcpy = times[-1]
+        cells = [f"{times[p] / (times[-2] if p > 1 else memcpy):6.2f}" for p in threads]
+        print(f"{name:32} {size:4} {direction:>4} {memcpy * 1e3:9.2f} {times[0] / memcpy:6.2f} " + " ".join(cells),
+              flush=True)
+
+
+def timed(runs: list[Callable[[], object]], repeat: int, clock: Callable[[], float]) -> list[float]:
+    """``best_times`` with the given clock."""
+    saved = time.perf_counter
+    time.perf_counter = clock  # best_times reads time.perf_counter
+    try:
+        return best_times(runs, repeat)
+    finally:
+        time.perf_counter = saved
+
+
+# ----- start-up and memory, in new processes -------------------------------------------------------------------
+STARTUP = (
+    "import time, resource; t = time.perf_counter(); import numpy as np, xlashapes as xs; "
+    "x = np.zeros(({rows}, 1024), np.float32); s = xs.parse_shape('f32[{rows},1024]{{0,1:T(8,128)}}'); "
+    "b = xs.to_physical(x, s); xs.from_physical(b, s); import sys; "
+    "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 'numba' in sys.modules)"
+)
+
+
+def startup() -> None:
+    """Print new-process times: small work (stays on NumPy), and 64 MiB on NumPy, compiled cold and warm."""
+    def run(rows: int, env: dict[str, str]) -> tuple[float, float, str]:
+        out = subprocess.run([sys.executable, "-c", STARTUP.format(rows=rows)], env={**os.environ, **env},
+                             capture_output=True, text=True, check=True).stdout.split()
+        return float(out[0]), float(out[1]) / 1024, "numba loaded" if out[2] == "True" else "no numba"
+
+    with tempfile.TemporaryDirectory() as cache:
+        rows = [("4 MiB, XLASHAPES_NO_NUMBA=1", 1024, {NO_NUMBA: "1"}),
+                ("4 MiB, numba allowed", 1024, {NO_NUMBA: "0", "XLASHAPES_CACHE_DIR": cache}),
+                ("64 MiB, XLASHAPES_NO_NUMBA=1", 16384, {NO_NUMBA: "1"}),
+                ("64 MiB, compiled, empty cache (cold)", 16384, {NO_NUMBA: "0", "XLASHAPES_CACHE_DIR": cache}),
+                ("64 MiB, compiled, filled cache (warm)", 16384, {NO_NUMBA: "0", "XLASHAPES_CACHE_DIR": cache})]
+        print("new process: import + to_physical + from_physical of f32[N,1024]{0,1:T(8,128)} (wall clock)")
+        for name, count, env in rows:
+            seconds, rss, loaded = run(count, env)
+            print(f"  {name:40} {seconds:6.2f} s   peak RSS {rss:7.1f} MiB   {loaded}")
+
+
+RSS = (
+    "import sys, os, numpy as np; sys.path.insert(0, {bench!r}); "
+    "os.environ['XLASHAPES_NO_NUMBA'] = {flag!r}; "
+    "import xlashapes as xs; from bench_physical import shape_of, random_array; s = shape_of({text!r}, {n}); "
+    "x = random_array(s, np.random.default_rng(0)); buf = xs.to_physical(x, s) if {back} else None; "
+    "from xlashapes.physical import _dispatch as d; d.kernels(), d.walker(); saved, d.NUMBA_BYTES = d.NUMBA_BYTES, 0; "
+    "small = shape_of({text!r}, 1); y = random_array(small, np.random.default_rng(0)); "
+    "xs.from_physical(xs.to_physical(y, small), small); d.NUMBA_BYTES = saved; "  # kernels loaded before measuring
+    "status = lambda key: int(next(l.split()[1] for l in open('/proc/self/status') if l.startswith(key))); "
+    "open('/proc/self/clear_refs', 'w').write('5'); base = status('VmRSS:'); "  # resets the peak (VmHWM)
+    "out = xs.from_physical(buf, s) if {back} else xs.to_physical(x, s); "
+    "print((status('VmHWM:') - base) / 1024, out.nbytes / 2**20)"
+)
+
+
+def rss(args: argparse.Namespace) -> None:
+    """Print each case's peak RSS growth in a new process, against the output's size (goal: output + 64 MiB)."""
+    size = int(args.sizes.split(",")[0])
+    bench = os.path.dirname(os.path.abspath(__file__))
+    print(f"peak RSS growth in one conversion (Linux VmHWM) / output size, MiB, {size} MiB arrays "
+          "(goal: <= output + 64)")
+    for name, text, n, _ in CASES:
         if args.only not in name:
             continue
-        shape = xs.parse_shape(text)
-        x = random_array(shape, rng)
-        buffer = np.empty(shape.byte_size(), np.uint8)
-        back = np.empty_like(x)
-        copy_src = x.reshape(-1).view(np.uint8)
-        copy_dst = np.empty_like(copy_src)
-        runs: list[Callable[[], object]] = [
-            partial(np.copyto, copy_dst, copy_src), partial(copy_in_pieces, copy_dst, copy_src)
-        ]
-        expected = None
-        for threads in paths:
-            for _ in range(2):  # compile and warm up
-                on_path(threads, partial(to_physical, x, shape, out=buffer))
-                on_path(threads, partial(from_physical, buffer, shape, out=back))
-            if not np.array_equal(back.view(np.uint8), x.view(np.uint8)):
-                raise SystemExit(f"{name}: round trip is not bit-exact")
-            if expected is None:
-                expected = buffer.copy()
-            elif not np.array_equal(buffer, expected):
-                raise SystemExit(f"{name}: the numba kernels and the NumPy path give different bytes")
-            runs += [
-                partial(on_path, threads, partial(to_physical, x, shape, out=buffer)),
-                partial(on_path, threads, partial(from_physical, buffer, shape, out=back)),
-            ]
-        times = best_times(runs, args.repeat)
-        memcpy, pieces = times[:2]
-        for k, threads in enumerate(paths):
-            to_time, from_time = times[2 + 2 * k : 4 + 2 * k]
-            head = f"{name:20} {text:36} {x.nbytes / 2**20:4.0f} {memcpy * 1e3:9.2f} {pieces / memcpy:6.2f}"
-            path = {0: "numpy", 1: "numba"}.get(threads, f"x{threads}")
-            print(
-                f"{head if k == 0 else ' ' * len(head)} {path:>5} "
-                f"{to_time * 1e3:7.2f} {to_time / memcpy:5.2f} {from_time * 1e3:7.2f} {from_time / memcpy:6.2f}"
-            )
+        cells = []
+        for flag in ("1", "0"):
+            for back in (False, True):
+                code = RSS.format(bench=bench, text=text, n=max(1, n * size // 64), flag=flag, back=back)
+                out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+                grown, output = (float(v) for v in out.stdout.split())
+                cells.append(f"{grown:6.1f}/{output:6.1f}")
+        print(f"  {name:32} numpy to {cells[0]} from {cells[1]}   compiled to {cells[2]} from {cells[3]}")
+
+
+HUGE = (
+    "import resource, sys, time; from xlashapes.physical.files import {call}; t = time.perf_counter(); "
+    "{call}({a!r}, {shape!r}, {b!r}); "
+    "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+)
+
+
+def huge(folder: str) -> None:
+    """Stream an 8 GiB bf16 array through pack_file and unpack_file; print time and peak RSS."""
+    rows, cols = 262144, 16384
+    shape = f"bf16[{rows},{cols}]{{1,0:T(8,128)(2,1)}}"
+    npy, bin_path, back = (os.path.join(folder, name) for name in ("huge.npy", "huge.bin", "back.npy"))
+    array = np.lib.format.open_memmap(npy, mode="w+", dtype=ml_dtypes.bfloat16, shape=(rows, cols))  # header V2
+    for start in range(0, rows, 8192):
+        rows_bits = (np.arange(start, start + 8192) % 65521).astype(np.uint16)[:, None]
+        array.view(np.uint16)[start : start + 8192] = rows_bits
+        array.flush()
+        release(array)  # keep this process small too
+    array.flush()
+    del array
+    print(f"8 GiB round trip through files: {shape}")
+    for call, a, b in (("pack_file", npy, bin_path), ("unpack_file", bin_path, back)):
+        code = HUGE.format(call=call, a=a, shape=shape, b=b)
+        seconds, peak = (float(v) for v in subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                                           text=True, check=True).stdout.split())
+        print(f"  {call:12} {seconds:7.1f} s  {8 * 1024 / seconds:7.0f} MiB/s  peak RSS {peak:7.1f} MiB")
+    same = all(np.array_equal(np.load(npy, mmap_mode="r")[k : k + 8192], np.load(back, mmap_mode="r")[k : k + 8192])
+               for k in range(0, rows, 8192))
+    print(f"  round trip bit-exact: {same}")
+    for path in (npy, bin_path, back):
+        os.remove(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="64 MiB only, 3 rounds, 1 thread")
+    parser.add_argument("--sizes", default="64,512", help="MiB of the logical array, comma-separated")
+    parser.add_argument("--threads", default="1,2", help="thread counts of the compiled path, comma-separated")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--only", default="", help="only layouts whose name contains this")
+    parser.add_argument("--cpu", action="store_true", help="time with the thread's CPU clock (shared machines)")
+    parser.add_argument("--startup", action="store_true", help="also time new processes (cold and warm)")
+    parser.add_argument("--rss", action="store_true", help="also measure peak RSS per case in new processes")
+    parser.add_argument("--huge", metavar="DIR", help="also stream an 8 GiB array through files in DIR")
+    parser.add_argument("--no-matrix", action="store_true", help="skip the ratio matrix")
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.repeat, args.threads = "64", 3, "1"
+    if not args.no_matrix:
+        matrix(args)
+    if args.startup:
+        startup()
+    if args.rss:
+        rss(args)
+    if args.huge:
+        huge(args.huge)
 
 
 if __name__ == "__main__":

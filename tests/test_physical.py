@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 from typing import Any
 
@@ -15,6 +16,10 @@ from hypothesis import strategies as st
 import xlashapes as xs
 from xlashapes import physical
 from xlashapes.layout import COMBINE_DIMENSION
+from xlashapes.physical import _copy as copies
+from xlashapes.physical import _packing as packing
+from xlashapes.physical import _plan as plans
+from xlashapes.physical import _reference as reference
 from xlashapes.physical import from_physical, relayout, to_physical
 
 STAR = COMBINE_DIMENSION
@@ -201,7 +206,7 @@ def test_combined_dims_and_tiles_longer_than_rank() -> None:
         x = random_array(str(shape.element_type), shape.dimensions, 3)
         buffer = to_physical(x, shape)
         assert len(buffer) == shape.byte_size()
-        assert np.array_equal(buffer, physical._reference_to_physical(x, shape))
+        assert np.array_equal(buffer, reference._reference_to_physical(x, shape))
         assert same_bits(from_physical(buffer, shape), x)
 
 
@@ -381,83 +386,137 @@ def jax_cpu() -> Any:
     return jax
 
 
-def device_bytes(jax: Any, x: np.ndarray, major_to_minor: tuple[int, ...], size: int) -> bytes:
-    """The first ``size`` bytes XLA's CPU runtime holds for ``x`` put on the device with ``major_to_minor``.
+def cpu_cases(etype: str) -> list[tuple[np.ndarray, xs.Shape, tuple[int, ...]]]:
+    """Twelve random arrays of ``etype`` (rank 0 to 4, the last may have 0-size dims) with random dim orders."""
+    rng = np.random.default_rng(sum(map(ord, etype)))
+    cases = []
+    for case in range(12):
+        rank = int(rng.integers(0, 5))
+        dims = tuple(int(d) for d in rng.integers(0 if case == 11 else 1, 7, size=rank))
+        minor_to_major = tuple(int(d) for d in rng.permutation(rank))
+        x = random_array(etype, dims, int(rng.integers(1 << 30)))
+        if xs.element_type(etype).bits < 8 or etype == "pred":
+            x = canonical_bits(x).view(x.dtype).reshape(dims)
+        fields = SUB_BYTE_FIELDS.get(etype)
+        cases.append((x, xs.make_shape(etype, dims, minor_to_major, element_size_in_bits=fields or 0), minor_to_major))
+    return cases
 
-    (The allocation can be larger: XLA sizes s2/s4 buffers unpacked but packs the data into the first bytes.)
+
+@pytest.fixture(scope="module")
+def xla_cpu_bytes(jax_cpu: Any) -> dict[str, list[bytes]]:
+    """The bytes XLA's CPU runtime holds for every case of every type, each laid out as its shape says.
+
+    One XLA program returns all of them (one compilation instead of one per case), each output with its own
+    layout. Only the first ``byte_size()`` bytes are kept: XLA sizes s2/s4 buffers unpacked but packs the data
+    into the first bytes.
     """
     from jax.experimental.layout import Format, Layout
 
-    device = jax.devices("cpu")[0]
-    sharding = jax.sharding.SingleDeviceSharding(device)
-    array = jax.device_put(x, Format(Layout(major_to_minor=major_to_minor), sharding))
-    array.block_until_ready()
-    assert array.on_device_size_in_bytes() >= size
-    data = bytes((ctypes.c_uint8 * size).from_address(array.unsafe_buffer_pointer())) if size else b""
-    assert array.format.layout.major_to_minor == major_to_minor
-    return data
+    cases = [(etype, case) for etype in CPU_TYPES for case in cpu_cases(etype)]
+    sharding = jax_cpu.sharding.SingleDeviceSharding(jax_cpu.devices("cpu")[0])
+    orders = [tuple(m[::-1]) for _, (_, _, m) in cases]
+    with jax_cpu.enable_x64(True):
+        identity = jax_cpu.jit(
+            lambda *arrays: arrays,
+            out_shardings=tuple(Format(Layout(major_to_minor=order), sharding) for order in orders),
+        )
+        arrays = identity(*[x for _, (x, _, _) in cases])
+        held: dict[str, list[bytes]] = {etype: [] for etype in CPU_TYPES}
+        for (etype, (_, shape, _)), array, order in zip(cases, arrays, orders):
+            array.block_until_ready()
+            size = shape.byte_size()
+            assert array.on_device_size_in_bytes() >= size
+            assert array.format.layout.major_to_minor == order
+            data = bytes((ctypes.c_uint8 * size).from_address(array.unsafe_buffer_pointer())) if size else b""
+            held[etype].append(data)
+    return held
 
 
 @pytest.mark.parametrize("etype", CPU_TYPES)
-def test_same_bytes_as_xla_cpu_runtime(jax_cpu: Any, etype: str) -> None:
-    rng = np.random.default_rng(sum(map(ord, etype)))
-    with jax_cpu.enable_x64(True):
-        for case in range(12):
-            rank = int(rng.integers(0, 5))
-            dims = tuple(int(d) for d in rng.integers(0 if case == 11 else 1, 7, size=rank))
-            minor_to_major = tuple(int(d) for d in rng.permutation(rank))
-            x = random_array(etype, dims, int(rng.integers(1 << 30)))
-            if xs.element_type(etype).bits < 8 or etype == "pred":
-                x = canonical_bits(x).view(x.dtype).reshape(dims)
-            fields = SUB_BYTE_FIELDS.get(etype)
-            shape = xs.make_shape(etype, dims, minor_to_major, element_size_in_bits=fields or 0)
-            held = device_bytes(jax_cpu, x, minor_to_major[::-1], shape.byte_size())
-            ours = to_physical(x, shape)
-            assert len(ours) == shape.byte_size(), shape
-            assert element_bits_equal(ours, held, math.prod(dims), fields or 8 * x.dtype.itemsize), shape
-            assert same_bits(from_physical(held, shape), x), shape
+def test_same_bytes_as_xla_cpu_runtime(xla_cpu_bytes: dict[str, list[bytes]], etype: str) -> None:
+    for (x, shape, _), held in zip(cpu_cases(etype), xla_cpu_bytes[etype], strict=True):
+        fields = SUB_BYTE_FIELDS.get(etype)
+        ours = to_physical(x, shape)
+        assert len(ours) == shape.byte_size(), shape
+        assert element_bits_equal(ours, held, math.prod(shape.dimensions), fields or 8 * x.dtype.itemsize), shape
+        assert same_bits(from_physical(held, shape), x), shape
 
 
 # ----- properties: random shapes and layouts against the plain reference path ---------------------------------------
+# The strategies the generators draw from, built once (the same distributions; Hypothesis need not rebuild and
+# validate a new strategy on every draw).
+TILE_COUNTS = st.integers(0, 3)
+ALIGNMENTS = st.sampled_from([1, 1, 2, 3, 8])
+MEMORY_SPACES = st.sampled_from([0, 1, 5])
+BOOLEANS = st.booleans()
+PADDINGS = st.integers(0, 2)
+SEEDS = st.integers(0, 2**32)
+CASE_TYPES = st.sampled_from([t for t in ARRAY_TYPES if t not in ("f6e2m3fn", "f6e3m2fn")] + ["f6e2m3fn"])
+
+
+@functools.cache
+def tile_lists(rank: int) -> st.SearchStrategy[list[int]]:
+    """Tiles of 1 to rank + 2 entries."""
+    return st.lists(st.sampled_from([1, 2, 3, 4, 8, STAR]), min_size=1, max_size=rank + 2)
+
+
+@functools.cache
+def element_sizes(options: tuple[int, ...]) -> st.SearchStrategy[int]:
+    """E(n): 0, 8 or one of ``options``."""
+    return st.sampled_from([0, 8, *options])
+
+
+@functools.cache
+def permutations(rank: int) -> st.SearchStrategy[list[int]]:
+    """Dim orders of ``rank`` dims."""
+    return st.permutations(range(rank))
+
+
+@functools.cache
+def dim_lists(low: int, high: int) -> st.SearchStrategy[list[int]]:
+    """Up to 4 dims in [low, high]."""
+    return st.lists(st.integers(low, high), max_size=4)
+
+
 @st.composite
 def layouts(draw: st.DrawFn, dims: tuple[int, ...], etype: str) -> xs.Layout:
     """A random layout for ``dims``: order, tiles (with '*', shorter and longer than rank), L, E, padding, S."""
     rank = len(dims)
-    minor_to_major = tuple(draw(st.permutations(range(rank))))
+    minor_to_major = tuple(draw(permutations(rank)))
     tiles = []
-    for _ in range(draw(st.integers(0, 3))):
-        tile = draw(st.lists(st.sampled_from([1, 2, 3, 4, 8, STAR]), min_size=1, max_size=rank + 2))
+    for _ in range(draw(TILE_COUNTS)):
+        tile = draw(tile_lists(rank))
         if tile and tile[-1] == STAR:
             tile[-1] = 2
         tiles.append(tuple(tile))
     fields: dict[str, Any] = {
         "tiles": tuple(tiles),
-        "tail_padding_alignment_in_elements": draw(st.sampled_from([1, 1, 2, 3, 8])),
-        "memory_space": draw(st.sampled_from([0, 1, 5])),
+        "tail_padding_alignment_in_elements": draw(ALIGNMENTS),
+        "memory_space": draw(MEMORY_SPACES),
     }
     kind = xs.element_type(etype)
     if kind.bits < 8:
         options = [b for b in (1, 2, 4) if b >= kind.bits and (kind.is_integral or b == kind.bits)]
-        fields["element_size_in_bits"] = draw(st.sampled_from([0, 8, *options]))
+        fields["element_size_in_bits"] = draw(element_sizes(tuple(options)))
     if etype == "pred":
-        fields["element_size_in_bits"] = draw(st.sampled_from([0, 8, 1]))
-    if draw(st.booleans()) and draw(st.booleans()):
-        fields["padded_dimensions"] = tuple(d + draw(st.integers(0, 2)) for d in dims)
+        fields["element_size_in_bits"] = draw(element_sizes((1,)))
+    if draw(BOOLEANS) and draw(BOOLEANS):
+        fields["padded_dimensions"] = tuple(d + draw(PADDINGS) for d in dims)
     return xs.Layout(minor_to_major, **fields)
 
 
 @st.composite
 def cases(draw: st.DrawFn, max_dim: int = 9) -> tuple[xs.Shape, np.ndarray, xs.Shape]:
     """(shape, random array of it, another layout of the same array)."""
-    etype = draw(st.sampled_from([t for t in ARRAY_TYPES if t not in ("f6e2m3fn", "f6e3m2fn")] + ["f6e2m3fn"]))
-    dims = tuple(draw(st.lists(st.integers(0 if draw(st.booleans()) else 1, max_dim), max_size=4)))
+    etype = draw(CASE_TYPES)
+    dims = tuple(draw(dim_lists(0 if draw(BOOLEANS) else 1, max_dim)))
     try:
         shape = xs.make_shape(etype, dims, layout=draw(layouts(dims, etype)))
         other = xs.make_shape(etype, dims, layout=draw(layouts(dims, etype)))
     except xs.ShapeError:  # a layout the foundation rejects
         assume(False)
     assume(shape.byte_size() <= 1 << 20 and other.byte_size() <= 1 << 20)
-    x = random_array(etype, dims, draw(st.integers(0, 2**32)))
+    x = random_array(etype, dims, draw(SEEDS))
     return shape, x, other
 
 
@@ -478,9 +537,9 @@ def test_round_trip_is_bit_exact(case: tuple[xs.Shape, np.ndarray, xs.Shape]) ->
 def test_fast_path_equals_reference_path(case: tuple[xs.Shape, np.ndarray, xs.Shape]) -> None:
     shape, x, _ = case
     buffer = to_physical(x, shape)
-    assert np.array_equal(buffer, physical._reference_to_physical(x, shape))
+    assert np.array_equal(buffer, reference._reference_to_physical(x, shape))
     noise = np.random.default_rng(len(buffer)).integers(0, 256, size=len(buffer), dtype=np.uint8)
-    assert same_bits(from_physical(noise, shape), physical._reference_from_physical(noise, shape))
+    assert same_bits(from_physical(noise, shape), reference._reference_from_physical(noise, shape))
 
 
 @PROPERTY
@@ -502,19 +561,22 @@ def test_blocked_copies_equal_reference_path(
     case: tuple[xs.Shape, np.ndarray, xs.Shape], block: int, gather: int, loops: int
 ) -> None:
     shape, x, other = case
-    saved = {name: getattr(physical, name) for name in TUNING}
+    saved = {name: getattr(copies, name) for name in TUNING}
+    saved_packing = packing._BLOCK_BYTES
     try:
         for name, value in zip(TUNING, (0, block, 256, 16, gather, loops)):
-            setattr(physical, name, value)
+            setattr(copies, name, value)
+        packing._BLOCK_BYTES = block
         buffer = to_physical(x, shape)
         back = from_physical(buffer, shape)
         moved = relayout(buffer, shape, other)
     finally:
         for name, value in saved.items():
-            setattr(physical, name, value)
-    assert np.array_equal(buffer, physical._reference_to_physical(x, shape))
+            setattr(copies, name, value)
+        packing._BLOCK_BYTES = saved_packing
+    assert np.array_equal(buffer, reference._reference_to_physical(x, shape))
     assert same_bits(back, x)
-    assert np.array_equal(moved, physical._reference_to_physical(x, other))
+    assert np.array_equal(moved, reference._reference_to_physical(x, other))
 
 
 @PROPERTY
@@ -545,8 +607,8 @@ def test_reference_pack_round_trips() -> None:
     codes = np.random.default_rng(0).integers(0, 16, size=101, dtype=np.uint8)
     for bits in (1, 2, 4):
         field = codes & np.uint8((1 << bits) - 1)
-        packed = physical._reference_pack(field, bits, -(-field.size * bits // 8))
-        assert np.array_equal(physical._reference_unpack(packed, bits, field.size), field)
+        packed = reference._reference_pack(field, bits, -(-field.size * bits // 8))
+        assert np.array_equal(reference._reference_unpack(packed, bits, field.size), field)
 
 
 def test_bounded_dynamic_dims_are_laid_out_at_their_bound() -> None:
@@ -571,4 +633,4 @@ def test_bounded_dynamic_dims_are_laid_out_at_their_bound() -> None:
 )
 def test_tpu_formats_take_the_one_transpose_path(text: str) -> None:
     shape = xs.parse_shape(text)
-    assert physical._plan(shape.dimensions, shape.layout_or_default()) is not None
+    assert plans._plan(shape.dimensions, shape.layout_or_default()) is not None

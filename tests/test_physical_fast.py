@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -15,30 +17,32 @@ from hypothesis import strategies as st
 
 import xlashapes as xs
 from xlashapes import physical
+from xlashapes.physical import _compiled as compiled
+from xlashapes.physical import _dispatch as dispatch
 from xlashapes.physical import from_physical, to_physical
 
 pytest.importorskip("numba")
 
 from test_physical import random_array, same_bits  # tests/ is on sys.path
 
-KERNELS = (
-    "tiled_to_physical", "tiled_from_physical", "tiled_from_physical_8x128", "tiled_from_physical_8x128x2",
-    "tiled_from_physical_8x128x4", "permute_runs", "permute_blocks", "pack", "unpack",
-)
+KERNELS = ("tiled_to_physical", "tiled_from_physical", "permute_blocks", "pack", "unpack")
 SUB_BYTE = ["s1", "u1", "s2", "u2", "s4", "u4", "f4e2m1fn", "pred"]
-WHOLE = ["pred", "s8", "u8", "f8e4m3fn", "s16", "bf16", "f16", "s32", "f32", "u32", "s64", "f64", "c64"]
+# 8-byte types (s64, f64, c64) take the generic kernel: test_physical_generic.py checks them
+WHOLE = ["pred", "s8", "u8", "f8e4m3fn", "s16", "bf16", "f16", "s32", "f32", "u32"]
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """Kernel calls counted by name; the kernels used for arrays of any size."""
-    kernels = physical._kernels()
+    kernels = dispatch.kernels()
     assert kernels is not None, "numba is installed but the kernels did not load"
     counter: Counter[str] = Counter()
     for name in KERNELS:
         monkeypatch.setattr(kernels, name, _counted(getattr(kernels, name), name, counter))
-    monkeypatch.setattr(physical, "_NUMBA_BYTES", 0)
+    walk = dispatch.walker()
+    monkeypatch.setattr(walk, "strided_copy", _counted(walk.strided_copy, "strided_copy", counter))
+    monkeypatch.setattr(dispatch, "NUMBA_BYTES", 0)
     monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
     yield counter
 
@@ -60,6 +64,7 @@ def numpy_path(monkeypatch: pytest.MonkeyPatch, function: Callable[..., Any], *a
         return function(*args, **kwargs)
 
 
+@functools.cache
 def padding_values(etype: str) -> st.SearchStrategy[Any]:
     """Padding values ``etype`` holds exactly (None: the default)."""
     kind = xs.element_type(etype)
@@ -71,6 +76,7 @@ def padding_values(etype: str) -> st.SearchStrategy[Any]:
     return st.sampled_from([None, 0.0, -0.0, 1.5, float("nan"), float("-inf")])
 
 
+@functools.cache
 def element_fields(etype: str) -> st.SearchStrategy[int]:
     """``E(n)`` values for ``etype``: 0 (its default) or a packed width it can use."""
     kind = xs.element_type(etype)
@@ -137,9 +143,9 @@ def check_both_paths(
     threads: int = 1,
 ) -> None:
     """to_physical and from_physical (also with ``out=`` at a byte ``offset``) agree on both paths, bit for bit."""
-    monkeypatch.setattr(physical, "_STREAM_BYTES", 0 if stream else 1 << 62)
+    monkeypatch.setattr(dispatch, "STREAM_BYTES", 0 if stream else 1 << 62)
     monkeypatch.setattr(physical, "THREADS", threads)
-    monkeypatch.setattr(physical, "_THREAD_BYTES", 0)
+    monkeypatch.setattr(dispatch, "THREAD_BYTES", 0)
     x = random_array(str(shape.element_type), shape.dimensions, seed)
     expected = numpy_path(monkeypatch, to_physical, x, shape, padding_value=padding)
     assert np.array_equal(to_physical(x, shape, padding_value=padding), expected), shape
@@ -167,10 +173,15 @@ def test_tiled_kernels_equal_numpy_path(
     offset: int, threads: int,
 ) -> None:
     shape, padding = case
-    assert isinstance(physical._compiled_plan(shape.dimensions, shape.layout_or_default()), physical._Tiled)
+    assert isinstance(compiled._compiled_plan(shape.dimensions, shape.layout_or_default()), compiled._Tiled)
     before = sum(calls.values())
     check_both_paths(monkeypatch, shape, padding, seed, stream, offset, threads)
-    assert sum(calls[name] for name in KERNELS if name.startswith("tiled")) and sum(calls.values()) > before
+    plan = compiled._compiled_plan(shape.dimensions, shape.layout_or_default())
+    assert isinstance(plan, compiled._Tiled)
+    if plan.tile[2] > 1 and shape.element_type.numpy_dtype.itemsize <= 2:  # 8/16-bit row interleaves: 2-d kernels
+        assert sum(calls[name] for name in KERNELS if name.startswith("tiled")) and sum(calls.values()) > before
+    else:  # T(R,C) alone, 32- and 64-bit words: the generic kernel
+        assert calls["strided_copy"] > 0
 
 
 @FAST
@@ -180,9 +191,13 @@ def test_permute_kernels_equal_numpy_path(
     offset: int, threads: int,
 ) -> None:
     shape, padding = case
-    assert isinstance(physical._compiled_plan(shape.dimensions, shape.layout_or_default()), physical._Permuted)
+    assert isinstance(compiled._compiled_plan(shape.dimensions, shape.layout_or_default()), compiled._Permuted)
     check_both_paths(monkeypatch, shape, padding, seed, stream, offset, threads)
-    assert calls["permute_runs"] + calls["permute_blocks"] > 0
+    order = shape.layout_or_default().major_to_minor
+    if compiled._plain_transpose(shape.dimensions, order) and shape.element_type.numpy_dtype.itemsize <= 4:
+        assert calls["permute_blocks"] > 0  # one 2-d transpose: the blocked kernel
+    else:
+        assert calls["strided_copy"] > 0  # rank 3 and up: the generic kernel
 
 
 @FAST
@@ -199,12 +214,12 @@ def test_packing_kernels_equal_numpy_path(
 @pytest.mark.parametrize(
     "text",
     [
-        "f32[37,1000]{1,0:T(8,128)}",  # the specialized kernels, with partial tiles in both dims
+        "f32[37,1000]{1,0:T(8,128)}",  # partial tiles in both dims
         "bf16[3,21,520]{2,0,1:T(8,128)(2,1)}",
         "s8[2,45,300]{2,1,0:T(8,128)(4,1)L(1024)}",
         "f32[300,257]{0,1}",  # several bands and blocks, partial ones
         "u8[3,130,70]{1,2,0}",
-        "f64[40,3,33]{0,2,1}",
+        "f32[40,3,33]{0,2,1}",
         "s4[8,32,1,256]{3,1,0,2:T(8,128)(8,1)E(4)}",
         "u2[999]{0:E(2)}",
         "pred[4,1001]{1,0:E(1)}",
@@ -222,13 +237,13 @@ def test_larger_cases_with_streaming_stores(calls: Counter[str], monkeypatch: py
 def test_nan_payloads_survive_the_kernels(calls: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
     bits = np.array([0x7FC01234, 0xFFA00001, 0x80000000, 0x7F800001], np.uint32)
     x = np.resize(bits, (40, 300)).view(np.float32)
-    monkeypatch.setattr(physical, "_STREAM_BYTES", 0)
+    monkeypatch.setattr(dispatch, "STREAM_BYTES", 0)
     nan = np.array([0x7FC0BEEF], np.uint32).view(np.float32)[0]
     for text in ("f32[40,300]{1,0:T(8,128)}", "f32[40,300]{0,1}"):
         buffer = to_physical(x, text, padding_value=nan)
         assert np.array_equal(from_physical(buffer, text).view(np.uint32), x.view(np.uint32))
         assert np.array_equal(buffer, numpy_path(monkeypatch, to_physical, x, text, padding_value=nan))
-    assert calls["tiled_to_physical"] and calls["permute_blocks"]
+    assert calls["strided_copy"] and calls["permute_blocks"]
 
 
 def test_read_only_and_bytes_buffers(calls: Counter[str]) -> None:
@@ -237,75 +252,85 @@ def test_read_only_and_bytes_buffers(calls: Counter[str]) -> None:
     data = to_physical(x, shape).tobytes()
     assert same_bits(from_physical(data, shape), x)
     assert same_bits(from_physical(memoryview(data)[:], shape), x)
-    assert calls["tiled_from_physical_8x128x2"] == 2
+    assert calls["tiled_from_physical"] == 2
 
 
 def test_no_numba_variable_forces_the_numpy_path(calls: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XLASHAPES_NO_NUMBA", "1")
-    assert physical._kernels() is None
+    assert dispatch.kernels() is None
     to_physical(random_array("f32", (16, 256), 1), "f32[16,256]{1,0:T(8,128)}")
     monkeypatch.setenv("XLASHAPES_NO_NUMBA", "0")
-    assert physical._kernels() is not None
+    assert dispatch.kernels() is not None
     assert not calls
 
 
 def test_small_arrays_stay_on_the_numpy_path(calls: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(physical, "_NUMBA_BYTES", 1 << 20)
+    monkeypatch.setattr(dispatch, "NUMBA_BYTES", 1 << 20)
     to_physical(random_array("f32", (16, 256), 1), "f32[16,256]{1,0:T(8,128)}")
     assert not calls
 
 
 def test_without_numba_the_numpy_path_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    physical._import_kernels.cache_clear()
+    dispatch.import_kernels.cache_clear()
     try:
         monkeypatch.setitem(sys.modules, "numba", None)  # import numba now raises ImportError
-        monkeypatch.delitem(sys.modules, "xlashapes._kernels", raising=False)
-        monkeypatch.delattr(xs, "_kernels", raising=False)
-        monkeypatch.setattr(physical, "_NUMBA_BYTES", 0)
-        assert physical._kernels() is None
+        dispatch.import_walker.cache_clear()
+        monkeypatch.delitem(sys.modules, "xlashapes.physical._kernels", raising=False)
+        monkeypatch.delitem(sys.modules, "xlashapes.physical._walk", raising=False)
+        monkeypatch.delattr(physical, "_walk", raising=False)
+        monkeypatch.delattr(physical, "_kernels", raising=False)
+        monkeypatch.setattr(dispatch, "NUMBA_BYTES", 0)
+        assert dispatch.kernels() is None and dispatch.walker() is None
         x = random_array("bf16", (16, 256), 2)
         buffer = to_physical(x, "bf16[16,256]{1,0:T(8,128)(2,1)}")
         assert same_bits(from_physical(buffer, "bf16[16,256]{1,0:T(8,128)(2,1)}"), x)
     finally:
-        physical._import_kernels.cache_clear()
+        dispatch.import_kernels.cache_clear()
+        dispatch.import_walker.cache_clear()
 
 
 def test_importing_xlashapes_does_not_import_numba() -> None:
+    """Neither importing nor small work imports numba; in a new process not even 4 MiB (below FIRST_NUMBA_BYTES)."""
     code = (
         "import sys, numpy as np, xlashapes as xs; "
         "xs.to_physical(np.zeros((8, 128), np.float32), 'f32[8,128]{1,0:T(8,128)}'); "
+        "print('numba' in sys.modules); "
+        "xs.to_physical(np.zeros((1024, 1024), np.float32), 'f32[1024,1024]{0,1:T(8,128)}'); "  # 4 MiB
         "print('numba' in sys.modules)"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert result.stdout.strip() == "False"
+    env = {key: value for key, value in os.environ.items() if key != "XLASHAPES_NO_NUMBA"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                            check=True)
+    assert result.stdout.split() == ["False", "False"]
+    assert dispatch.FIRST_NUMBA_BYTES > 4 << 20 >= dispatch.NUMBA_BYTES
 
 
 def test_threads_split_the_work_into_disjoint_parts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(physical, "_THREAD_BYTES", 100)
-    monkeypatch.setattr(physical, "THREADS", 3)
-    assert physical._parts(10, 100) == [(0, 3), (3, 6), (6, 10)]
-    assert physical._parts(2, 100) == [(0, 1), (1, 2)]
-    assert physical._parts(10, 99) == [(0, 10)]  # too small to split
-    monkeypatch.setattr(physical, "THREADS", 1)
-    assert physical._parts(10, 1 << 30) == [(0, 10)]
+    run = dispatch.Run(1 << 40, 3, thread_bytes=100)
+    assert dispatch.parts(10, 100, run) == [(0, 3), (3, 6), (6, 10)]
+    assert dispatch.parts(2, 100, run) == [(0, 1), (1, 2)]
+    assert dispatch.parts(10, 99, run) == [(0, 10)]  # too small to split
+    assert dispatch.parts(10, 1 << 30, dispatch.Run(1 << 40, 1, thread_bytes=100)) == [(0, 10)]
     monkeypatch.setattr(physical, "THREADS", "2")
     with pytest.raises(xs.ShapeError, match="THREADS"):
-        physical._parts(10, 1 << 30)
+        to_physical(np.zeros(3, np.float32), "f32[3]")
+    with pytest.raises(xs.ShapeError, match="threads"):
+        to_physical(np.zeros(3, np.float32), "f32[3]", threads=0)
 
 
 def test_families_are_recognised_exactly() -> None:
-    plan = physical._compiled_plan
-    assert plan((4, 8, 256), xs.parse_shape("bf16[4,8,256]{2,0,1:T(8,128)(2,1)}").layout) == physical._Tiled(
+    plan = compiled._compiled_plan
+    assert plan((4, 8, 256), xs.parse_shape("bf16[4,8,256]{2,0,1:T(8,128)(2,1)}").layout) == compiled._Tiled(
         rows=4, cols=256, row_dim=0, tile=(8, 128, 2), batch=(1,)
     )
-    assert plan((4, 8), xs.Layout((0, 1))) == physical._Permuted((1, 0))
+    assert plan((4, 8), xs.Layout((0, 1))) == compiled._Permuted((1, 0))
     for layout in (
         xs.Layout((1, 0)),  # row-major: plain copies, no kernel needed
         xs.Layout((0, 1), tiles=((8, 128),)),  # the tiled minor dim is not the logical last one
         xs.Layout((1, 0), tiles=((8, 128), (3, 1))),  # P does not divide R
         xs.Layout((1, 0), tiles=((128,), (2, 1))),  # (2,1) after a 1-d tile interleaves tile columns
         xs.Layout((1, 0), tiles=((8, 128), (2, 1), (2, 1))),
-        xs.Layout((1, 0), tiles=((physical.COMBINE_DIMENSION, 128),)),
+        xs.Layout((1, 0), tiles=((xs.layout.COMBINE_DIMENSION, 128),)),
         xs.Layout((1, 0), padded_dimensions=(5, 9)),
     ):
         assert plan((4, 8), layout) is None, layout

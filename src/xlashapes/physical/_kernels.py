@@ -14,6 +14,8 @@ instructions, and each of those waits for the pending streaming stores to drain.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -21,12 +23,17 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils as _cgutils
+from numba.core import config as _config
 from numba.extending import intrinsic
+
+from ._dispatch import cache_directory
 
 F = TypeVar("F", bound=Callable[..., Any])
 cgutils: Any = _cgutils
 
 LINE = 64  # bytes of one cache line: the unit of streaming stores
+# typed constants for calls: a literal 0 or 1 would make numba compile the callee once more for it
+_0, _1 = np.int64(0), np.int64(1)
 BAND = 64  # source rows a transpose reads at once (few enough for the hardware prefetcher to follow)
 UNIT = 4096  # bytes a kernel writes at a time, so that reading and writing overlap
 _I32 = ir.IntType(32)
@@ -34,14 +41,54 @@ _I64 = ir.IntType(64)
 _LINE_VECTOR = ir.VectorType(_I64, LINE // 8)
 
 
+def _cached(decorate: Callable[[F], Any], function: F) -> F:
+    """``decorate(function)`` with numba's cache in :func:`cache_directory` (numba fixes it at decoration time).
+
+    numba's setting is process-wide: it is restored at once, so the user's own cached functions keep theirs.
+    """
+    config: Any = _config
+    saved = config.CACHE_DIR
+    config.CACHE_DIR = _writable(os.path.join(cache_directory(), _SOURCES)) or saved  # else numba's own choice
+    try:
+        return cast(F, decorate(function))
+    finally:
+        config.CACHE_DIR = saved
+
+
+def _sources_digest() -> str:
+    """A digest of the kernels' source files: numba's cache checks a function's own file only, not the files of
+    the functions it inlines, so each version of the sources gets its own cache directory."""
+    digest = hashlib.sha256()
+    folder = os.path.dirname(os.path.abspath(__file__))
+    for name in ("_kernels.py", "_walk.py"):
+        try:
+            with open(os.path.join(folder, name), "rb") as source:
+                digest.update(source.read())
+        except OSError:
+            digest.update(name.encode())
+    return "kernels-" + digest.hexdigest()[:16]
+
+
+_SOURCES = _sources_digest()
+
+
+def _writable(folder: str) -> str | None:
+    """``folder``, made if need be, when this process can write there; else None."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK | os.X_OK) else None
+
+
 def _jit(function: F) -> F:
     """numba's ``njit`` (cached, without the GIL), typed for mypy."""
-    return cast(F, njit(cache=True, nogil=True)(function))
+    return _cached(njit(cache=True, nogil=True), function)
 
 
 def _inline(function: F) -> F:
     """``_jit``, inlined into its callers at numba's IR level."""
-    return cast(F, njit(cache=True, nogil=True, inline="always")(function))
+    return _cached(njit(cache=True, nogil=True, inline="always"), function)
 
 
 def _intrinsic(function: Callable[..., Any]) -> Any:
@@ -218,37 +265,58 @@ _lanes = _constant(_lanes_of)
 _side = _constant(_side_of)
 
 
-@_intrinsic
-def _transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, witness: Any) -> Any:
-    """Element (j, i) of a ``_side``-square block at ``dst`` = element (i, j) at ``src``, in registers."""
-
-    # Row steps are in elements. Each stage swaps the off-diagonal sub-blocks of one power-of-two size (one bit of
-    # the row index with the same bit of the column index) with shufflevector.
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        element, width = _element(context, signature.args[4])
-        n = _side_of(width)
-        vector = ir.VectorType(element, n)
-        rows = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
-                for i in range(n)]
-        step = 1
-        while step < n:
-            low = _mask([t if not t & step else n + t - step for t in range(n)])
-            high = _mask([t + step if not t & step else n + t for t in range(n)])
-            swapped = list(rows)
-            for i in range(n):
-                if not i & step:
-                    swapped[i] = builder.shuffle_vector(rows[i], rows[i + step], low)
-                    swapped[i + step] = builder.shuffle_vector(rows[i], rows[i + step], high)
-            rows = swapped
-            step *= 2
-        for j in range(n):
-            builder.store(rows[j], _at(builder, _offset(builder, args[0], args[1], j, width), vector), align=1)
-        return context.get_dummy_value()
-
-    return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
+def _store(builder: Any, value: Any, pointer: Any, nontemporal: bool) -> None:
+    """Store ``value``: plainly (any alignment), or streaming a whole aligned line past the cache."""
+    if not nontemporal:
+        builder.store(value, pointer, align=1)
+        return
+    store = builder.store(value, pointer, align=LINE)
+    store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
 
 
-def _interleaver(p: int) -> Any:
+def _transposer(side: int, nontemporal: bool = False) -> Any:
+    """An intrinsic: element (j, i) of a square block at ``dst`` = element (i, j) at ``src``, in registers.
+
+    The block is ``side`` elements square (0: ``_side_of`` the element width). Row steps are in elements. Each
+    stage swaps the off-diagonal sub-blocks of one power-of-two size (one bit of the row index with the same bit of
+    the column index) with shufflevector.
+    """
+
+    @_intrinsic
+    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[4])
+            n = side or _side_of(width)
+            vector = ir.VectorType(element, n)
+            rows = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
+                    for i in range(n)]
+            step = 1
+            while step < n:
+                low = _mask([t if not t & step else n + t - step for t in range(n)])
+                high = _mask([t + step if not t & step else n + t for t in range(n)])
+                swapped = list(rows)
+                for i in range(n):
+                    if not i & step:
+                        swapped[i] = builder.shuffle_vector(rows[i], rows[i + step], low)
+                        swapped[i + step] = builder.shuffle_vector(rows[i], rows[i + step], high)
+                rows = swapped
+                step *= 2
+            for j in range(n):
+                target = _at(builder, _offset(builder, args[0], args[1], j, width), vector)
+                _store(builder, rows[j], target, nontemporal)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+    return transpose
+
+
+_transpose = _transposer(0)
+_transpose8 = _transposer(8)
+_transpose_nt = _transposer(0, True)  # streaming: only where a row of the square is one line (4- and 8-byte words)
+
+
+def _interleaver(p: int, nontemporal: bool = False) -> Any:
     """An intrinsic: element ``c*p + k`` at ``dst`` = element ``c`` of row ``k``, for one line's worth of ``c``."""
     # The rows are ``step`` elements apart; ``p`` lines are written.
 
@@ -265,7 +333,7 @@ def _interleaver(p: int) -> Any:
                 order = [((q * n + t) % p) * n + (q * n + t) // p for t in range(n)]
                 line = builder.shuffle_vector(joined, ir.Constant(joined.type, None), _mask(order))
                 target = builder.add(args[0], ir.Constant(_I64, q * LINE))
-                builder.store(line, _at(builder, target, vector), align=1)
+                _store(builder, line, _at(builder, target, vector), nontemporal)
             return context.get_dummy_value()
 
         return types.void(types.intp, types.intp, types.intp, witness), codegen
@@ -273,7 +341,7 @@ def _interleaver(p: int) -> Any:
     return interleave
 
 
-def _deinterleaver(p: int) -> Any:
+def _deinterleaver(p: int, nontemporal: bool = False) -> Any:
     """An intrinsic, the inverse of ``_interleaver(p)``: row ``k`` (``step`` elements apart) gets elements ``c*p+k``."""
 
     @_intrinsic
@@ -288,7 +356,7 @@ def _deinterleaver(p: int) -> Any:
             for k in range(p):
                 order = _mask([t * p + k for t in range(n)])
                 row = builder.shuffle_vector(joined, ir.Constant(joined.type, None), order)
-                builder.store(row, _at(builder, _offset(builder, args[0], args[1], k, width), vector), align=1)
+                _store(builder, row, _at(builder, _offset(builder, args[0], args[1], k, width), vector), nontemporal)
             return context.get_dummy_value()
 
         return types.void(types.intp, types.intp, types.intp, witness), codegen
@@ -298,6 +366,9 @@ def _deinterleaver(p: int) -> Any:
 
 _interleave2, _interleave4 = _interleaver(2), _interleaver(4)
 _deinterleave2, _deinterleave4 = _deinterleaver(2), _deinterleaver(4)
+# streaming variants: every store a whole line at a line-aligned address (the caller checks)
+_interleave2_nt, _interleave4_nt = _interleaver(2, True), _interleaver(4, True)
+_deinterleave2_nt, _deinterleave4_nt = _deinterleaver(2, True), _deinterleaver(4, True)
 
 
 # ----- output streams -------------------------------------------------------------------------------------------
@@ -306,7 +377,7 @@ _deinterleave2, _deinterleave4 = _deinterleaver(2), _deinterleaver(4)
 # lines are written out and the rest moved in front of ``data`` again. When streaming, the scratch line starts
 # match the output's line starts. ``line`` is the output address of the carry's line; ``first`` the offset of the
 # range's first byte in its first line while that (partial) line is unwritten, else 0.
-@_inline
+@_jit
 def _open(address: int, stream: int, width: int) -> tuple[int, int, int, int]:
     """(line, carry, first, stream) of a stream writing from ``address`` (elements of ``width`` bytes)."""
     if stream and address % width == 0:
@@ -315,7 +386,7 @@ def _open(address: int, stream: int, width: int) -> tuple[int, int, int, int]:
     return address, 0, 0, 0
 
 
-@_inline
+@_jit
 def _lines(out: int, scratch: int, n: int) -> None:
     """Stream ``n`` bytes (whole lines) from scratch to a line-aligned ``out``."""
     k = 0
@@ -327,7 +398,7 @@ def _lines(out: int, scratch: int, n: int) -> None:
         k += LINE
 
 
-@_inline
+@_jit
 def _flush(line: int, data: int, carry: int, n: int, first: int, stream: int) -> tuple[int, int, int]:
     """Write out the whole lines of the carry and the ``n`` new bytes at ``data``; (line, carry, first) after."""
     total = carry + n
@@ -347,13 +418,13 @@ def _flush(line: int, data: int, carry: int, n: int, first: int, stream: int) ->
     return line + lines * LINE, total - lines * LINE, first
 
 
-@_inline
+@_jit
 def _close(line: int, data: int, carry: int, first: int) -> None:
     """Write the carried bytes: the range's last, partial line."""
     _copy(line + first, data - carry + first, carry - first)
 
 
-@_inline
+@_jit
 def _pad_stream(line: int, data: int, carry: int, first: int, stream: int, pad: Any, count: int, room: int) -> None:
     """Append ``count`` padding elements to a stream (``room`` bytes at a time) and close it."""
     width = _width(pad)
@@ -370,7 +441,7 @@ def _pad_stream(line: int, data: int, carry: int, first: int, stream: int, pad: 
 
 
 # ----- tiled 2-d layouts: T(R,C) and T(R,C)(P,1) -------------------------------------------------------------------
-@_inline
+@_jit
 def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c_size: int, p: int, pad: Any) -> None:
     """One tile in physical order at ``dst`` from logical rows at ``src``; only ``rows`` x ``cols`` are not padding."""
     # The logical rows are ``step`` elements apart.
@@ -408,17 +479,16 @@ def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c
 @_jit
 def tiled_to_physical(x: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
     """Lay the logical array at address ``x`` (row-major) out tile by tile: tile rows [first, last) at ``out``."""
-    # geometry = (rows, cols, row stride, R, C, P, physical count, count with tail padding, stream, first tile row,
-    # last tile row), tile rows counted over the leading dims too; the part ending with the last tile row also
-    # writes the tail padding. batch = (sizes, logical strides) of the dims before the tiled two, major to minor;
-    # pad is an element; scratch holds two lines and a tile.
-    rows, cols, step = geometry[0], geometry[1], geometry[2]
-    r_size, c_size, p = geometry[3], geometry[4], geometry[5]
-    count, total = geometry[6], geometry[7]
+    # geometry: a TiledGeometry; the part ending with the last tile row also writes the tail padding. batch =
+    # (sizes, logical strides) of the dims before the tiled two, major to minor; pad is an element; scratch holds
+    # two lines and a tile.
+    rows, cols, step = geometry.rows, geometry.cols, geometry.row_stride
+    r_size, c_size, p = geometry.tile_rows, geometry.tile_cols, geometry.interleave
+    count, total = geometry.elements, geometry.total
     width = _width(pad)
     t_bytes = r_size * c_size * width
     source, data = x, scratch + LINE
-    line, carry, first, stream = _open(out, geometry[8], width)
+    line, carry, first, stream = _open(out, geometry.stream, width)
     row_tiles = (rows + r_size - 1) // r_size
     col_tiles = (cols + c_size - 1) // c_size
     dims = batch.shape[1]
@@ -426,7 +496,7 @@ def tiled_to_physical(x: int, out: int, scratch: int, pad: Any, geometry: Any, b
     for k in range(dims):
         strips *= batch[0, k]
     strips *= row_tiles
-    for strip in range(geometry[9], geometry[10]):
+    for strip in range(geometry.first, geometry.last):
         offset = 0
         rest = strip // row_tiles
         for k in range(dims - 1, -1, -1):
@@ -438,7 +508,7 @@ def tiled_to_physical(x: int, out: int, scratch: int, pad: Any, geometry: Any, b
             first_element = source + (offset + i * r_size * step + j * c_size) * width
             _tile_to(data, first_element, step, valid, min(c_size, cols - j * c_size), r_size, c_size, p, pad)
             line, carry, first = _flush(line, data, carry, t_bytes, first, stream)
-    tail = total - count if geometry[10] == strips else 0
+    tail = total - count if geometry.last == strips else 0
     _pad_stream(line, data, carry, first, stream, pad, tail, t_bytes)
 
 
@@ -447,10 +517,10 @@ def _tiled_from(
     src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any, r_size: int, c_size: int, p: int
 ) -> None:
     """``tiled_from_physical`` with the tile given (constants in the specialized entry points)."""
-    rows, cols, step = geometry[0], geometry[1], geometry[2]
+    rows, cols, step = geometry.rows, geometry.cols, geometry.row_stride
     width = _width(pad)
     lanes = _lanes(pad)
-    row_bytes = geometry[7]
+    row_bytes = geometry.row_bytes
     row_step = row_bytes // width
     piece = c_size * width
     room = max(piece, min(row_bytes - 2 * LINE, UNIT // r_size))  # bytes each row takes before writing out
@@ -462,7 +532,7 @@ def _tiled_from(
     stream = 0
     dims = batch.shape[1]
     t = src
-    for strip in range(geometry[8], geometry[9]):
+    for strip in range(geometry.first, geometry.last):
         offset = 0
         rest = strip // row_tiles
         for k in range(dims - 1, -1, -1):
@@ -472,7 +542,7 @@ def _tiled_from(
         valid = min(r_size, rows - i * r_size)
         for k in range(valid):
             address = out + (offset + (i * r_size + k) * step) * width
-            lines[k], carries[k], firsts[k], stream = _open(address, geometry[6], width)
+            lines[k], carries[k], firsts[k], stream = _open(address, geometry.stream, width)
         filled = 0
         for j in range(col_tiles):
             n = min(c_size, cols - j * c_size)
@@ -513,33 +583,14 @@ def _tiled_from(
 @_jit
 def tiled_from_physical(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
     """Read tile rows [first, last) of a tiled layout, the first at address ``src``, into the array at ``out``."""
-    # Reads the tiles in physical order; each tile row feeds R output streams, one per logical row. geometry =
-    # (rows, cols, row stride, R, C, P, stream, bytes of each of the R row buffers in scratch, first tile row, last
-    # tile row), tile rows counted over the leading dims too; batch = (sizes, logical strides) of the dims before
-    # the tiled two, in physical order; pad gives the element type.
-    _tiled_from(src, out, scratch, pad, geometry, batch, geometry[3], geometry[4], geometry[5])
-
-
-@_jit
-def tiled_from_physical_8x128(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
-    """``tiled_from_physical`` compiled for ``T(8,128)`` (the 32-bit TPU format)."""
-    _tiled_from(src, out, scratch, pad, geometry, batch, 8, 128, 1)
-
-
-@_jit
-def tiled_from_physical_8x128x2(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
-    """``tiled_from_physical`` compiled for ``T(8,128)(2,1)`` (the 16-bit TPU format)."""
-    _tiled_from(src, out, scratch, pad, geometry, batch, 8, 128, 2)
-
-
-@_jit
-def tiled_from_physical_8x128x4(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
-    """``tiled_from_physical`` compiled for ``T(8,128)(4,1)`` (the 8-bit TPU format)."""
-    _tiled_from(src, out, scratch, pad, geometry, batch, 8, 128, 4)
+    # Reads the tiles in physical order; each tile row feeds R output streams, one per logical row. geometry: a
+    # TiledGeometry; batch = (sizes, logical strides) of the dims before the tiled two, in physical order; pad
+    # gives the element type.
+    _tiled_from(src, out, scratch, pad, geometry, batch, geometry.tile_rows, geometry.tile_cols, geometry.interleave)
 
 
 # ----- permutations: a strided source into a contiguous destination ------------------------------------------------
-@_inline
+@_jit
 def _copy_out(out: int, scratch: int, n: int, stream: int) -> None:
     """Copy ``n`` bytes from scratch to ``out``: whole aligned lines streamed, the partial ends stored plainly."""
     if not stream:
@@ -558,59 +609,23 @@ def _copy_out(out: int, scratch: int, n: int, stream: int) -> None:
 
 
 @_jit
-def permute_runs(src: int, out: int, scratch: int, pad: Any, shape: Any, strides: Any, geometry: Any) -> None:
-    """At ``out``: runs [first, last) of the array contiguous over ``shape``, read at ``src`` with ``strides``."""
-    # Copies along the last axis (contiguous or strided in the src) in destination order. geometry = (elements,
-    # elements with tail padding, stream, bytes of scratch, first run, last run); the part ending with the last
-    # run also writes the tail padding.
-    count, total = geometry[0], geometry[1]
-    width = _width(pad)
-    data = scratch + LINE
-    line, carry, first, stream = _open(out, geometry[2], width)
-    room = geometry[3] - 2 * LINE
-    dims = shape.size
-    length, step = shape[dims - 1], strides[dims - 1]
-    chunk = max(1, min(UNIT, room) // width)
-    for run in range(geometry[4], geometry[5]):
-        offset = 0
-        rest = run
-        for k in range(dims - 2, -1, -1):
-            offset += (rest % shape[k]) * strides[k]
-            rest //= shape[k]
-        done = 0
-        while done < length:
-            n = min(chunk, length - done)
-            s = src + (offset + done * step) * width
-            if step == 1:
-                for k in range(n):
-                    _put(data, k, _get(s, k, pad))
-            else:
-                for k in range(n):
-                    _put(data, k, _get(s, k * step, pad))
-            line, carry, first = _flush(line, data, carry, n * width, first, stream)
-            done += n
-    tail = total - count if geometry[5] == count // length else 0
-    _pad_stream(line, data, carry, first, stream, pad, tail, min(UNIT, room))
-
-
-@_jit
 def permute_blocks(src: int, out: int, scratch: int, pad: Any, shape: Any, strides: Any, geometry: Any) -> None:
-    """``out`` as in ``permute_runs``, transposing the last axis with axis ``geometry[3]`` (src stride 1)."""
+    """At ``out`` (contiguous): the array read at ``src`` with ``strides``, its last axis transposed with
+    ``geometry.axis`` (src stride 1)."""
     # Batched over the other axes. Reads bands of BAND src rows a few lines at a time, transposes square blocks
     # in registers into scratch and writes each destination row's piece out, on a column grid that puts the pieces
-    # on whole output lines. geometry = (elements, elements with tail padding, stream, the axis, first row, last
-    # row): only rows [first, last) of the transposed axis are written, in every batch; the part ending with the
-    # last row also writes the tail padding.
-    count, total, b_axis = geometry[0], geometry[1], geometry[3]
+    # on whole output lines. geometry: a PermuteGeometry; only rows [first, last) of the transposed axis are
+    # written, in every batch; the part ending with the last row also writes the tail padding.
+    count, total, b_axis = geometry.elements, geometry.total, geometry.axis
     width = _width(pad)
     side = _side(pad)
-    stream = geometry[2]
+    stream = geometry.stream
     if out % width:
         stream = 0
     dims = shape.size
     a_size, a_step = shape[dims - 1], strides[dims - 1]
     b_size = shape[b_axis]
-    b_first, b_last = geometry[4], geometry[5]
+    b_first, b_last = geometry.first, geometry.last
     b_stride = 1
     for k in range(b_axis + 1, dims):
         b_stride *= shape[k]
@@ -701,7 +716,7 @@ def _spread(value: Any, bits: int) -> Any:
     return (v | (v << _U(7))) & _LOW_BITS
 
 
-@_inline
+@_jit
 def _pack_words(dst: int, src: int, count: int, bits: int) -> None:
     """``count`` packed uint64 words at ``dst`` from the element bytes at ``src`` (``64 / bits`` bytes per word)."""
     if bits == 4:
@@ -730,7 +745,7 @@ def pack(
     # after them. scratch has room bytes.
     per = 8 // bits  # elements per byte
     source, data = codes, scratch + LINE
-    line, carry, first, stream = _open(out + 8 * part[0], stream, 1)
+    line, carry, first, stream = _open(out + 8 * part[0], stream, _1)
     block = max(1, min(UNIT, room - 2 * LINE) // 8)  # output words per unit
     words = n // (8 * per)
     done = part[0]
@@ -749,10 +764,10 @@ def pack(
                 value |= (np.int64(_get(source, i, np.uint8(0))) & field) << (q * bits)
         _put(data, k, np.uint8(value))
     line, carry, first = _flush(line, data, carry, rest, first, stream)
-    _pad_stream(line, data, carry, first, stream, np.uint8(0), 0, 1)
+    _pad_stream(line, data, carry, first, stream, np.uint8(0), _0, _1)
 
 
-@_inline
+@_jit
 def _unpack_words(dst: int, src: int, count: int, bits: int, lanes: Any) -> None:
     """The element bytes of ``count`` packed uint64 words at ``src``, masked by ``lanes``, to ``dst``."""
     if bits == 4:
@@ -782,7 +797,7 @@ def unpack(
     per = 8 // bits
     lanes = _U(mask) * _LOW_BITS
     source, buffer = data, scratch + LINE
-    line, carry, first, stream = _open(out + 8 * per * part[0], stream, 1)
+    line, carry, first, stream = _open(out + 8 * per * part[0], stream, _1)
     block = max(1, min(UNIT, room - 2 * LINE) // (8 * per))  # input words per unit
     words = n // (8 * per)
     done = part[0]
@@ -797,4 +812,4 @@ def unpack(
         byte = np.int64(_get(source, i // per, np.uint8(0)))
         _put(buffer, i - words * 8 * per, np.uint8((byte >> ((i % per) * bits)) & field & mask))
     line, carry, first = _flush(line, buffer, carry, end - words * 8 * per, first, stream)
-    _pad_stream(line, buffer, carry, first, stream, np.uint8(0), 0, 1)
+    _pad_stream(line, buffer, carry, first, stream, np.uint8(0), _0, _1)

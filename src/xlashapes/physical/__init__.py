@@ -1,0 +1,229 @@
+"""NumPy arrays to and from the exact bytes of any XLA layout, and relayout from one layout to another.
+
+A physical buffer is the logical array with its legacy padding (``padded_dimensions``), put in physical order
+(``minor_to_major`` reversed), padded, split and transposed by every tile level into the tiled physical dims
+(:func:`xlashapes.layout.tiled_dimensions`), read row-major, padded to a multiple of ``L(n)`` elements and packed
+into bytes: with ``E(n)`` below 8 bits each byte holds ``8/n`` elements, the first in the low-order bits, as XLA's
+CPU runtime packs s4/u4/s2/u2/s1/u1/f4e2m1fn. Everything works on raw bits, so NaN payloads and -0.0 survive.
+
+>>> import numpy as np
+>>> from xlashapes import parse_shape
+>>> s = parse_shape("s4[6]{0:E(4)}")
+>>> x = np.array([1, 2, 3, 4, 5, -1], dtype=s.element_type.numpy_dtype)
+>>> to_physical(x, s).tobytes().hex()
+'2143f5'
+>>> from_physical(b"\\x21\\x43\\xf5", s).tolist()
+[1, 2, 3, 4, 5, -1]
+
+The fast path splits every logical dim into the factors the tiles cut it into, so that a whole layout (all tile
+levels at once) is one copy between two strided views of the same factors (``_plan``). Layouts whose tiles pad
+inside a dim, or merge ``*`` dims off a factor boundary, use the plain level-by-level path (``_reference``), which
+the tests compare every other path against.
+
+The modules: ``_geometry`` (checked inputs, outputs and the facts about a shape), ``_plan`` (factor views),
+``_copy`` (the copy engine: NumPy, or the generic compiled kernel), ``_packing`` (sub-byte fields),
+``_convert`` (the two directions and relayout), ``_chunks`` / ``_slabbed`` (work one slab of the most major dim
+at a time), ``files`` (``.npy`` files through a layout, larger than memory), ``_dispatch`` (when compiled code
+runs: thresholds, threads, the kernel cache), ``_compiled`` (the 2-d kernels' calls), ``_kernels`` / ``_walk``
+(the numba kernels) and ``_reference``.
+
+**Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
+environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba
+and not a C extension: the package stays pure Python (one wheel for every platform, no compiler at install time),
+and numba is the only well-kept way to get vectorized machine code (shuffles, streaming stores) from Python; its
+cost is paid only by large conversions: arrays under ``FIRST_NUMBA_BYTES`` (64 MiB) never import it in a process
+that has not loaded numba yet, and once it is loaded arrays from ``NUMBA_BYTES`` (1 MiB) use it. Small work never
+imports numba. The kernels are few and general: ``_walk.strided_copy`` walks the factor views of *any* layout the
+plan covers, in both directions and for relayout (runs, row (de)interleaves and register transposes, streaming
+whole lines out); the 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P > 1``: the TPU's 8- and 16-bit formats) and
+the blocked 2-d transpose are faster special cases; ``pack`` / ``unpack`` do E(1)/E(2)/E(4). Each compiles once per
+element width on first use and is cached with numba's ``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else
+``$XDG_CACHE_HOME/xlashapes``, else ``~/.cache/xlashapes``. ``XLASHAPES_NO_NUMBA=1`` forces the NumPy path, which
+stays the reference: every compiled path gives its bytes exactly (the tests compare them).
+
+**Large arrays.** ``out=`` takes preallocated arrays and memory maps; packed layouts, irregular ones and memory
+maps are converted one chunk of slabs at a time (bounded temporaries; pages handed back after each chunk), and
+:func:`pack_file` / :func:`unpack_file` stream ``.npy`` files larger than memory. ``threads=`` (or
+:data:`THREADS`) splits large compiled conversions over threads.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..layout import checked_int
+from ..shape import Shape
+from . import _slabbed as slabbed
+from ._convert import _read_physical, _relayout_direct, _write_physical
+from ._dispatch import run_settings
+from ._geometry import (
+    _check_size,
+    _check_total,
+    _geometry,
+    _input_bytes,
+    _logical_output,
+    _logical_storage,
+    _output_bytes,
+    _padding_storage,
+    _resolved_shape,
+    _tuple_items,
+)
+from ._slabbed import read_in_slabs, relayout_in_slabs, wants_slabs, write_in_slabs
+from .files import pack_file, terminal_progress, unpack_file
+
+__all__ = [
+    "MEMORY_LIMIT", "THREADS", "from_physical", "pack_file", "relayout", "terminal_progress", "to_physical",
+    "unpack_file",
+]
+
+MEMORY_LIMIT = 16 * 2**30
+"""Largest array or buffer (bytes) these functions allocate unless ``memory_limit=`` says otherwise."""
+
+THREADS = 1
+"""Threads the compiled kernels split one large conversion over (unless ``threads=`` says otherwise); each writes
+its own part of the output, so the bytes do not depend on it. 1, the default, keeps every conversion on the
+calling thread."""
+
+
+def to_physical(
+    value: Any,
+    shape: Shape | str,
+    *,
+    out: Any = None,
+    padding_value: Any = None,
+    memory_limit: int | None = None,
+    threads: int | None = None,
+) -> Any:
+    """The exact bytes (a uint8 array of ``shape.byte_size()``) of ``value`` laid out as ``shape`` says.
+
+    ``value`` must have the shape's dims and the element type's NumPy dtype (ml_dtypes for bf16, fp8, s4 ...).
+    ``out`` (a writable contiguous array or bytearray of the right size) receives the bytes; an array ``out`` is
+    returned itself, a bytearray as a uint8 array sharing its memory.
+    ``padding_value`` is what tile, legacy and tail padding hold: default 0, or ``Layout.padding_value`` for
+    legacy ``padded_dimensions`` layouts. A tuple shape takes a (nested) sequence of arrays and returns a tuple
+    of buffers, one per leaf, in the same nesting.
+
+    >>> to_physical(np.arange(6, dtype=np.uint8).reshape(2, 3), "u8[2,3]{0,1}").tolist()
+    [0, 3, 1, 4, 2, 5]
+    """
+    array_shape = _resolved_shape(shape)
+    limit = _memory_limit(memory_limit)
+    if array_shape.is_tuple:
+        _check_total(array_shape, limit)
+        items = _tuple_items(value, array_shape, "value")
+        outs = _tuple_items(out, array_shape, "out") if out is not None else [None] * len(items)
+        return tuple(
+            to_physical(v, sub, out=o, padding_value=padding_value, memory_limit=limit, threads=threads)
+            for v, sub, o in zip(items, array_shape.tuple_shapes, outs)
+        )
+    geometry = _geometry(array_shape)
+    x = _logical_storage(value, geometry)
+    pad = _padding_storage(geometry, padding_value)
+    buffer = _output_bytes(out, geometry.nbytes, limit, x)
+    run = run_settings(limit, THREADS if threads is None else threads, max(x.nbytes, geometry.nbytes))
+    if not (wants_slabs(geometry, x, buffer) and write_in_slabs(x, geometry, pad, buffer, run)):
+        _write_physical(x, geometry, pad, buffer, run)
+    return out if isinstance(out, np.ndarray) else buffer
+
+
+def from_physical(
+    buffer: Any,
+    shape: Shape | str,
+    *,
+    out: np.ndarray[Any, Any] | None = None,
+    memory_limit: int | None = None,
+    threads: int | None = None,
+) -> Any:
+    """The logical array (the element type's NumPy dtype) held by ``buffer`` in ``shape``'s layout.
+
+    ``buffer`` is bytes, bytearray, memoryview or a NumPy array (e.g. from ``np.fromfile``) of exactly
+    ``shape.byte_size()`` bytes. A tuple shape takes a (nested) sequence of buffers, one per leaf.
+
+    >>> from_physical(bytes([0, 3, 1, 4, 2, 5]), "u8[2,3]{0,1}").tolist()
+    [[0, 1, 2], [3, 4, 5]]
+    """
+    array_shape = _resolved_shape(shape)
+    limit = _memory_limit(memory_limit)
+    if array_shape.is_tuple:
+        items = _tuple_items(buffer, array_shape, "buffer")
+        outs = _tuple_items(out, array_shape, "out") if out is not None else [None] * len(items)
+        return tuple(
+            from_physical(b, sub, out=o, memory_limit=limit, threads=threads)
+            for b, sub, o in zip(items, array_shape.tuple_shapes, outs)
+        )
+    geometry = _geometry(array_shape)
+    data = _input_bytes(buffer, geometry)
+    result = _logical_output(out, geometry, limit, data)
+    run = run_settings(limit, THREADS if threads is None else threads, max(result.nbytes, geometry.nbytes))
+    storage = result.view(geometry.storage)
+    if not (wants_slabs(geometry, data, result) and read_in_slabs(data, geometry, storage, run)):
+        _read_physical(data, geometry, storage, run)
+    return result
+
+
+def relayout(
+    buffer: Any,
+    source: Shape | str,
+    target: Shape | str,
+    *,
+    out: Any = None,
+    padding_value: Any = None,
+    memory_limit: int | None = None,
+    threads: int | None = None,
+) -> Any:
+    """The bytes of ``target``'s layout holding the array that ``buffer`` holds in ``source``'s layout.
+
+    Equal to ``to_physical(from_physical(buffer, source), target)``, but copies straight from one layout to the
+    other when their tiles split the dims compatibly.
+
+    >>> relayout(bytes([0, 3, 1, 4, 2, 5]), "u8[2,3]{0,1}", "u8[2,3]{1,0}").tolist()
+    [0, 1, 2, 3, 4, 5]
+    """
+    src_shape, dst_shape = _resolved_shape(source), _resolved_shape(target)
+    limit = _memory_limit(memory_limit)
+    if src_shape.is_tuple or dst_shape.is_tuple:
+        if not (src_shape.is_tuple and dst_shape.is_tuple) or len(src_shape.tuple_shapes) != len(
+            dst_shape.tuple_shapes
+        ):
+            raise ShapeError(f"cannot relayout {src_shape} to {dst_shape}: the tuple structures differ")
+        _check_total(dst_shape, limit)
+        items = _tuple_items(buffer, src_shape, "buffer")
+        outs = _tuple_items(out, dst_shape, "out") if out is not None else [None] * len(items)
+        return tuple(
+            relayout(b, s, t, out=o, padding_value=padding_value, memory_limit=limit, threads=threads)
+            for b, s, t, o in zip(items, src_shape.tuple_shapes, dst_shape.tuple_shapes, outs)
+        )
+    src, dst = _geometry(src_shape), _geometry(dst_shape)
+    if src.etype != dst.etype or src.dims != dst.dims:
+        raise ShapeError(
+            f"cannot relayout {src_shape} to {dst_shape}: element type and dimensions must be the same"
+        )
+    data = _input_bytes(buffer, src)
+    pad = _padding_storage(dst, padding_value)
+    result = _output_bytes(out, dst.nbytes, limit, data)
+    run = run_settings(limit, THREADS if threads is None else threads, max(src.nbytes, dst.nbytes))
+    big = max(src.nbytes, dst.nbytes) > slabbed.CHUNK_BYTES
+    if big and (src.packed or dst.packed) and relayout_in_slabs(data, src, dst, pad, result, run):
+        pass
+    elif not _relayout_direct(data, src, dst, pad, result, run) and not (
+        big and relayout_in_slabs(data, src, dst, pad, result, run)
+    ):
+        _check_size(math.prod(src.dims) * src.storage.itemsize, limit, f"the logical array of {src_shape}")
+        logical = np.empty(src.dims, src.storage)
+        _read_physical(data, src, logical, run)
+        _write_physical(logical, dst, pad, result, run)
+    return out if isinstance(out, np.ndarray) else result
+
+
+def _memory_limit(limit: Any) -> int:
+    """The per-call memory limit, or the module default."""
+    if limit is None:
+        limit = MEMORY_LIMIT
+    number = checked_int(limit, "memory_limit")
+    if number < 0:
+        raise ShapeError(f"memory_limit must be >= 0, got {number}")
+    return number

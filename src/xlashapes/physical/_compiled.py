@@ -1,0 +1,342 @@
+"""The compiled paths: which kernel family covers a layout, and the calls that run it over threads."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..layout import Layout, tiled_dimensions
+from . import _dispatch as dispatch
+from ._dispatch import Run, address
+from ._geometry import _canonicalize, _check_size, _Geometry
+from ._kernel_args import PermuteGeometry, TiledGeometry
+from ._packing import _pack, _unpack
+
+CHUNK_BYTES = 1 << 20  # unpacked sub-byte elements staged at a time: no temporary as large as the array,
+# and small enough to stay in the cache between the tile kernel and the packing
+
+
+@dataclass(frozen=True)
+class _Tiled:
+    """A layout the tiled kernels cover: ``T(R,C)`` or ``T(R,C)(P,1)`` on the two most minor physical dims."""
+
+    # The column dim is the logical last dim; row_dim is the logical row dim (-1 for rank 1: one phantom row);
+    # batch the other dims in physical order (major to minor).
+
+    rows: int
+    cols: int
+    row_dim: int
+    tile: tuple[int, int, int]
+    batch: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _Permuted:
+    """An untiled, non-identity layout: a permutation of the logical dims (``order``, major to minor)."""
+
+    order: tuple[int, ...]
+
+
+def _compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | _Permuted | None:
+    """The kernel family covering ``layout`` exactly, or None."""
+    try:
+        hash(layout)
+    except TypeError:
+        return None
+    return _cached_compiled_plan(dims, layout)
+
+
+@lru_cache(maxsize=1024)
+def _cached_compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | _Permuted | None:
+    """``_compiled_plan`` through a cache."""
+    rank = len(dims)
+    if layout.padded_dimensions is not None or math.prod(dims) == 0 or rank == 0:
+        return None
+    order = tuple(layout.major_to_minor)
+    tiles = tuple(tuple(tile) for tile in layout.tiles)
+    if not tiles:
+        return _Permuted(order) if order != tuple(range(rank)) else None
+    first = tiles[0]
+    if len(tiles) > 2 or len(first) not in (1, 2) or min(first) < 1 or order[-1] != rank - 1:
+        return None
+    r_size, c_size = (1, first[0]) if len(first) == 1 else first
+    p = 1
+    if len(tiles) == 2:
+        if len(tiles[1]) != 2 or tiles[1][1] != 1 or tiles[1][0] < 1 or r_size % tiles[1][0]:
+            return None
+        p = tiles[1][0]
+    row_dim = order[-2] if rank >= 2 else -1
+    plan = _Tiled(dims[row_dim] if row_dim >= 0 else 1, dims[-1], row_dim, (r_size, c_size, p), order[:-2])
+    tiled = math.prod(dims[d] for d in plan.batch) * -(-plan.rows // r_size) * -(-plan.cols // c_size)
+    if tiled * r_size * c_size != math.prod(tiled_dimensions(dims, layout)):
+        return None  # not the structure assumed (defensive)
+    return plan
+
+
+def _c_strides(dims: Sequence[int]) -> list[int]:
+    """Row-major element strides of ``dims``."""
+    strides = [1] * len(dims)
+    for d in range(len(dims) - 2, -1, -1):
+        strides[d] = strides[d + 1] * dims[d + 1]
+    return strides
+
+
+def _permutation(
+    shape: Sequence[int], strides: Sequence[int]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], int]:
+    """(shape, strides, axis to transpose with the last or -1) of a copy into a contiguous ``shape``, axes merged."""
+    axes: list[list[int]] = []
+    for n, step in zip(shape, strides):
+        if n == 1:
+            continue
+        if axes and axes[-1][1] == step * n:
+            axes[-1] = [axes[-1][0] * n, step]
+        else:
+            axes.append([n, step])
+    if not axes:
+        axes = [[1, 1]]
+    unit = -1
+    if axes[-1][1] != 1:
+        unit = next((k for k, axis in enumerate(axes) if axis[1] == 1), -1)
+    merged = np.array(axes, np.int64)
+    return np.ascontiguousarray(merged[:, 0]), np.ascontiguousarray(merged[:, 1]), unit
+
+
+def _permute(
+    kernels: Any, source: np.ndarray[Any, Any], out: np.ndarray[Any, Any], pad: Any, shape: np.ndarray[Any, Any],
+    steps: np.ndarray[Any, Any], sizes: tuple[int, int, int], unit: int, run: Run,
+) -> None:
+    """The blocked transpose kernel (``unit``, an axis other than the last, has source stride 1).
+
+    ``sizes`` = (elements, elements with tail padding, stream).
+    """
+    width = source.itemsize
+    count, total, stream = sizes
+    side = 8 if width == 8 else 16
+    size = max(side, 256 // width) * (64 + 64 // width) * width
+
+    def blocks(part: tuple[int, int]) -> None:
+        scratch = dispatch.scratch(size)
+        geometry = PermuteGeometry(count, total, stream, scratch.size, unit, *part)
+        kernels.permute_blocks(address(source), address(out), address(scratch), pad, shape, steps, geometry)
+
+    dispatch.run_parts(blocks, dispatch.parts(int(shape[unit]), out.nbytes, run))
+
+
+def _compiled_choice(
+    logical: np.ndarray[Any, Any], geometry: _Geometry, run: Run
+) -> tuple[_Tiled | _Permuted, Any] | None:
+    """The kernel plan and the kernels module for converting ``logical``, or None when no compiled kernel applies."""
+    # 8-byte elements (f64, s64, c64: not TPU formats) go through the generic kernel: fewer compiled variants
+    if logical.nbytes < run.numba_bytes or geometry.storage.itemsize not in (1, 2, 4):
+        return None
+    if not logical.flags.c_contiguous:
+        return None
+    plan = _compiled_plan(geometry.dims, geometry.layout)
+    if isinstance(plan, _Tiled) and (plan.tile[2] == 1 or geometry.storage.itemsize > 2):
+        # no row interleave, or not the TPU's 8- and 16-bit formats: the generic kernel (reading in order, streaming
+        # out) is as fast or faster, and one fewer compiled variant
+        return None
+    if isinstance(plan, _Permuted) and not _plain_transpose(geometry.dims, plan.order):
+        return None  # rank 3 and up: the generic kernel
+    kernels = dispatch.kernels() if plan is not None else None
+    if plan is None or kernels is None:
+        return None
+    return plan, kernels
+
+
+def _plain_transpose(dims: tuple[int, ...], order: tuple[int, ...]) -> bool:
+    """True when an untiled layout is one 2-d transpose once adjacent dims are merged (the blocked kernel's case).
+
+    >>> _plain_transpose((4, 5, 6), (2, 0, 1)), _plain_transpose((4, 5, 6), (1, 0, 2))
+    (True, False)
+    """
+    strides = _c_strides(dims)
+    shape, _, unit = _permutation([dims[d] for d in order], [strides[d] for d in order])
+    physical = _c_strides([dims[d] for d in order])
+    position = {d: k for k, d in enumerate(order)}
+    back, _, back_unit = _permutation(dims, [physical[position[d]] for d in range(len(dims))])
+    return len(shape) == 2 and unit >= 0 and len(back) == 2 and back_unit >= 0
+
+
+def _tiled_geometry(plan: _Tiled, geometry: _Geometry, stream: int, row_bytes: int) -> TiledGeometry:
+    """The kernels' named arguments for a tiled plan (first and last tile row still 0)."""
+    strides = _c_strides(geometry.dims)
+    r_size, c_size, p = plan.tile
+    row_stride = strides[plan.row_dim] if plan.row_dim >= 0 else 0
+    return TiledGeometry(plan.rows, plan.cols, row_stride, r_size, c_size, p, geometry.count, geometry.aligned,
+                         stream, row_bytes, 0, 0)
+
+
+def _batch(plan: _Tiled, dims: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """(sizes, logical strides) of the dims before the tiled two, in physical order, as the kernels take them."""
+    strides = _c_strides(dims)
+    return np.array([[dims[d] for d in plan.batch], [strides[d] for d in plan.batch]], np.int64).reshape(2, -1)
+
+
+def _strip_elements(plan: _Tiled) -> int:
+    """Physical elements of one tile row (the unit the tiled kernels split work on)."""
+    r_size, c_size, _ = plan.tile
+    return -(-plan.cols // c_size) * r_size * c_size
+
+
+def _packed_chunks(units: int, unit_elements: int, bits: int, budget: int) -> list[tuple[int, int]]:
+    """Ranges of ``units`` whose unpacked elements fit ``budget`` bytes and start on whole packed bytes.
+
+    >>> _packed_chunks(10, 3, 4, 12)
+    [(0, 4), (4, 8), (8, 10)]
+    """
+    step = 1
+    while step * unit_elements * bits % 8:
+        step *= 2
+    step = max(step, budget // max(1, unit_elements) // step * step)
+    return [(first, min(units, first + step)) for first in range(0, units, step)]
+
+
+def _compiled_write(
+    x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], run: Run
+) -> bool:
+    """Lay ``x`` out with a compiled kernel; False when none applies (or numba is missing)."""
+    chosen = _compiled_choice(x, geometry, run)
+    if chosen is None:
+        return False
+    plan, kernels = chosen
+    source = x.reshape(-1)
+    item = pad.reshape(1)[0]
+    if isinstance(plan, _Tiled):
+        _tiled_write(kernels, plan, source, geometry, item, buffer, run)
+        return True
+    if geometry.packed:
+        _check_size(geometry.aligned, run.limit, "the unpacked elements")
+        target = np.empty(geometry.aligned, np.uint8)
+        stream = 0
+    else:
+        target = buffer
+        stream = int(buffer.nbytes >= run.stream_bytes)
+    strides = _c_strides(geometry.dims)
+    shape, steps, unit = _permutation([geometry.dims[d] for d in plan.order], [strides[d] for d in plan.order])
+    _permute(kernels, source, target, item, shape, steps, (math.prod(geometry.dims), geometry.aligned, stream), unit,
+             run)
+    if geometry.packed:
+        _pack(target, geometry, buffer, run)
+    elif geometry.etype.kind == "pred" or geometry.etype.bits < 8:
+        _canonicalize(buffer, geometry)
+    return True
+
+
+def _tiled_write(
+    kernels: Any, plan: _Tiled, source: np.ndarray[Any, Any], geometry: _Geometry, item: Any,
+    buffer: np.ndarray[Any, Any], run: Run,
+) -> None:
+    """The tiled kernel over every tile row; packed layouts go through a bounded scratch, chunk by chunk."""
+    batch = _batch(plan, geometry.dims)
+    strip = _strip_elements(plan)
+    units = geometry.count // strip
+    if not geometry.packed:
+        stream = int(buffer.nbytes >= run.stream_bytes)
+        _tiled_to(kernels, plan, source, geometry, item, buffer, (0, units), stream, batch, run)
+        if geometry.etype.kind == "pred" or geometry.etype.bits < 8:
+            _canonicalize(buffer, geometry)
+        return
+    chunks = _packed_chunks(units, strip, geometry.bits, CHUNK_BYTES)
+    compiled = replace(run, numba_bytes=0)  # the chunks are small, the array is not: pack with the kernel too
+    tail = geometry.aligned - geometry.count
+    staging = np.empty(min(geometry.aligned, (chunks[0][1] - chunks[0][0]) * strip + tail), np.uint8)
+    for first, last in chunks:
+        n = (last - first) * strip + (tail if last == units else 0)
+        target = staging[:n]
+        _tiled_to(kernels, plan, source, geometry, item, target, (first, last), 0, batch, run)
+        start = first * strip * geometry.bits // 8
+        end = geometry.nbytes if last == units else last * strip * geometry.bits // 8
+        _pack(target, geometry, buffer[start:end], compiled)
+
+
+def _tiled_to(
+    kernels: Any, plan: _Tiled, source: np.ndarray[Any, Any], geometry: _Geometry, item: Any,
+    target: np.ndarray[Any, Any], strips: tuple[int, int], stream: int, batch: np.ndarray[Any, Any], run: Run,
+) -> None:
+    """Tile rows [first, last) of ``source`` laid out at ``target`` (which starts with tile row ``first``)."""
+    width = geometry.storage.itemsize
+    r_size, c_size, _ = plan.tile
+    strip_bytes = _strip_elements(plan) * width
+    base = _tiled_geometry(plan, geometry, stream, 0)
+    offset = strips[0]
+
+    def tiles(part: tuple[int, int]) -> None:
+        scratch = dispatch.scratch(r_size * c_size * width)
+        args = base._replace(first=offset + part[0], last=offset + part[1])
+        kernels.tiled_to_physical(address(source), address(target) + part[0] * strip_bytes, address(scratch), item,
+                                  args, batch)
+
+    dispatch.run_parts(tiles, dispatch.parts(strips[1] - strips[0], target.nbytes, run))
+
+
+def _compiled_read(
+    data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], run: Run
+) -> bool:
+    """Fill ``result`` from the bytes ``data`` with a compiled kernel; False when none applies."""
+    chosen = _compiled_choice(result, geometry, run)
+    if chosen is None:
+        return False
+    plan, kernels = chosen
+    target = result.reshape(-1)
+    out = target.view(np.uint8)
+    stream = int(result.nbytes >= run.stream_bytes)
+    dims = geometry.dims
+    item = np.zeros(1, geometry.storage)[0]
+    if isinstance(plan, _Tiled):
+        strip = _strip_elements(plan)
+        units = geometry.count // strip
+        batch = _batch(plan, dims)
+        if not geometry.packed:
+            _tiled_from(kernels, plan, data.view(geometry.storage), geometry, item, out, (0, units), stream, batch, run)
+        else:
+            chunks = _packed_chunks(units, strip, geometry.bits, CHUNK_BYTES)
+            staging = np.empty((chunks[0][1] - chunks[0][0]) * strip, np.uint8)
+            for first, last in chunks:
+                source = staging[: (last - first) * strip]
+                start = first * strip * geometry.bits // 8
+                _unpack(data[start : start + -(-source.size * geometry.bits // 8)], geometry, source,
+                        replace(run, numba_bytes=0))
+                _tiled_from(kernels, plan, source, geometry, item, out, (first, last), stream, batch, run)
+    else:
+        if geometry.packed:
+            _check_size(geometry.aligned, run.limit, "the unpacked elements")
+            source = np.empty(geometry.aligned, np.uint8)
+            _unpack(data, geometry, source, run)
+        else:
+            source = data.view(geometry.storage)
+        physical = [dims[d] for d in plan.order]
+        strides = _c_strides(physical)
+        position = {d: k for k, d in enumerate(plan.order)}
+        shape, steps, unit = _permutation(dims, [strides[position[d]] for d in range(len(dims))])
+        _permute(kernels, source, out, item, shape, steps, (target.size, target.size, stream), unit, run)
+    if not geometry.packed and (geometry.etype.kind == "pred" or geometry.etype.bits < 8):
+        _canonicalize(result, geometry)
+    return True
+
+
+def _tiled_from(
+    kernels: Any, plan: _Tiled, source: np.ndarray[Any, Any], geometry: _Geometry, item: Any,
+    out: np.ndarray[Any, Any], strips: tuple[int, int], stream: int, batch: np.ndarray[Any, Any], run: Run,
+) -> None:
+    """Tile rows [first, last) at ``source`` (which starts with tile row ``first``) into the logical ``out``."""
+    width = geometry.storage.itemsize
+    r_size, c_size, _ = plan.tile
+    row_bytes = max(c_size * width, 4096 // r_size) // 64 * 64 + 256  # one unit and two lines, rounded
+    base = _tiled_geometry(plan, geometry, stream, row_bytes)
+    strip_bytes = _strip_elements(plan) * width
+    offset = strips[0]
+
+    def tiles(part: tuple[int, int]) -> None:
+        scratch = np.empty(r_size * row_bytes, np.uint8)
+        args = base._replace(first=offset + part[0], last=offset + part[1])
+        kernels.tiled_from_physical(address(source) + part[0] * strip_bytes, address(out), address(scratch), item,
+                                    args, batch)
+
+    dispatch.run_parts(tiles, dispatch.parts(strips[1] - strips[0], out.nbytes, run))

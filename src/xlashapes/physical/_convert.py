@@ -1,0 +1,128 @@
+"""The two directions (logical array to bytes and back) and relayout, on the NumPy path or a compiled kernel."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._compiled import _compiled_read, _compiled_write
+from ._dispatch import Run
+from ._geometry import _canonicalize, _check_size, _Geometry
+from ._packing import _pack, _unpack
+from ._plan import _common_boundaries, _fill_padding, _physical_view, _plain_chains, _Plan, _plan, _transfer
+from ._reference import _reference_elements, _reference_logical
+
+
+def _write_physical(
+    x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], run: Run
+) -> None:
+    """Lay the logical storage array ``x`` out into ``buffer`` (flat uint8 of ``byte_size``)."""
+    if _compiled_write(x, geometry, pad, buffer, run):
+        return
+    plan = _plan(geometry.dims, geometry.layout)
+    if geometry.packed:
+        if plan is not None and plan.identity and x.flags.c_contiguous and geometry.count == geometry.aligned:
+            _pack(x.reshape(-1), geometry, buffer, run)
+            return
+        _check_size(geometry.aligned, run.limit, "the unpacked elements")
+        elements = np.empty(geometry.aligned, np.uint8)
+        _fill_elements(x, geometry, pad, elements, plan, run)
+        _pack(elements, geometry, buffer, run)
+        return
+    elements = buffer.view(geometry.storage)
+    _fill_elements(x, geometry, pad, elements, plan, run)
+    if geometry.etype.kind == "pred" or geometry.etype.bits < 8:
+        _canonicalize(buffer, geometry)
+
+
+def _fill_elements(
+    x: np.ndarray[Any, Any],
+    geometry: _Geometry,
+    pad: np.ndarray[Any, Any],
+    elements: np.ndarray[Any, Any],
+    plan: _Plan | None,
+    run: Run | None = None,
+) -> None:
+    """Every physical element (flat storage array of ``aligned`` entries): the array's and the padding."""
+    if x.size == 0:
+        elements[...] = pad
+        return
+    if plan is None:
+        elements[...] = _reference_elements(x, geometry.layout, pad, geometry.aligned)
+        return
+    elements[geometry.count :] = pad
+    view = _physical_view(elements, plan)
+    _fill_padding(view, plan, pad)
+    source = x.reshape(x.shape + (1,) * plan.phantoms)
+    _transfer(view, plan.chains, source, _plain_chains(plan.extents), plan.extents, run)
+
+
+def _read_physical(
+    data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], run: Run
+) -> None:
+    """Fill the logical storage array ``result`` from the physical bytes ``data``."""
+    if result.size == 0 or _compiled_read(data, geometry, result, run):
+        return
+    plan = _plan(geometry.dims, geometry.layout)
+    if geometry.packed:
+        if plan is not None and plan.identity and result.flags.c_contiguous:
+            _unpack(data, geometry, result.reshape(-1), run)
+            return
+        _check_size(geometry.aligned, run.limit, "the unpacked elements")
+        elements = np.empty(geometry.aligned, np.uint8)
+        _unpack(data, geometry, elements, run)
+    else:
+        elements = data.view(geometry.storage)
+    if plan is None:
+        result[...] = _reference_logical(elements, geometry.dims, geometry.layout)
+    else:
+        target = result.reshape(result.shape + (1,) * plan.phantoms)
+        _transfer(target, _plain_chains(plan.extents), _physical_view(elements, plan), plan.chains, plan.extents,
+                  run)
+    if not geometry.packed and (geometry.etype.kind == "pred" or geometry.etype.bits < 8):
+        _canonicalize(result, geometry)
+
+
+def _relayout_direct(
+    data: np.ndarray[Any, Any],
+    src: _Geometry,
+    dst: _Geometry,
+    pad: np.ndarray[Any, Any],
+    result: np.ndarray[Any, Any],
+    run: Run,
+) -> bool:
+    """Copy from one layout's bytes to the other's in one pass; False when the tiles split dims incompatibly."""
+    src_plan, dst_plan = _plan(src.dims, src.layout), _plan(dst.dims, dst.layout)
+    if src_plan is None or dst_plan is None or math.prod(src.dims) == 0:
+        return False
+    phantoms = max(src_plan.phantoms, dst_plan.phantoms)
+    extents = src.dims + (1,) * phantoms
+    src_chains = src_plan.chains + ((1,),) * (phantoms - src_plan.phantoms)
+    dst_chains = dst_plan.chains + ((1,),) * (phantoms - dst_plan.phantoms)
+    if any(_common_boundaries((a, b), n) is None for a, b, n in zip(src_chains, dst_chains, extents)):
+        return False
+    if src.packed:
+        _check_size(src.aligned, run.limit, "the unpacked source elements")
+        src_elements = np.empty(src.aligned, np.uint8)
+        _unpack(data, src, src_elements, run)
+    else:
+        src_elements = data.view(src.storage)
+    if dst.packed:
+        _check_size(dst.aligned, run.limit, "the unpacked target elements")
+        dst_elements = np.empty(dst.aligned, np.uint8)
+    else:
+        dst_elements = result.view(dst.storage)
+    dst_elements[dst.count :] = pad
+    dst_view = _physical_view(dst_elements, dst_plan)
+    _fill_padding(dst_view, dst_plan, pad)
+    src_view = _physical_view(src_elements, src_plan)
+    src_view = src_view.reshape(src_view.shape + (1,) * (phantoms - src_plan.phantoms))
+    dst_view = dst_view.reshape(dst_view.shape + (1,) * (phantoms - dst_plan.phantoms))
+    _transfer(dst_view, dst_chains, src_view, src_chains, extents, run)
+    if dst.packed:
+        _pack(dst_elements, dst, result, run)
+    elif dst.etype.kind == "pred" or dst.etype.bits < 8:
+        _canonicalize(result, dst)
+    return True

@@ -1,0 +1,209 @@
+"""The copy engine: ``dst[...] = src`` between strided views, organised for NumPy's loops and the cache."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from itertools import product
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from . import _dispatch as dispatch
+from ._dispatch import Run
+from ._geometry import _STORAGE, _void
+
+_SMALL_BYTES = 1 << 16  # copies this small go straight to np.copyto
+
+
+_BLOCK_BYTES = 1 << 18  # working set of one cache block
+
+
+_WIDEN_BYTES = 4096  # common contiguous runs up to this size become one (void) element
+
+
+_SHORT_AXIS = 16  # a dst-contiguous axis this short is looped over in Python
+
+
+_TILE_BYTES = 1 << 18  # one block of a transposing copy, staged through a buffer
+
+
+_GATHER_STRIDE = 1024  # NumPy inner loops reading src further apart than this go through the buffer
+
+
+_MAX_LOOPS = 256  # most Python-level passes over one cache block
+
+
+def _copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run | None = None) -> None:
+    """``dst[...] = src`` for same-dtype strided views: the generic compiled kernel for large copies when ``run``
+    allows it, else NumPy organised for its loops and the cache."""
+    if dst.size == 0:
+        return
+    d, s = _normalized(dst, src)
+    if run is not None and d.nbytes >= run.numba_bytes and _compiled_copy(d, s, run):
+        return
+    d, s = _widened(d, s)
+    if d.ndim <= 1 or d.nbytes <= _SMALL_BYTES or d.itemsize >= 64:
+        np.copyto(d, s)
+        return
+    loop = _looped_axes(d.shape)
+    inner = max(i for i in range(d.ndim) if i not in loop)
+    if abs(s.strides[inner]) > _GATHER_STRIDE:
+        _copy_staged(d, s)
+    else:
+        _copy_looped(d, s, loop)
+
+
+STREAM = True  # streaming stores for large destinations (False: plain stores, for comparison)
+
+
+def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -> bool:
+    """The normalized copy ``d[...] = s`` by the generic kernel; False when it does not apply (or no numba).
+
+    The two block axes (the destination's most minor one and the source's contiguous one) stay innermost; the
+    others run in source order (largest source stride outermost), so the source is read in long runs and the
+    destination, written with streaming stores when large, takes whole lines at a time.
+    """
+    width = d.itemsize
+    if width not in (1, 2, 4, 8) or d.ndim > 64:  # (no layout XLA accepts makes this many factor axes)
+        return False
+    if d.ndim == 0:  # one element
+        d, s = d.reshape(1), s.reshape(1)
+    if any(x % width or x < 0 for x in (*d.strides, *s.strides)):
+        return False
+    walk = dispatch.walker()
+    if walk is None:
+        return False
+    shape = np.array(d.shape, np.int64)
+    d_steps = np.array(d.strides, np.int64) // width
+    s_steps = np.array(s.strides, np.int64) // width
+    inner = d.ndim - 1
+    unit = -1
+    if s_steps[inner] != 1:
+        unit = next((k for k in range(inner) if s_steps[k] == 1), -1)
+    outer = sorted((k for k in range(inner) if k != unit), key=lambda k: -int(s_steps[k]))
+    if shape[inner] * d_steps[inner] * width < 64:  # short destination rows: finish each line while it is cached
+        follow = [k for k in outer if d_steps[k] == shape[inner] * d_steps[inner]]
+        outer = [k for k in outer if k not in follow] + follow
+    order = [*outer, *([unit] if unit >= 0 else []), inner]
+    shape, d_steps, s_steps = shape[order], d_steps[order], s_steps[order]
+    unit = inner - 1 if unit >= 0 else -1
+    split = next((k for k in range(inner) if k != unit), -1)
+    pad = np.zeros(1, _STORAGE[width])[0]
+    stream = int(STREAM and d.nbytes >= run.stream_bytes)
+    target, source = dispatch.address(d), dispatch.address(s)
+
+    def part(bounds: tuple[int, int]) -> None:
+        work = np.empty(2 * len(shape), np.int64)
+        walk.strided_copy(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream, work)
+
+    units = int(shape[split]) if split >= 0 else 1
+    dispatch.run_parts(part, dispatch.parts(units, d.nbytes, run) if split >= 0 else [(0, 1)])
+    return True
+
+
+def _normalized(
+    dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Both views without size-1 axes, axes sorted by dst stride, axes contiguous in both merged."""
+    axes = sorted(
+        ((n, ds, ss) for n, ds, ss in zip(dst.shape, dst.strides, src.strides) if n != 1),
+        key=lambda axis: -abs(axis[1]),
+    )
+    merged: list[tuple[int, int, int]] = []
+    for n, ds, ss in axes:
+        if merged and merged[-1][1] == ds * n and merged[-1][2] == ss * n:
+            merged[-1] = (merged[-1][0] * n, ds, ss)
+        else:
+            merged.append((n, ds, ss))
+    shape = tuple(a[0] for a in merged)
+    return (
+        as_strided(dst, shape=shape, strides=tuple(a[1] for a in merged)),
+        as_strided(src, shape=shape, strides=tuple(a[2] for a in merged)),
+    )
+
+
+def _widened(
+    d: np.ndarray[Any, Any], s: np.ndarray[Any, Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """A run contiguous in both (the last axis) viewed as one element, so NumPy loops over the next axis."""
+    if d.ndim == 0:
+        return d, s
+    e = d.itemsize
+    width = d.shape[-1] * e
+    if d.strides[-1] != e or s.strides[-1] != e or width > _WIDEN_BYTES or d.shape[-1] == 1:
+        return d, s
+    dtype = _STORAGE.get(width) or _void(width)
+    return d.view(dtype)[..., 0], s.view(dtype)[..., 0]
+
+
+def _looped_axes(shape: Sequence[int]) -> list[int]:
+    """Short dst-minor axes (interleaves) to loop over in Python, so that NumPy's inner loop is long.
+
+    NumPy's copy loops run along dst's most minor axis (axes are sorted by dst stride); while that axis is short,
+    it is looped over here instead.
+    """
+    loop: list[int] = []
+    rest = list(range(len(shape)))
+    while len(rest) > 1 and shape[rest[-1]] < _SHORT_AXIS:
+        if math.prod(shape[i] for i in loop) * shape[rest[-1]] > _MAX_LOOPS:
+            break
+        loop.append(rest.pop())
+    return loop
+
+
+def _copy_looped(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], loop: Sequence[int] | None = None) -> None:
+    """Copy with the short dst-minor axes ``loop`` looped in Python, one cache block (of the outer axis) at a time."""
+    if loop is None:
+        loop = _looped_axes(d.shape)
+    if not loop:
+        np.copyto(d, s)
+        return
+    order = [*loop, *(i for i in range(d.ndim) if i not in loop)]
+    d, s = d.transpose(order), s.transpose(order)
+    k = len(loop)
+    per = max(1, _BLOCK_BYTES // max(1, d.nbytes // d.shape[k]))
+    for start in range(0, d.shape[k], per):
+        block = (slice(None),) * k + (slice(start, start + per),)
+        d_block, s_block = d[block], s[block]
+        for index in product(*(range(n) for n in d.shape[:k])):
+            np.copyto(d_block[index], s_block[index])
+
+
+def _copy_staged(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any]) -> None:
+    """A transposing copy through a small buffer in src order, block by block of dst's and src's outer axes.
+
+    Reading src into the buffer runs along src's contiguous runs, writing dst from the buffer along dst's; the
+    buffer's padded rows keep the gather free of cache-set conflicts.
+    """
+    p = 0
+    q = max(range(d.ndim), key=lambda i: (abs(s.strides[i]), -i))
+    n_p, n_q = d.shape[p], d.shape[q]
+    per_index = d.nbytes // (n_p * (n_q if q != p else 1))
+    budget = max(1, _TILE_BYTES // max(1, per_index))
+    if q == p:
+        bp = bq = min(n_p, budget)
+    else:
+        bp = min(n_p, max(1, math.isqrt(budget)))
+        bq = min(n_q, max(1, budget // bp))
+        bp = min(n_p, max(1, budget // bq))
+    src_order = sorted(range(d.ndim), key=lambda i: -abs(s.strides[i]))
+    shape = list(d.shape)
+    shape[p], shape[q] = bp, bq
+    buffer_shape = [shape[i] for i in src_order]
+    if buffer_shape[-1] * d.itemsize >= 64:
+        buffer_shape[-1] += max(1, 64 // d.itemsize)
+    storage = np.empty(buffer_shape, d.dtype)
+    back = tuple(np.argsort(src_order))
+    loop = _looped_axes(shape)
+    for p0 in range(0, n_p, bp):
+        for q0 in range(0, n_q, bq) if q != p else (0,):
+            where = [slice(None)] * d.ndim
+            where[p] = slice(p0, p0 + bp)
+            if q != p:
+                where[q] = slice(q0, q0 + bq)
+            d_block, s_block = d[tuple(where)], s[tuple(where)]
+            buffer = storage[tuple(slice(0, s_block.shape[i]) for i in src_order)]
+            np.copyto(buffer, s_block.transpose(src_order))
+            _copy_looped(d_block, buffer.transpose(back), loop)

@@ -1,0 +1,157 @@
+"""When the compiled kernels run: loading them (numba, optional), thresholds, threads, scratch and addresses."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..layout import checked_int
+
+NUMBA_BYTES = 1 << 20
+"""Arrays at least this large go through the compiled kernels (smaller ones never import numba)."""
+FIRST_NUMBA_BYTES = 64 << 20
+"""Until numba is loaded, only arrays at least this large load it: importing numba and the cached kernels costs
+a new process about 0.3-0.5 s, more than the compiled path saves on smaller arrays."""
+STREAM_BYTES = 8 << 20
+"""Kernels write outputs at least this large with streaming stores (as a big ``memcpy`` does)."""
+THREAD_BYTES = 4 << 20
+"""With more than one thread, conversions at least this large are split over the threads."""
+CACHE_VARIABLE = "XLASHAPES_CACHE_DIR"
+"""Environment variable naming the directory of the compiled kernels' cache (numba's ``cache=True`` files)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """The settings of one conversion: memory limit, threads and the compiled-path thresholds (bytes)."""
+
+    limit: int
+    threads: int
+    numba_bytes: int = NUMBA_BYTES
+    stream_bytes: int = STREAM_BYTES
+    thread_bytes: int = THREAD_BYTES
+
+
+def run_settings(limit: int, threads: Any, nbytes: int = 0) -> Run:
+    """The settings for a call on an array of ``nbytes``, with the thresholds as this module holds them now.
+
+    >>> run_settings(1 << 30, 2).threads
+    2
+    """
+    count = checked_int(threads, "threads (xlashapes.physical.THREADS)")
+    if count < 1:
+        raise ShapeError(f"threads must be >= 1, got {count}")
+    first = NUMBA_BYTES if numba_loaded() or nbytes >= FIRST_NUMBA_BYTES else max(NUMBA_BYTES, FIRST_NUMBA_BYTES)
+    return Run(limit, count, first, STREAM_BYTES, THREAD_BYTES)
+
+
+def numba_loaded() -> bool:
+    """True once numba is imported (by these kernels or anything else in the process).
+
+    >>> isinstance(numba_loaded(), bool)
+    True
+    """
+    return "numba" in sys.modules and sys.modules["numba"] is not None
+
+
+def cache_directory() -> str:
+    """Where the compiled kernels are cached: ``$XLASHAPES_CACHE_DIR``, else ``$XDG_CACHE_HOME/xlashapes``,
+    else ``~/.cache/xlashapes``.
+
+    >>> cache_directory().endswith("xlashapes") or "XLASHAPES_CACHE_DIR" in os.environ
+    True
+    """
+    chosen = os.environ.get(CACHE_VARIABLE, "").strip()
+    if chosen:
+        return os.path.abspath(os.path.expanduser(chosen))
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(os.path.abspath(base), "xlashapes")
+
+
+def compiled_enabled() -> bool:
+    """False when ``XLASHAPES_NO_NUMBA`` is set to anything but empty or 0 (the NumPy path is forced).
+
+    >>> isinstance(compiled_enabled(), bool)
+    True
+    """
+    return os.environ.get("XLASHAPES_NO_NUMBA", "").strip() in ("", "0")
+
+
+def kernels() -> Any:
+    """The compiled kernels module, or None when numba is missing or ``XLASHAPES_NO_NUMBA`` forces NumPy."""
+    if not compiled_enabled():
+        return None
+    return import_kernels()
+
+
+@lru_cache(maxsize=1)
+def import_kernels() -> Any:
+    """Import :mod:`xlashapes.physical._kernels` (and numba) once; None without numba."""
+    try:
+        from . import _kernels as module
+    except (ImportError, OSError):  # no numba, or one that cannot load here: the NumPy path
+        return None
+    return module
+
+
+def walker() -> Any:
+    """The generic compiled kernel's module, or None (as :func:`kernels`)."""
+    if not compiled_enabled():
+        return None
+    return import_walker()
+
+
+@lru_cache(maxsize=1)
+def import_walker() -> Any:
+    """Import :mod:`xlashapes.physical._walk` (and numba) once; None without numba."""
+    try:
+        from . import _walk as module
+    except (ImportError, OSError):
+        return None
+    return module
+
+
+def scratch(nbytes: int) -> np.ndarray[Any, Any]:
+    """A kernel's scratch buffer for units of ``nbytes``: at least 32 KiB, with room to move partial lines."""
+    return np.empty(max(nbytes + 1024, 1 << 15), np.uint8)
+
+
+def address(array: np.ndarray[Any, Any]) -> int:
+    """The address of an array's first byte (the kernels take addresses; the caller keeps the array alive)."""
+    return int(array.ctypes.data)
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}  # by thread count, made on first use
+_POOLS_LOCK = threading.Lock()
+
+
+def parts(units: int, nbytes: int, run: Run) -> list[tuple[int, int]]:
+    """Ranges [first, last) of ``units`` work units, one per thread (just one below ``run.thread_bytes``).
+
+    >>> parts(10, 1 << 30, Run(0, 3))
+    [(0, 3), (3, 6), (6, 10)]
+    """
+    threads = max(1, min(run.threads, units)) if nbytes >= run.thread_bytes else 1
+    return list(pairwise(units * k // threads for k in range(threads + 1)))
+
+
+def run_parts(work: Callable[[tuple[int, int]], None], ranges: list[tuple[int, int]]) -> None:
+    """``work`` on each range: on this thread if there is one, else on a pool of threads (the kernels drop the GIL)."""
+    if len(ranges) == 1:
+        work(ranges[0])
+        return
+    with _POOLS_LOCK:
+        pool = _POOLS.get(len(ranges))
+        if pool is None:
+            pool = _POOLS[len(ranges)] = ThreadPoolExecutor(len(ranges), thread_name_prefix="xlashapes")
+    for _ in pool.map(work, ranges):
+        pass

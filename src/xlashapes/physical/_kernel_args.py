@@ -1,0 +1,49 @@
+"""The named arguments of the compiled kernels (plain tuples of ints, built without importing numba)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class TiledGeometry(NamedTuple):
+    """A ``T(R,C)`` or ``T(R,C)(P,1)`` layout on the two most minor dims, and the tile rows one call covers.
+
+    Tile rows are counted over the leading (batch) dims too: [first, last) of them. ``elements`` and ``total``
+    are the physical elements without and with ``L(n)`` tail padding; ``stream`` asks for streaming stores;
+    ``row_bytes`` is the size of each of the R row buffers in scratch (reading only).
+
+    >>> TiledGeometry(3, 5, 5, 8, 128, 1, 1024, 1024, 0, 0, 0, 1).tile_cols
+    128
+    """
+
+    rows: int
+    cols: int
+    row_stride: int
+    tile_rows: int
+    tile_cols: int
+    interleave: int
+    elements: int
+    total: int
+    stream: int
+    row_bytes: int
+    first: int
+    last: int
+
+
+class PermuteGeometry(NamedTuple):
+    """A permuting copy into a contiguous destination: runs (or rows of ``axis``) [first, last).
+
+    ``elements`` and ``total`` are the elements without and with tail padding, ``scratch_bytes`` the scratch size,
+    ``axis`` the source-contiguous axis transposed with the last (-1: none).
+
+    >>> PermuteGeometry(6, 6, 0, 4096, -1, 0, 3).axis
+    -1
+    """
+
+    elements: int
+    total: int
+    stream: int
+    scratch_bytes: int
+    axis: int
+    first: int
+    last: int

@@ -1,0 +1,281 @@
+"""A layout as one transpose: every physical dim as factors of logical dims, and copies between factor views."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise, product
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..layout import COMBINE_DIMENSION, Layout, tiled_dimensions
+from ._copy import _copy
+from ._dispatch import Run
+
+Chains = tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A layout as one transpose: each logical axis split into factors, the factors in physical order.
+
+    ``extents`` are the logical dims followed by ``phantoms`` axes of size 1 (dims that tiles longer than the
+    rank add); ``chains[axis]`` its factor sizes, major to minor (their product is the padded size);
+    ``order[k]`` is the factor (numbered along the concatenated chains) of physical factor axis ``k``.
+    """
+
+    extents: tuple[int, ...]
+    chains: Chains
+    order: tuple[int, ...]
+    phantoms: int
+
+    @property
+    def identity(self) -> bool:
+        """True when the physical elements are the logical array in row-major order, with no padding."""
+        return self.order == tuple(range(len(self.order))) and all(
+            math.prod(chain) == n for chain, n in zip(self.chains, self.extents)
+        )
+
+
+class _Atom:
+    """One factor of a logical axis while the plan is being built (mutable)."""
+
+    __slots__ = ("axis", "size")
+
+    def __init__(self, axis: int, size: int) -> None:
+        self.axis = axis
+        self.size = size
+
+
+def _plan(dims: tuple[int, ...], layout: Layout) -> _Plan | None:
+    """The factor plan of a layout, or None when a tile pads inside a dim or merges dims off a factor boundary."""
+    try:
+        hash(layout)
+    except TypeError:
+        return _new_plan(dims, layout)
+    return _cached_plan(dims, layout)
+
+
+@lru_cache(maxsize=1024)
+def _cached_plan(dims: tuple[int, ...], layout: Layout) -> _Plan | None:
+    """``_new_plan`` through a cache."""
+    return _new_plan(dims, layout)
+
+
+def _new_plan(dims: tuple[int, ...], layout: Layout) -> _Plan | None:
+    """The plan built by following every tile level on factors."""
+    if math.prod(dims) == 0:
+        return None
+    sizes = layout.padded_dimensions if layout.padded_dimensions is not None else dims
+    chains: list[list[_Atom]] = [[_Atom(d, sizes[d])] for d in range(len(dims))]
+    extents = list(dims)
+
+    def phantom() -> _Atom:
+        atom = _Atom(len(chains), 1)
+        chains.append([atom])
+        extents.append(1)
+        return atom
+
+    physical: list[list[_Atom]] = [[chains[d][0]] for d in layout.major_to_minor]
+    for tile in layout.tiles:
+        k = len(tile)
+        if k == 0:
+            continue
+        while len(physical) < k:
+            physical.insert(0, [phantom()])
+        head, covered = physical[: len(physical) - k], physical[len(physical) - k :]
+        outers: list[list[_Atom]] = []
+        inners: list[list[_Atom]] = []
+        carry: list[_Atom] = []
+        for atoms, t in zip(covered, tile):
+            if t == COMBINE_DIMENSION:
+                carry = carry + atoms
+                continue
+            split = _split_dim(carry + atoms, t, chains, phantom)
+            if split is None:
+                return None
+            outers.append(split[0])
+            inners.append(split[1])
+            carry = []
+        physical = head + outers + inners
+    return _finished_plan(physical, chains, extents, dims, layout)
+
+
+def _split_dim(
+    atoms: list[_Atom], t: int, chains: list[list[_Atom]], phantom: Any
+) -> tuple[list[_Atom], list[_Atom]] | None:
+    """A dim's factors split into (outer, inner) with the inner ones making ``t``; None when that pads mid-dim."""
+    rest = list(atoms) if atoms else [phantom()]
+    inner: list[_Atom] = []
+    covered = 1
+    while rest and t % (covered * rest[-1].size) == 0:
+        atom = rest.pop()
+        inner.insert(0, atom)
+        covered *= atom.size
+    if covered == t:
+        return rest, inner
+    q = t // covered
+    if not rest:  # the whole dim is smaller than the tile: pad its top factor
+        top = inner[0]
+        if chains[top.axis][0] is not top:
+            return None
+        top.size *= q
+        return [], inner
+    atom = rest[-1]
+    if atom.size % q:
+        if len(rest) != 1 or chains[atom.axis][0] is not atom:
+            return None
+        atom.size = -(-atom.size // q) * q
+    low = _Atom(atom.axis, q)
+    chain = chains[atom.axis]
+    chain.insert(chain.index(atom) + 1, low)
+    atom.size //= q
+    return rest, [low, *inner]
+
+
+def _finished_plan(
+    physical: list[list[_Atom]], chains: list[list[_Atom]], extents: list[int], dims: tuple[int, ...], layout: Layout
+) -> _Plan | None:
+    """The immutable plan, checked against ``tiled_dimensions`` (None if they ever disagree)."""
+    if tuple(math.prod(a.size for a in atoms) for atoms in physical) != tiled_dimensions(dims, layout):
+        return None
+    number: dict[int, int] = {}
+    for chain in chains:
+        for atom in chain:
+            number[id(atom)] = len(number)
+    order = tuple(number[id(atom)] for atoms in physical for atom in atoms)
+    if sorted(order) != list(range(len(number))):
+        return None
+    frozen = tuple(tuple(atom.size for atom in chain) for chain in chains)
+    return _Plan(tuple(extents), frozen, order, len(extents) - len(dims))
+
+
+def _plain_chains(extents: Sequence[int]) -> Chains:
+    """Chains of an unsplit logical array: one factor per axis."""
+    return tuple((n,) for n in extents)
+
+
+def _physical_view(elements: np.ndarray[Any, Any], plan: _Plan) -> np.ndarray[Any, Any]:
+    """The physical elements as the plan's factors in logical order (axis by axis, each chain major to minor)."""
+    factor_sizes = [size for chain in plan.chains for size in chain]
+    count = math.prod(factor_sizes)
+    physical = elements[:count].reshape([factor_sizes[f] for f in plan.order])
+    view: np.ndarray[Any, Any] = physical.transpose(np.argsort(plan.order))
+    return view
+
+
+# ----- boxes: the valid elements as strided blocks ---------------------------------------------------------------
+
+
+Box = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+def _range_boxes(lo: int, hi: int, sizes: Sequence[int]) -> list[Box]:
+    """Mixed-radix index range [lo, hi) as boxes (offsets, extents) over digits of ``sizes`` (major to minor).
+
+    >>> _range_boxes(0, 13, (2, 8))
+    [((0, 0), (1, 8)), ((1, 0), (1, 5))]
+    """
+    if lo >= hi:
+        return []
+    if not sizes:
+        return [((), ())]
+    below = math.prod(sizes[1:])
+    lower = tuple(sizes[1:])
+    first, last = lo // below, (hi - 1) // below
+    if first == last:
+        return [((first, *o), (1, *e)) for o, e in _range_boxes(lo - first * below, hi - first * below, lower)]
+    boxes: list[Box] = []
+    if lo % below:
+        boxes += [((first, *o), (1, *e)) for o, e in _range_boxes(lo % below, below, lower)]
+        first += 1
+    end = hi // below
+    if end > first:
+        boxes.append(((first,) + (0,) * len(lower), (end - first, *lower)))
+    if hi % below:
+        boxes += [((end, *o), (1, *e)) for o, e in _range_boxes(0, hi % below, lower)]
+    return boxes
+
+
+def _box_slices(parts: Sequence[Box]) -> tuple[Any, ...]:
+    """Index slices of one box per axis, concatenated (with ``...`` so that even 0-d views stay views)."""
+    where = (*(slice(o, o + e) for offsets, extents in parts for o, e in zip(offsets, extents)), Ellipsis)
+    return where
+
+
+def _fill_padding(view: np.ndarray[Any, Any], plan: _Plan, pad: np.ndarray[Any, Any]) -> None:
+    """Write ``pad`` to every element of the factor view that is outside the logical array."""
+    valid = [_range_boxes(0, n, chain) for n, chain in zip(plan.extents, plan.chains)]
+    invalid = [_range_boxes(n, math.prod(chain), chain) for n, chain in zip(plan.extents, plan.chains)]
+    full = [[((0,) * len(chain), chain)] for chain in plan.chains]
+    for axis in range(len(plan.chains)):
+        if not invalid[axis]:
+            continue
+        for parts in product(*valid[:axis], invalid[axis], *full[axis + 1 :]):
+            np.copyto(view[_box_slices(parts)], pad)
+
+
+def _weights(chain: Sequence[int]) -> list[int]:
+    """The logical stride of each factor: the product of the factors below it."""
+    weights = [1] * len(chain)
+    acc = 1
+    for j in range(len(chain) - 1, -1, -1):
+        weights[j] = acc
+        acc *= chain[j]
+    return weights
+
+
+def _common_boundaries(chains: Sequence[Sequence[int]], n: int) -> tuple[int, ...] | None:
+    """Factor boundaries (ascending weights below ``n``) refining all ``chains``, or None if there are none."""
+    bounds = sorted({1} | {w for chain in chains for w in _weights(chain) if w < n})
+    if any(hi % lo for lo, hi in pairwise(bounds)):
+        return None
+    return tuple(bounds)
+
+
+def _refined_sizes(bounds: Sequence[int], n: int) -> tuple[int, ...]:
+    """Factor sizes (major to minor) for boundaries ``bounds`` covering [0, n)."""
+    sizes = [-(-n // bounds[-1])]
+    sizes += [bounds[i + 1] // bounds[i] for i in range(len(bounds) - 2, -1, -1)]
+    return tuple(sizes)
+
+
+def _split_view(
+    view: np.ndarray[Any, Any], chains: Chains, bounds: Sequence[Sequence[int]], extents: Sequence[int]
+) -> np.ndarray[Any, Any]:
+    """The factor view re-split at common boundaries (only in-range positions are ever indexed)."""
+    shape: list[int] = []
+    strides: list[int] = []
+    first = 0
+    for chain, axis_bounds, n in zip(chains, bounds, extents):
+        weights = _weights(chain)
+        kept = [(w, view.strides[first + j]) for j, w in enumerate(weights) if w < n]
+        for bound, size in zip(reversed(axis_bounds), _refined_sizes(axis_bounds, n)):
+            owner = next(((w, s) for w, s in kept if w <= bound), None)
+            shape.append(size)
+            strides.append(0 if owner is None else owner[1] * (bound // owner[0]))
+        first += len(chain)
+    return as_strided(view, shape=tuple(shape), strides=tuple(strides))
+
+
+def _transfer(
+    dst: np.ndarray[Any, Any], dst_chains: Chains, src: np.ndarray[Any, Any], src_chains: Chains,
+    extents: Sequence[int], run: Run | None = None,
+) -> None:
+    """Copy every logical element from one factor view to another (their chains must have common boundaries)."""
+    bounds = []
+    for a, b, n in zip(dst_chains, src_chains, extents):
+        common = _common_boundaries((a, b), n)
+        if common is None:
+            raise AssertionError("transfer between factor views with no common refinement")  # callers check
+        bounds.append(common)
+    dst_split = _split_view(dst, dst_chains, bounds, extents)
+    src_split = _split_view(src, src_chains, bounds, extents)
+    boxes = [_range_boxes(0, n, _refined_sizes(b, n)) for b, n in zip(bounds, extents)]
+    for parts in product(*boxes):
+        where = _box_slices(parts)
+        _copy(dst_split[where], src_split[where], run)

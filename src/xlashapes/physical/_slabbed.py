@@ -1,0 +1,137 @@
+"""Conversions one slab at a time: bounded temporaries for packed and irregular layouts, memory maps, files."""
+
+from __future__ import annotations
+
+import math
+import mmap
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._chunks import Slabs, slabs
+from ._convert import _read_physical, _write_physical
+from ._dispatch import Run
+from ._geometry import _Geometry, _geometry
+from ._plan import _plan
+
+CHUNK_BYTES = 8 << 20
+"""Bytes of one slab chunk (of the physical buffer): what a conversion holds in temporaries at a time."""
+
+Progress = Callable[[int, int], None]
+"""Called with (bytes done, bytes in all) after each chunk."""
+
+
+def release(array: Any) -> None:
+    """Unmap a memory map's pages from this process: its RSS stays about one chunk whatever the file's size.
+
+    The maps are shared, so nothing is lost: the pages stay in the page cache (dirty ones are written back by the
+    system in its own time) and are mapped again when touched.
+    """
+    while isinstance(array, np.ndarray):
+        handle = getattr(array, "_mmap", None)
+        if isinstance(handle, mmap.mmap):
+            shared = isinstance(array, np.memmap) and array.mode in ("r", "r+", "w+", "readonly", "readwrite", "write")
+            if shared and not handle.closed and hasattr(handle, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+                handle.madvise(mmap.MADV_DONTNEED)  # never for copy-on-write maps: that would drop their changes
+            return
+        array = array.base
+
+
+def is_mapped(array: Any) -> bool:
+    """True when ``array`` is (a view of) a memory map.
+
+    >>> is_mapped(np.zeros(3))
+    False
+    """
+    while isinstance(array, np.ndarray):
+        if isinstance(getattr(array, "_mmap", None), mmap.mmap):
+            return True
+        array = array.base
+    return False
+
+
+def wants_slabs(geometry: _Geometry, *arrays: Any) -> bool:
+    """True when a conversion should go slab by slab: large and packed, irregular (no factor plan), or mapped."""
+    if geometry.nbytes <= CHUNK_BYTES:
+        return False
+    if geometry.packed or any(is_mapped(a) for a in arrays):
+        return True
+    return _plan(geometry.dims, geometry.layout) is None
+
+
+def _rows(axis: int, low: int, high: int) -> tuple[Any, ...]:
+    """The index selecting rows [low, high) of ``axis``."""
+    return (slice(None),) * axis + (slice(low, high),)
+
+
+def write_in_slabs(
+    x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], run: Run,
+    progress: Progress | None = None, layout: Slabs | None = None,
+) -> bool:
+    """``_write_physical`` one chunk of slabs at a time; False (nothing done) when the layout has no slabs."""
+    cut = layout or slabs(geometry.shape, geometry.bits)
+    if cut is None:
+        return False
+    for first, last in cut.chunks(CHUNK_BYTES):
+        low, high = cut.rows(first, last)
+        piece = _geometry(cut.piece(first, last))
+        start, end = cut.byte_range(first, last)
+        part = np.ascontiguousarray(x[_rows(cut.axis, low, high)])
+        _write_physical(part, piece, pad, buffer[start:end], run)
+        release(buffer)
+        release(x)
+        if progress is not None:
+            progress(end, geometry.nbytes)
+    return True
+
+
+def read_in_slabs(
+    data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], run: Run,
+    progress: Progress | None = None, layout: Slabs | None = None,
+) -> bool:
+    """``_read_physical`` one chunk of slabs at a time into the storage array ``result``; False without slabs."""
+    cut = layout or slabs(geometry.shape, geometry.bits)
+    if cut is None:
+        return False
+    for first, last in cut.chunks(CHUNK_BYTES):
+        low, high = cut.rows(first, last)
+        piece = _geometry(cut.piece(first, last))
+        start, end = cut.byte_range(first, last)
+        target = result[_rows(cut.axis, low, high)]
+        staged = target if target.flags.c_contiguous else np.empty(target.shape, target.dtype)
+        _read_physical(data[start:end], piece, staged, run)
+        if staged is not target:
+            target[...] = staged
+        release(result)
+        release(data)
+        if progress is not None:
+            progress(end, geometry.nbytes)
+    return True
+
+
+def relayout_in_slabs(
+    data: np.ndarray[Any, Any], src: _Geometry, dst: _Geometry, pad: np.ndarray[Any, Any],
+    result: np.ndarray[Any, Any], run: Run,
+) -> bool:
+    """Relayout through a logical chunk at a time, when both layouts cut the same axis into slabs."""
+    a, b = slabs(src.shape, src.bits), slabs(dst.shape, dst.bits)
+    if a is None or b is None or a.axis != b.axis:
+        return False
+    grid = math.lcm(a.weight * a.step, b.weight * b.step)
+    n = src.dims[a.axis]
+    per_row = max(1, src.nbytes // max(1, n), dst.nbytes // max(1, n))
+    rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
+    for low in range(0, n, rows):
+        high = min(n, low + rows)
+        pieces = []
+        for cut in (a, b):
+            first, last = low // cut.weight, -(-high // cut.weight)
+            pieces.append((_geometry(cut.piece(first, last)), cut.byte_range(first, last)))
+        (src_piece, (s0, s1)), (dst_piece, (d0, d1)) = pieces
+        logical = np.empty(src_piece.dims, src.storage)
+        _read_physical(data[s0:s1], src_piece, logical, run)
+        _write_physical(logical, dst_piece, pad, result[d0:d1], run)
+        release(result)
+        release(data)
+    return True

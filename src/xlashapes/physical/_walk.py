@@ -1,0 +1,236 @@
+"""The generic compiled kernel: one strided copy that walks the factor views of any layout (numba).
+
+Every layout the factor plan covers (any tiling: tiled transposes, rank-1 and multi-level tiles, partial-rank
+tiles, ``*`` dims on factor boundaries, legacy padding; relayout between two of them) is one copy between two
+strided views of the same factors. This kernel does that copy in destination order. Its innermost work is a
+block of two axes: the destination's most minor one and the one that is contiguous in the source. Depending on
+their sizes and strides the block is a plain run (``memcpy``), a 2- or 4-way (de)interleave of rows, or a
+transpose in registers of 16x16 (or 8x8) squares; anything else is moved element by element.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._kernels import (
+    LINE,
+    _copy,
+    _copy_out,
+    _deinterleave2,
+    _deinterleave2_nt,
+    _deinterleave4,
+    _deinterleave4_nt,
+    _fence,
+    _get,
+    _interleave2,
+    _interleave2_nt,
+    _interleave4,
+    _interleave4_nt,
+    _jit,
+    _lanes,
+    _put,
+    _side,
+    _transpose,
+    _transpose8,
+    _transpose_nt,
+    _width,
+)
+
+WIDE = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
+# typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
+_0, _1 = np.int64(0), np.int64(1)
+
+
+@_jit
+def _scalar(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, u0: int, i0: int) -> None:
+    """``dst[u*du + i*di] = src[u + i*si]`` for ``u0 <= u < big`` with every ``i < small``, and for ``u < u0`` with
+    ``i0 <= i < small`` (the edges a blocked pass leaves), element by element."""
+    for u in range(u0, big):
+        for i in range(small):
+            _put(dst, u * du + i * di, _get(src, u + i * si, pad))
+    if i0 < small:
+        for u in range(min(u0, big)):
+            for i in range(i0, small):
+                _put(dst, u * du + i * di, _get(src, u + i * si, pad))
+
+
+@_jit
+def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int) -> None:
+    """``dst[u*du + i*di] = src[u + i*si]`` for ``u < big``, ``i < small`` (addresses in bytes, steps in elements).
+
+    With ``stream``, whole destination lines at line-aligned addresses are written with streaming stores.
+    """
+    width = _width(pad)
+    aligned = stream and dst % LINE == 0
+    rows_aligned = aligned and (du * width) % LINE == 0
+    if big == 1:
+        if di == 1 and si == 1:
+            if stream:
+                _copy_out(dst, src, small * width, _1)
+            else:
+                _copy(dst, src, small * width)
+        else:
+            for i in range(small):
+                _put(dst, i * di, _get(src, i * si, pad))
+        return
+    if di != 1:
+        _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
+        return
+    lanes = _lanes(pad)
+    if du == small and (small == 2 or small == 4):  # rows interleaved: T(...)(2,1), (4,1) on the way out
+        full = big - big % lanes
+        for u in range(0, full, lanes):
+            d = dst + u * small * width
+            if small == 2:
+                if aligned:
+                    _interleave2_nt(d, src + u * width, si, pad)
+                else:
+                    _interleave2(d, src + u * width, si, pad)
+            elif aligned:
+                _interleave4_nt(d, src + u * width, si, pad)
+            else:
+                _interleave4(d, src + u * width, si, pad)
+        _scalar(dst, src, pad, big, small, du, di, si, full, small)
+        return
+    if si == big and (big == 2 or big == 4):  # rows de-interleaved: the same on the way in
+        full = small - small % lanes
+        for i in range(0, full, lanes):
+            d, s = dst + i * width, src + i * big * width
+            if big == 2:
+                if rows_aligned:
+                    _deinterleave2_nt(d, du, s, pad)
+                else:
+                    _deinterleave2(d, du, s, pad)
+            elif rows_aligned:
+                _deinterleave4_nt(d, du, s, pad)
+            else:
+                _deinterleave4(d, du, s, pad)
+        _scalar(dst, src, pad, big, small, du, di, si, big, full)
+        return
+    side = _side(pad)
+    if big < side or small < side:
+        side = 8
+    if big < side or small < side:
+        _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
+        return
+    full_u, full_i = big - big % side, small - small % side
+    streamed = rows_aligned and side == _side(pad) and side * width == LINE
+    for u in range(0, full_u, side):
+        for i in range(0, full_i, side):
+            d, s = dst + (u * du + i) * width, src + (u + i * si) * width
+            if streamed:
+                _transpose_nt(d, du, s, si, pad)
+            elif side == 8:
+                _transpose8(d, du, s, si, pad)
+            else:
+                _transpose(d, du, s, si, pad)
+    _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
+
+
+@_jit
+def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int, stream: int) -> None:
+    """``rows`` contiguous runs of ``length`` elements, ``dr`` / ``sr`` elements apart (one call for many runs)."""
+    width = _width(pad)
+    n = length * width
+    for r in range(rows):
+        d, s = dst + r * dr * width, src + r * sr * width
+        if stream:
+            _copy_out(d, s, n, _1)
+        else:
+            _copy(d, s, n)
+
+
+@_jit
+def _wide_block(
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int
+) -> None:
+    """``count`` blocks side by side in the destination (block ``f`` at ``dst + f*small`` elements, ``src + f*fs``):
+    short destination rows (tiled transposes read back) written a band of 8 rows at a time across many blocks, so
+    that each row gets one long run instead of ``count`` scattered pieces."""
+    width = _width(pad)
+    if big < 8 or small < 8:
+        for f in range(count):
+            _block(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, stream)
+        return
+    full_u, full_i = big - big % 8, small - small % 8
+    for f0 in range(0, count, WIDE):
+        f1 = min(count, f0 + WIDE)
+        for u in range(0, full_u, 8):
+            for f in range(f0, f1):
+                d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
+                for i in range(0, full_i, 8):
+                    _transpose8(d + i * width, du, s + i * si * width, si, pad)
+        if full_u < big or full_i < small:
+            for f in range(f0, f1):
+                _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, full_u,
+                        full_i)
+
+
+@_jit
+def strided_copy(
+    dst: int, src: int, pad: Any, shape: Any, d_strides: Any, s_strides: Any, unit: int, first: int, last: int,
+    stream: int, work: Any,
+) -> None:
+    """Copy between strided views at ``dst`` and ``src`` (axes in destination order, strides in elements).
+
+    ``unit`` is the axis (not the last) with source stride 1, -1 for none; the outermost other axis only runs over
+    [first, last), so that threads can split the work there. ``stream`` asks for streaming stores. ``work`` is
+    scratch of two int64 per axis (no allocation in the kernel).
+    """
+    n = shape.size
+    width = _width(pad)
+    inner = n - 1
+    big = shape[unit] if unit >= 0 else 1
+    du = d_strides[unit] if unit >= 0 else 0
+    small, di, si = shape[inner], d_strides[inner], s_strides[inner]
+    axes = work[:n]
+    m = 0
+    for k in range(inner):
+        if k != unit:
+            axes[m] = k
+            m += 1
+    if m == 0:
+        _block(dst, src, pad, big, small, du, di, si, stream)
+        if stream:
+            _fence()
+        return
+    rows, dr, sr = 0, 0, 0
+    wide, fs = 0, 0
+    if unit < 0 and di == 1 and si == 1 and m >= 2:  # runs: the innermost outer axis loops inside one call
+        rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
+        m -= 1
+    elif unit >= 0 and di == 1 and m >= 2 and d_strides[axes[m - 1]] == small and small * width < LINE:
+        wide, fs = shape[axes[m - 1]], s_strides[axes[m - 1]]  # the blocks continue each other's rows
+        m -= 1
+    index = work[n : 2 * n]
+    index[:] = 0
+    a = axes[0]
+    index[0] = first
+    d_off, s_off = first * d_strides[a], first * s_strides[a]
+    if first >= last:
+        return
+    while True:
+        if rows:
+            _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, stream)
+        elif wide:
+            _wide_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, wide, fs, stream)
+        else:
+            _block(dst + d_off * width, src + s_off * width, pad, big, small, du, di, si, stream)
+        j = m - 1
+        while True:
+            a = axes[j]
+            index[j] += 1
+            d_off += d_strides[a]
+            s_off += s_strides[a]
+            if index[j] < (last if j == 0 else shape[a]):
+                break
+            if j == 0:
+                if stream:
+                    _fence()
+                return
+            d_off -= index[j] * d_strides[a]
+            s_off -= index[j] * s_strides[a]
+            index[j] = 0
+            j -= 1

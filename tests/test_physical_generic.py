@@ -1,0 +1,342 @@
+"""The generic compiled kernel, slab-by-slab conversions, memory maps and files give the NumPy path's bytes."""
+
+from __future__ import annotations
+
+import io
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xlashapes as xs
+from profiles import examples
+from test_physical import canonical_bits, random_array, same_bits  # tests/ is on sys.path
+from xlashapes.layout import COMBINE_DIMENSION
+from xlashapes.physical import _chunks, _compiled, _dispatch, _slabbed, from_physical, relayout, to_physical
+from xlashapes.physical.files import pack_file, terminal_progress, unpack_file
+
+STAR = COMBINE_DIMENSION
+FAST = settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def numpy_path(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` with ``XLASHAPES_NO_NUMBA=1`` (the reference NumPy path)."""
+    saved = os.environ.get("XLASHAPES_NO_NUMBA")
+    os.environ["XLASHAPES_NO_NUMBA"] = "1"
+    try:
+        return function(*args, **kwargs)
+    finally:
+        if saved is None:
+            del os.environ["XLASHAPES_NO_NUMBA"]
+        else:
+            os.environ["XLASHAPES_NO_NUMBA"] = saved
+
+
+# ----- the layout families of issue 14 ------------------------------------------------------------------------
+def _layout(order: tuple[int, ...], *tiles: tuple[int, ...], **fields: Any) -> xs.Layout:
+    return xs.Layout(order, tiles=tuple(tiles), **fields)
+
+
+@st.composite
+def family_shapes(draw: st.DrawFn) -> xs.Shape:
+    """A small shape from one of issue 14's layout families (TPU tilings and everything else)."""
+    family = draw(st.sampled_from([
+        "f32 T(8,128)", "bf16 T(8,128)(2,1)", "8-bit T(8,128)(4,1)", "pred", "s4 tiled", "s4 untiled", "rank-1",
+        "small tiles", "transpose", "tiled transpose", "partial-rank", "combined", "legacy", "packed transpose",
+    ]))
+    rows, cols = draw(st.integers(1, 40)), draw(st.integers(1, 300))
+    lead = draw(st.integers(1, 3))
+    if family == "f32 T(8,128)":
+        return xs.make_shape("f32", [lead, rows, cols], layout=_layout((2, 1, 0), (8, 128)))
+    if family == "bf16 T(8,128)(2,1)":
+        return xs.make_shape("bf16", [rows, cols], layout=_layout((1, 0), (8, 128), (2, 1)))
+    if family == "8-bit T(8,128)(4,1)":
+        etype = draw(st.sampled_from(["s8", "u8", "f8e4m3fn", "f8e5m2"]))
+        return xs.make_shape(etype, [rows, cols], layout=_layout((1, 0), (8, 128), (4, 1)))
+    if family == "pred":
+        return xs.make_shape("pred", [rows, cols], layout=_layout((1, 0), (32, 128), (32, 1)))
+    if family == "s4 tiled":
+        etype = draw(st.sampled_from(["s4", "u4"]))
+        return xs.make_shape(etype, [rows, cols], layout=_layout((1, 0), (8, 128), (2, 1), element_size_in_bits=4))
+    if family == "s4 untiled":
+        return xs.make_shape("s4", [rows, cols], layout=_layout((1, 0), element_size_in_bits=4))
+    if family == "rank-1":
+        p = draw(st.sampled_from([1, 2, 4]))
+        etype = {1: "f32", 2: "bf16", 4: "s8"}[p]
+        return xs.make_shape(etype, [rows * cols * 4], layout=_layout((0,), (1024,), (128,), (p, 1)))
+    if family == "small tiles":
+        r = draw(st.sampled_from([1, 2, 4]))
+        return xs.make_shape("f32", [lead, rows, cols], layout=_layout((2, 1, 0), (r, 128)))
+    if family == "transpose":
+        rank = draw(st.integers(2, 6))
+        dims = [draw(st.integers(1, 12 if rank > 3 else 60)) for _ in range(rank)]
+        etype = draw(st.sampled_from(["u8", "bf16", "f32", "f64"]))
+        order = tuple(draw(st.permutations(range(rank))))
+        return xs.make_shape(etype, dims, layout=_layout(order))
+    if family == "tiled transpose":
+        etype = draw(st.sampled_from(["u8", "bf16", "f32", "f64"]))
+        tile = draw(st.sampled_from([(8, 128), (8, 8), (16, 16), (4, 32)]))
+        return xs.make_shape(etype, [rows * 3, cols], layout=_layout((0, 1), tile))
+    if family == "partial-rank":
+        return xs.make_shape("f32", [lead, rows, cols], layout=_layout((2, 1, 0), (draw(st.sampled_from([8, 64])),)))
+    if family == "combined":
+        return xs.make_shape("f32", [lead * 2, 4, cols], layout=_layout((2, 1, 0), (2, STAR, 128)))
+    if family == "legacy":
+        dims = [rows, cols]
+        padded = (rows + draw(st.integers(0, 3)), cols + draw(st.integers(0, 3)))
+        return xs.make_shape("s16", dims, layout=_layout((0, 1), padded_dimensions=padded))
+    return xs.make_shape("u2", [rows, cols], layout=_layout((0, 1), element_size_in_bits=2))
+
+
+def _other_layout(shape: xs.Shape, draw: st.DrawFn) -> xs.Shape:
+    """The same array in another layout: default, transposed or tiled."""
+    rank = shape.rank
+    order = tuple(draw(st.permutations(range(rank))))
+    tiles = draw(st.sampled_from([(), ((8, 128),), ((4,),)]))
+    bits = shape.layout_or_default().element_size_in_bits
+    return xs.make_shape(str(shape.element_type), list(shape.dimensions),
+                         layout=xs.Layout(order, tiles=tiles, element_size_in_bits=bits))
+
+
+@pytest.fixture
+def compiled_everywhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
+    """Compiled kernels for arrays of any size; calls of the generic kernel counted."""
+    walk = _dispatch.walker()
+    if walk is None:
+        pytest.skip("numba is not installed")
+    counter: Counter[str] = Counter()
+    original = walk.strided_copy
+
+    def counted(*args: Any) -> Any:
+        counter["strided_copy"] += 1
+        return original(*args)
+
+    monkeypatch.setattr(walk, "strided_copy", counted)
+    monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 0)
+    monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
+    yield counter
+
+
+@FAST
+@given(family_shapes(), st.integers(0, 2**32), st.booleans(), st.sampled_from([1, 2]), st.data())
+def test_compiled_paths_equal_numpy_path(
+    compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, shape: xs.Shape, seed: int,
+    generic_only: bool, threads: int, data: st.DataObject,
+) -> None:
+    """Every family, both directions and relayout: the compiled kernels (the generic one alone, or with the
+    2-d tiled and permute kernels first) give the NumPy path's bytes, on 1 or 2 threads."""
+    with monkeypatch.context() as patch:
+        if generic_only:
+            patch.setattr(_compiled, "_compiled_choice", lambda *args: None)
+        patch.setattr(_dispatch, "THREAD_BYTES", 0)
+        x = random_array(str(shape.element_type), shape.dimensions, seed)
+        expected = numpy_path(to_physical, x, shape)
+        assert np.array_equal(to_physical(x, shape, threads=threads), expected), shape
+        noise = np.random.default_rng(seed).integers(0, 256, size=len(expected), dtype=np.uint8)
+        assert same_bits(from_physical(noise, shape, threads=threads), numpy_path(from_physical, noise, shape)), shape
+        other = _other_layout(shape, data.draw)
+        moved = relayout(noise, shape, other, threads=threads)
+        assert np.array_equal(moved, numpy_path(relayout, noise, shape, other)), (shape, other)
+
+
+def test_generic_kernel_covers_layouts_the_others_do_not(compiled_everywhere: Counter[str]) -> None:
+    for text in ("f32[40,300]{0,1:T(8,128)}", "bf16[5000]{0:T(1024)(128)(2,1)}", "f32[2,4,256]{2,1,0:T(2,*,128)}",
+                 "f64[9,17,33]{0,2,1}", "u8[64,48]{0,1:T(8,8)}"):
+        shape = xs.parse_shape(text)
+        assert _compiled._compiled_plan(shape.dimensions, shape.layout_or_default()) is None or "f64" in text
+        x = random_array(str(shape.element_type), shape.dimensions, 7)
+        before = compiled_everywhere["strided_copy"]
+        buffer = to_physical(x, shape)
+        assert np.array_equal(buffer, numpy_path(to_physical, x, shape)), text
+        assert same_bits(from_physical(buffer, shape), x), text
+        assert compiled_everywhere["strided_copy"] > before, text
+
+
+def test_transposes_of_every_width_through_the_generic_kernel(compiled_everywhere: Counter[str]) -> None:
+    # 16x16 and 8x8 register transposes, edges, 2- and 4-way (de)interleaves for widths 1, 2, 4 and 8
+    for etype in ("u8", "bf16", "f32", "f64"):
+        for text in (f"{etype}[67,45]{{0,1}}", f"{etype}[20,300]{{1,0:T(8,128)(2,1)}}",
+                     f"{etype}[20,300]{{1,0:T(8,128)(4,1)}}", f"{etype}[37,19]{{0,1:T(8,8)}}"):
+            shape = xs.parse_shape(text)
+            x = random_array(etype, shape.dimensions, len(text))
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(_compiled, "_compiled_choice", lambda *args: None)
+                buffer = to_physical(x, shape)
+                assert np.array_equal(buffer, numpy_path(to_physical, x, shape)), text
+                assert same_bits(from_physical(buffer, shape), x), text
+    assert compiled_everywhere["strided_copy"] >= 32
+
+
+# ----- slabs, memory maps and chunk boundaries ------------------------------------------------------------------
+def test_slabs_follow_the_most_major_dim() -> None:
+    def cut(text: str) -> tuple[int, int, int, int] | None:
+        shape = xs.parse_shape(text)
+        found = _chunks.slabs(shape, xs.layout.element_bits(shape.element_type, shape.layout))
+        return None if found is None else (found.axis, found.weight, found.outer, found.step)
+
+    assert cut("f32[20,300]{1,0:T(8,128)}") == (0, 8, 3, 1)
+    assert cut("f32[20,300]{0,1:T(8,128)}") == (1, 8, 38, 1)
+    assert cut("bf16[3000]{0:T(1024)(128)(2,1)}") == (0, 1024, 3, 1)
+    assert cut("f32[4,20,300]{2,1,0:T(8,128)}") == (0, 1, 4, 1)
+    assert cut("s4[7,3]{1,0:E(4)}") == (0, 1, 7, 2)  # a slab of 3 elements is 1.5 bytes: chunks of 2 slabs
+    assert cut("u2[9,13]{1,0:L(64)E(2)}") == (0, 1, 9, 64)
+    assert cut("f32[30,33]{1,0:T(4,*,128)}") is None  # the tile makes new dims in front
+    assert cut("f32[3,5]{1,0:T(*,2)}") is None  # '*' merges the most major dim
+    assert cut("f32[3,5]{1,0}") == (0, 1, 3, 1)
+
+
+SLAB_CASES = [
+    "s4[37,300]{1,0:T(8,128)(2,1)E(4)}", "u4[45,77]{0,1:T(8,128)(2,1)E(4)}", "u2[99,13]{1,0:L(64)E(2)}",
+    "bf16[3000]{0:T(1024)(128)(2,1)}", "s4[300,17]{0,1:L(3)E(4)}", "f32[45,77]{0,1:T(8,128)}",
+    "pred[40,130]{1,0:T(32,128)(32,1)E(1)}", "s16[33,7,5]{1,2,0:T(4,4)}", "f32[30,33]{1,0:T(4,*,128)}",
+]
+
+
+@pytest.mark.parametrize("text", SLAB_CASES)
+@pytest.mark.parametrize("budget", [1, 700, 1 << 20])
+def test_slab_chunks_equal_one_pass(monkeypatch: pytest.MonkeyPatch, text: str, budget: int) -> None:
+    """Chunks of one step (a slab or two), of a few slabs, and one chunk for everything: the same bytes."""
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, budget)
+    expected = numpy_path(to_physical, x, shape)
+    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", budget)
+    monkeypatch.setattr(_compiled, "CHUNK_BYTES", budget)
+    assert np.array_equal(numpy_path(to_physical, x, shape), expected), text
+    assert same_bits(numpy_path(from_physical, expected, shape), x), text
+    other = xs.parse_shape(text.split("{")[0])
+    assert np.array_equal(numpy_path(relayout, expected, shape, other), numpy_path(to_physical, x, other))
+    assert np.array_equal(numpy_path(relayout, numpy_path(to_physical, x, other), other, shape), expected)
+
+
+def test_memmaps_in_and_out_at_unaligned_offsets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 1000)
+    for text in ("bf16[67,300]{1,0:T(8,128)(2,1)}", "s4[50,129]{0,1:T(8,128)(2,1)E(4)}", "f32[20,33,9]{0,2,1}"):
+        shape = xs.parse_shape(text)
+        x = random_array(str(shape.element_type), shape.dimensions, 3)
+        expected = numpy_path(to_physical, x, shape)
+        path = tmp_path / "buffer.bin"
+        path.write_bytes(b"\0" * (len(expected) + 13))
+        out = np.memmap(path, dtype=np.uint8, mode="r+", offset=13, shape=(len(expected),))
+        assert to_physical(x, shape, out=out) is out
+        out.flush()
+        assert path.read_bytes()[13:] == expected.tobytes(), text
+        del out
+        data = np.memmap(path, dtype=np.uint8, mode="r", offset=13, shape=(len(expected),))
+        assert same_bits(from_physical(data, shape), x), text
+        np.save(tmp_path / "y.npy", np.zeros_like(x))
+        target = np.load(tmp_path / "y.npy", mmap_mode="r+").view(x.dtype)  # .npy keeps ml_dtypes as V2/V1
+        assert from_physical(data, shape, out=target) is target
+        target.flush()
+        assert same_bits(np.load(tmp_path / "y.npy").view(x.dtype), x), text
+        del data, target
+
+
+@pytest.mark.parametrize("text", ["bf16[67,300]{1,0:T(8,128)(2,1)}", "s4[50,129]{0,1:T(8,128)(2,1)E(4)}",
+                                  "f32[30,33]{1,0:T(4,*,128)}", "u8[0,5]{1,0}", "f8e8m0fnu[9,7]{1,0:T(8,8)}"])
+def test_pack_file_and_unpack_file_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 512)
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 5)
+    x = canonical_bits(x).view(x.dtype).reshape(x.shape)
+    np.save(tmp_path / "x.npy", x)
+    seen: list[tuple[int, int]] = []
+    assert pack_file(tmp_path / "x.npy", text, tmp_path / "x.bin", progress=lambda d, t: seen.append((d, t))) == (
+        shape.byte_size()
+    )
+    assert (tmp_path / "x.bin").read_bytes() == numpy_path(to_physical, x, shape).tobytes(), text
+    if shape.byte_size():
+        assert seen and seen[-1] == (shape.byte_size(), shape.byte_size())
+        assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert unpack_file(tmp_path / "x.bin", text, tmp_path / "y.npy") == shape.byte_size()
+    assert same_bits(np.load(tmp_path / "y.npy").view(x.dtype), x), text
+
+
+def test_files_report_bad_input_as_shape_errors(tmp_path: Path) -> None:
+    np.save(tmp_path / "x.npy", np.zeros((2, 3), np.float32))
+    np.savez(tmp_path / "x.npz", a=np.zeros(3))
+    np.save(tmp_path / "s.npy", np.array(["a", "b"]))
+    with pytest.raises(xs.ShapeError, match="dims"):
+        pack_file(tmp_path / "x.npy", "f32[3,2]", tmp_path / "o.bin")
+    with pytest.raises(xs.ShapeError, match="npy"):
+        pack_file(tmp_path / "x.npz", "f32[3]", tmp_path / "o.bin")
+    with pytest.raises(xs.ShapeError, match="dtype"):
+        pack_file(tmp_path / "s.npy", "f32[2]", tmp_path / "o.bin")
+    with pytest.raises(xs.ShapeError, match="cannot read"):
+        pack_file(tmp_path / "missing.npy", "f32[2]", tmp_path / "o.bin")
+    with pytest.raises(xs.ShapeError, match="cannot write"):
+        pack_file(tmp_path / "x.npy", "f32[2,3]", tmp_path / "no" / "o.bin")
+    with pytest.raises(xs.ShapeError, match="is the input"):
+        pack_file(tmp_path / "x.npy", "f32[2,3]", tmp_path / "x.npy")
+    (tmp_path / "short.bin").write_bytes(b"\0" * 5)
+    with pytest.raises(xs.ShapeError, match="5 bytes"):
+        unpack_file(tmp_path / "short.bin", "f32[2]", tmp_path / "y.npy")
+    assert terminal_progress(open(os.devnull, "w")) is None
+
+
+# ----- issue 15, settings, start-up ------------------------------------------------------------------------------
+def test_f8e8m0fnu_padding_is_zero_bytes_not_nan() -> None:
+    x = np.ones(3, ml_dtypes.float8_e8m0fnu)
+    assert to_physical(x, "f8e8m0fnu[3]{0:T(4)}").tobytes() == b"\x7f\x7f\x7f\x00"
+    assert to_physical(np.ones((1, 1), ml_dtypes.float8_e8m0fnu), "f8e8m0fnu[1,1]{1,0:T(2,2)}").tolist() == [
+        0x7F, 0, 0, 0
+    ]
+    assert to_physical(np.ones(1, np.float32), "f32[1]{0:T(2)}", padding_value=-0.0).view(np.uint32).tolist() == [
+        0x3F800000, 0x80000000
+    ]
+
+
+def test_cache_directory_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XLASHAPES_CACHE_DIR", str(tmp_path / "mine"))
+    assert _dispatch.cache_directory() == str(tmp_path / "mine")
+    monkeypatch.delenv("XLASHAPES_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert _dispatch.cache_directory() == str(tmp_path / "xlashapes")
+
+
+def test_numba_kernels_are_cached_in_the_cache_directory() -> None:
+    walk, kernels = _dispatch.walker(), _dispatch.kernels()
+    if walk is None or kernels is None:
+        pytest.skip("numba is not installed")
+    for kernel in (walk.strided_copy, kernels.tiled_to_physical, kernels.pack):
+        assert kernel._cache._cache_path.startswith(os.path.join(_dispatch.cache_directory(), "kernels-"))
+
+
+def test_once_numba_is_loaded_arrays_from_1_mib_are_compiled(compiled_everywhere: Counter[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 1 << 20)
+    to_physical(np.zeros((512, 512), np.float32), "f32[512,512]{0,1:T(8,128)}")  # 1 MiB
+    assert compiled_everywhere["strided_copy"] == 1
+    to_physical(np.zeros((512, 511), np.float32), "f32[512,511]{0,1:T(8,128)}")  # just under
+    assert compiled_everywhere["strided_copy"] == 1
+
+
+def test_copy_on_write_maps_keep_their_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 256)
+    shape = xs.parse_shape("s4[64,64]{1,0:E(4)}")
+    x = random_array("s4", shape.dimensions, 1)
+    (tmp_path / "b.bin").write_bytes(b"\0" * shape.byte_size())
+    out = np.memmap(tmp_path / "b.bin", dtype=np.uint8, mode="c", shape=(shape.byte_size(),))
+    to_physical(x, shape, out=out)
+    assert np.array_equal(out, numpy_path(to_physical, x, shape))  # still there after every chunk
+    assert (tmp_path / "b.bin").read_bytes() == b"\0" * shape.byte_size()  # and the file untouched
+
+
+def test_terminal_progress_draws_a_bar_on_a_terminal() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    draw = terminal_progress(screen, label="pack ")
+    assert draw is not None
+    draw(1 << 20, 4 << 20)
+    draw(4 << 20, 4 << 20)
+    text = screen.getvalue()
+    assert text.startswith("\rpack [") and " 25.0%" in text and "100.0%" in text and text.endswith("\n")

@@ -30,11 +30,12 @@ from .interop import (
     to_proto_bytes,
     to_xla_client_shape,
 )
-from .layout import COMBINE_DIMENSION, Layout, SplitConfig, default_layout
+from .layout import Layout, SplitConfig, default_layout
 from .memory import memory_report
 from .physical import from_physical, relayout, to_physical
 from .shape import UNBOUNDED_SIZE, Shape, make_shape, opaque_shape, token_shape, tuple_shape
 from .text import parse_layout, parse_shape, shape_text
+from .tiling import COMBINE_DIMENSION
 from .tpu import TpuAdvice, tpu_advice, tpu_layout
 
 __version__ = "0.1.0"

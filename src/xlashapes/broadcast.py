@@ -45,11 +45,12 @@ from typing import Any, TypeAlias, cast, overload
 
 import numpy as np
 
+from ._ints import checked_ints
 from ._opcodes import BINARY_OPS, COMPARISON_DIRECTIONS, canonical_direction, canonical_op, result_element_type
 from ._typing import Array
 from .dtypes import ElementType
 from .errors import ShapeError
-from .layout import checked_ints, default_layout
+from .layout import default_layout
 from .shape import UNBOUNDED_SIZE, Shape
 from .text import parse_shape, shape_text
 

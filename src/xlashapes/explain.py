@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .layout import apply_tile, checked_product, layout_problem, memory_space_name
+from ._ints import checked_product
+from .layout import layout_problem, memory_space_name
 from .shape import UNBOUNDED_SIZE, Shape
 from .text import dimension_text
+from .tiling import apply_tile
 
 
 def explain_array(shape: Shape) -> dict[str, Any]:

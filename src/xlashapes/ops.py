@@ -41,12 +41,13 @@ from typing import Any, cast
 
 import numpy as np
 
+from ._ints import checked_int
 from ._opcodes import BINARY_OPS, COMPARISON_DIRECTIONS, SHIFTS, canonical_direction, canonical_op
 from ._typing import Array
 from .broadcast import binary_op_shape, broadcast_array, checked_broadcast_dimensions
 from .dtypes import PRED, SIGNED, ElementType, element_type
 from .errors import ShapeError
-from .layout import checked_int, default_layout
+from .layout import default_layout
 from .shape import Shape
 from .text import shape_text
 

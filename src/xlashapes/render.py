@@ -19,9 +19,9 @@ import numpy as np
 
 from .errors import ShapeError
 from .indexing import linear_index, multi_index
-from .layout import COMBINE_DIMENSION, tiled_dimensions
 from .shape import UNBOUNDED_SIZE, Shape
 from .text import parse_shape
+from .tiling import COMBINE_DIMENSION, tiled_dimensions
 
 PALETTE = ("#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99", "#ffff99", "#8dd3c7", "#bebada")
 PADDING_FILL = "#d9d9d9"

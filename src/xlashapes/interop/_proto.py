@@ -35,9 +35,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
+from .._ints import INT64_MAX
 from ..dtypes import ELEMENT_TYPES, TUPLE_TYPE, ElementType
 from ..errors import ParseError, ShapeError
-from ..layout import DIM_LEVEL_TYPES, INT64_MAX, Layout, SplitConfig
+from ..layout import DIM_LEVEL_TYPES, Layout, SplitConfig
 from ..shape import Shape, tuple_shape
 from ..text import MAX_TUPLE_DEPTH
 

@@ -16,9 +16,10 @@ import importlib
 from collections.abc import Iterable
 from typing import Any, Protocol, cast
 
+from .._ints import checked_int, checked_ints
 from ..dtypes import OPAQUE_TYPE, TOKEN_TYPE, element_type
 from ..errors import ShapeError
-from ..layout import Layout, checked_int, checked_ints, default_layout, xla_layout_problem
+from ..layout import Layout, default_layout, xla_layout_problem
 from ..shape import Shape
 from ..text import parse_shape
 

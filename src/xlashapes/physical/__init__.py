@@ -54,8 +54,8 @@ from typing import Any
 
 import numpy as np
 
+from .._ints import checked_int
 from ..errors import ShapeError
-from ..layout import checked_int
 from ..shape import Shape
 from . import _slabbed as slabbed
 from ._convert import _read_physical, _relayout_direct, _write_physical

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..layout import COMBINE_DIMENSION, tiled_dimensions
 from ..shape import Shape
+from ..tiling import COMBINE_DIMENSION, tiled_dimensions
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..layout import Layout, tiled_dimensions
+from ..layout import Layout
+from ..tiling import tiled_dimensions
 from . import _dispatch as dispatch
 from ._dispatch import Run, address
 from ._geometry import _canonicalize, _check_size, _Geometry
@@ -44,11 +45,7 @@ class _Permuted:
 
 def _compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | _Permuted | None:
     """The kernel family covering ``layout`` exactly, or None."""
-    try:
-        hash(layout)
-    except TypeError:
-        return None
-    return _cached_compiled_plan(dims, layout)
+    return _cached_compiled_plan(dims, layout)  # layouts and shapes are hashable: normalized in their constructors
 
 
 @lru_cache(maxsize=1024)

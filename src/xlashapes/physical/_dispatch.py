@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from .._ints import checked_int
 from ..errors import ShapeError
-from ..layout import checked_int
 
 NUMBA_BYTES = 1 << 20
 """Arrays at least this large go through the compiled kernels (smaller ones never import numba)."""

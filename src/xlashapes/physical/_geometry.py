@@ -11,9 +11,10 @@ import numpy as np
 
 from ..dtypes import ElementType
 from ..errors import ShapeError
-from ..layout import Layout, element_bits
+from ..layout import Layout
 from ..shape import UNBOUNDED_SIZE, Shape
 from ..text import parse_shape
+from ..tiling import element_bits
 
 _STORAGE: dict[int, np.dtype[Any]] = {
     1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)
@@ -89,11 +90,7 @@ def _tuple_items(items: Any, shape: Shape, what: str) -> list[Any]:
 
 def _geometry(shape: Shape) -> _Geometry:
     """The checked geometry of an array shape; ShapeError for shapes that have no bytes to convert."""
-    try:
-        hash(shape)
-    except TypeError:  # e.g. an unhashable value inside its layout: no caching
-        return _new_geometry(shape)
-    return _cached_geometry(shape)
+    return _cached_geometry(shape)  # layouts and shapes are hashable: normalized in their constructors
 
 
 @lru_cache(maxsize=512)

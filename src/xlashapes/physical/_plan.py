@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..layout import COMBINE_DIMENSION, Layout, tiled_dimensions
+from ..layout import Layout
+from ..tiling import COMBINE_DIMENSION, tiled_dimensions
 from ._copy import _copy
 from ._dispatch import Run
 
@@ -53,11 +54,7 @@ class _Atom:
 
 def _plan(dims: tuple[int, ...], layout: Layout) -> _Plan | None:
     """The factor plan of a layout, or None when a tile pads inside a dim or merges dims off a factor boundary."""
-    try:
-        hash(layout)
-    except TypeError:
-        return _new_plan(dims, layout)
-    return _cached_plan(dims, layout)
+    return _cached_plan(dims, layout)  # layouts and shapes are hashable: normalized in their constructors
 
 
 @lru_cache(maxsize=1024)

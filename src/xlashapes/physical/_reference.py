@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..layout import Layout, apply_tile, tile_split
+from ..layout import Layout
 from ..shape import Shape
+from ..tiling import apply_tile, tile_split
 from ._geometry import _canonicalize, _geometry, _input_bytes, _logical_storage, _padding_storage, _resolved_shape
 from ._packing import _codes
 

@@ -19,7 +19,7 @@ import xlashapes as xs
 from profiles import examples
 from test_physical import canonical_bits, random_array, same_bits  # tests/ is on sys.path
 from xlashapes.layout import COMBINE_DIMENSION
-from xlashapes.physical import _chunks, _compiled, _dispatch, _slabbed, from_physical, relayout, to_physical
+from xlashapes.physical import _cache, _chunks, _compiled, _dispatch, _slabbed, from_physical, relayout, to_physical
 from xlashapes.physical.files import pack_file, terminal_progress, unpack_file
 
 STAR = COMBINE_DIMENSION
@@ -294,10 +294,10 @@ def test_f8e8m0fnu_padding_is_zero_bytes_not_nan() -> None:
 
 def test_cache_directory_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XLASHAPES_CACHE_DIR", str(tmp_path / "mine"))
-    assert _dispatch.cache_directory() == str(tmp_path / "mine")
+    assert _cache.cache_directory() == str(tmp_path / "mine")
     monkeypatch.delenv("XLASHAPES_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert _dispatch.cache_directory() == str(tmp_path / "xlashapes")
+    assert _cache.cache_directory() == str(tmp_path / "xlashapes")
 
 
 def test_numba_kernels_are_cached_in_the_cache_directory() -> None:
@@ -305,7 +305,7 @@ def test_numba_kernels_are_cached_in_the_cache_directory() -> None:
     if walk is None or kernels is None:
         pytest.skip("numba is not installed")
     for kernel in (walk.strided_copy, kernels.tiled_to_physical, kernels.pack):
-        assert kernel._cache._cache_path.startswith(os.path.join(_dispatch.cache_directory(), "kernels-"))
+        assert kernel._cache._cache_path.startswith(os.path.join(_cache.cache_directory(), "kernels-"))
 
 
 def test_once_numba_is_loaded_arrays_from_1_mib_are_compiled(compiled_everywhere: Counter[str],

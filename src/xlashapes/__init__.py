@@ -21,6 +21,7 @@ from .errors import ParseError, ShapeError, XlaShapesError
 from .explain import explain
 from .hlo import HloComputation, HloInstruction, HloModule, parse_hlo_module, parse_instruction
 from .indexing import dimension_stride, indices_in_memory_order, linear_index, multi_index
+from .inference import infer_shape
 from .interop import (
     from_jax_array,
     from_jax_layout,
@@ -31,7 +32,7 @@ from .interop import (
     to_xla_client_shape,
 )
 from .layout import Layout, SplitConfig, default_layout
-from .memory import memory_report
+from .memory import MemoryReport, memory_report
 from .physical import from_physical, relayout, to_physical
 from .shape import UNBOUNDED_SIZE, Shape, make_shape, opaque_shape, token_shape, tuple_shape
 from .text import parse_layout, parse_shape, shape_text
@@ -49,6 +50,7 @@ __all__ = [
     "HloInstruction",
     "HloModule",
     "Layout",
+    "MemoryReport",
     "ParseError",
     "Shape",
     "ShapeError",
@@ -67,6 +69,7 @@ __all__ = [
     "from_proto_bytes",
     "from_xla_client_shape",
     "indices_in_memory_order",
+    "infer_shape",
     "linear_index",
     "lower_binary",
     "make_shape",

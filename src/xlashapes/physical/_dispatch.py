@@ -26,10 +26,6 @@ STREAM_BYTES = 8 << 20
 """Kernels write outputs at least this large with streaming stores (as a big ``memcpy`` does)."""
 THREAD_BYTES = 4 << 20
 """With more than one thread, conversions at least this large are split over the threads."""
-CACHE_VARIABLE = "XLASHAPES_CACHE_DIR"
-"""Environment variable naming the directory of the compiled kernels' cache (numba's ``cache=True`` files)."""
-
-
 @dataclass(frozen=True)
 class Run:
     """The settings of one conversion: memory limit, threads and the compiled-path thresholds (bytes)."""
@@ -61,20 +57,6 @@ def numba_loaded() -> bool:
     True
     """
     return "numba" in sys.modules and sys.modules["numba"] is not None
-
-
-def cache_directory() -> str:
-    """Where the compiled kernels are cached: ``$XLASHAPES_CACHE_DIR``, else ``$XDG_CACHE_HOME/xlashapes``,
-    else ``~/.cache/xlashapes``.
-
-    >>> cache_directory().endswith("xlashapes") or "XLASHAPES_CACHE_DIR" in os.environ
-    True
-    """
-    chosen = os.environ.get(CACHE_VARIABLE, "").strip()
-    if chosen:
-        return os.path.abspath(os.path.expanduser(chosen))
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(os.path.abspath(base), "xlashapes")
 
 
 def compiled_enabled() -> bool:

@@ -26,7 +26,7 @@ from numba.core import cgutils as _cgutils
 from numba.core import config as _config
 from numba.extending import intrinsic
 
-from ._dispatch import cache_directory
+from ._cache import cache_directory
 
 F = TypeVar("F", bound=Callable[..., Any])
 cgutils: Any = _cgutils

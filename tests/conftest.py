@@ -5,6 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import background
 import profiles  # noqa: F401  (registers and loads the Hypothesis profile)
 import xla_oracle
 
@@ -15,3 +16,16 @@ def xla():
     if not xla_oracle.available():
         pytest.skip("jax/jaxlib not installed (pip install -e .[test,jax])")
     return xla_oracle.oracle()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the background jobs the selected tests will want: mypy for test_lint, the kernel cache warm-up."""
+    files = {item.nodeid.partition("::")[0] for item in session.items}
+    if "tests/test_lint.py" in files:
+        background.start("mypy", background.JOBS["mypy"])
+    if files & set(background.KERNEL_TESTS) and background.numba_wanted() and len(files) > len(background.KERNEL_TESTS):
+        background.start("kernels", background.JOBS["kernels"])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    background.stop_all()

@@ -1,0 +1,63 @@
+"""Slow, independent checks started in the background when the session starts, so they use the second core.
+
+The suite's main process is single-threaded most of the time. Two jobs do not need it: mypy (``test_lint``
+waits for its verdict) and the first compilation of the numba kernels, which a background run of the compiled-
+kernel tests writes to the shared kernel cache before the main process reaches them (each test still runs and
+asserts in the main process; the background run only warms the cache, and its outcome is not used).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNEL_TESTS = ("tests/test_physical_fast.py", "tests/test_physical_generic.py")
+
+_jobs: dict[str, subprocess.Popen[str]] = {}
+
+
+def start(name: str, args: list[str]) -> None:
+    """Start ``args`` (a Python module run) as background job ``name`` unless it already runs."""
+    if name not in _jobs:
+        _jobs[name] = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+
+
+def result(name: str, timeout: float = 600) -> tuple[int, str]:
+    """Wait for job ``name`` (started now if it was not) and return its exit code and output."""
+    job = _jobs.get(name)
+    if job is None:
+        start(name, JOBS[name])
+        job = _jobs[name]
+    output, _ = job.communicate(timeout=timeout)
+    return job.returncode, output
+
+
+def stop_all() -> None:
+    """End every job still running (the session is over)."""
+    for job in _jobs.values():
+        if job.poll() is None:
+            job.kill()
+            job.communicate()
+
+
+def numba_wanted() -> bool:
+    """True when the compiled kernels would be used (numba installed and not switched off)."""
+    if os.environ.get("XLASHAPES_NO_NUMBA", "").strip() not in ("", "0"):
+        return False
+    try:
+        import importlib.util
+
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+JOBS = {
+    "mypy": ["-m", "mypy"],
+    "kernels": ["-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header",
+                *KERNEL_TESTS],
+}

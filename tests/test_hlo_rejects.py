@@ -61,7 +61,7 @@ REJECTED = [
     ("tuple element type", module("  p = f32[2] parameter(0)\n  ROOT t = (s32[2]) tuple(p)"), 4,
      "is not the inferred (f32[2])"),
     ("get-tuple-element out of range",
-     module("  p = (f32[2]) parameter(0)\n  ROOT g = f32[2] get-tuple-element(p), index=3"), 4, "index=3"),
+     module("  p = (f32[2]) parameter(0)\n  ROOT g = f32[2] get-tuple-element(p), index=3"), 4, "index 3 is out of range for (f32[2])"),
     ("missing index", module("  p = (f32[2]) parameter(0)\n  ROOT g = f32[2] get-tuple-element(p)"), 4,
      "needs attribute index"),
     ("unknown module attribute", module("  ROOT p = f32[2] parameter(0)", "HloModule m, colour=blue"), 1,

@@ -18,12 +18,12 @@ import gc
 from dataclasses import replace
 from typing import Any
 
-from ..broadcast import BINARY_OPS
 from ..dtypes import ELEMENT_TYPES
 from ..errors import ParseError, ShapeError
-from ..inference import Signature, infer_shape
+from ..inference import PARSER_INFERRED_OPCODES, Signature, infer_shape
 from ..shape import Shape, make_shape, token_shape, tuple_shape
 from ..text import parse_shape
+from ._layouts import with_xla_layout
 from ._fast import DERIVED_SHAPE_OPCODES, fast_computation, fast_instruction
 from ._patterns import BLANKS, INSTRUCTION, MAX_FAST_LINE, PLAIN_OPERAND, SIMPLE_ATTRIBUTE
 from ._source import Source
@@ -36,7 +36,7 @@ from .opcodes import RESERVED
 _PLAIN_OPERAND = PLAIN_OPERAND
 _SIMPLE_ATTRIBUTE = SIMPLE_ATTRIBUTE
 
-__all__ = ["parse_hlo_module", "parse_instruction"]
+__all__ = ["parse_hlo_module", "parse_instruction", "with_xla_layout"]
 
 
 class _Builder:
@@ -125,33 +125,6 @@ def _without_element_size(shape: Shape) -> Shape:
     except ShapeError:
         return shape
     return Shape.trusted(shape.element_type, shape.dimensions, shape.dynamic_dimensions, layout)
-
-
-_ELEMENTWISE = frozenset(BINARY_OPS) | frozenset("""abs cbrt ceil compare copy cosine count-leading-zeros erf
-exponential exponential-minus-one floor imag is-finite log log-plus-one logistic negate not popcnt real
-round-nearest-afz round-nearest-even rsqrt sign sine sqrt tan tanh atan2 complex""".split())
-
-
-def with_xla_layout(opcode: str, operands: list[Shape], inferred: Shape) -> Shape:
-    """``inferred`` with the layout XLA's parser gives an instruction written without a shape.
-
-    XLA's ShapeInference changes the element type of an operand's shape (layout included): the first operand's for
-    element-wise ops of equal shapes, the predicate's for a full-rank select.
-
-    >>> from xlashapes.text import parse_shape
-    >>> x = parse_shape("f32[2,3]{0,1}")
-    >>> str(with_xla_layout("compare", [x, x], parse_shape("pred[2,3]")))
-    'pred[2,3]{0,1}'
-    """
-    source = None
-    if opcode in _ELEMENTWISE and operands:
-        source = operands[0]
-    elif opcode == "select" and len(operands) == 3:
-        source = operands[0]
-    if source is None or not (source.is_array and inferred.is_array) or source.layout is None \
-            or source.dimensions != inferred.dimensions:
-        return inferred
-    return Shape.trusted(inferred.element_type, inferred.dimensions, inferred.dynamic_dimensions, source.layout)
 
 
 class _Careful(TokenReader):
@@ -256,6 +229,9 @@ class _Careful(TokenReader):
             raise self.fail("expected an opcode (add, fusion, get-tuple-element ...)")
         self.advance()
         opcode = str(opcode_token.value)
+        if shape is None and opcode not in PARSER_INFERRED_OPCODES:
+            raise self.error(f"{opcode} is written without a shape, and XLA's parser cannot infer the shape of "
+                             f"{opcode}: write it before the opcode", opcode_token)
         self.expect("(", f"expected '(' after the opcode {opcode}")
         parameter_number = None
         literal_text = None
@@ -298,7 +274,8 @@ class _Careful(TokenReader):
                                     "false_computation") if key in values
                       for n in (values[key] if isinstance(values[key], tuple) else (values[key],))]
             known = [s for s in shapes if s is not None]
-            return with_xla_layout(opcode, known, infer_shape(opcode, known, values, self.builder.signatures(called)))
+            signatures = self.builder.signatures(called)
+            return with_xla_layout(opcode, known, infer_shape(opcode, known, values, signatures), values, signatures)
         except ShapeError as error:
             raise self.error(f"{opcode} is written without a shape, and it cannot be inferred: {error}", at) from None
 

@@ -14,6 +14,8 @@ import xlashapes as xs
 from hlo_helpers import assert_reads_like_xla, summary, xla_verdict
 from profiles import examples
 from xlashapes.hlo import parse_hlo_module, parse_instruction
+from xlashapes.hlo.checks import REQUIRED_ATTRIBUTES
+from xlashapes.hlo.opcodes import OPCODES
 from xlashapes.inference import PARSER_INFERRED_OPCODES
 
 FORMS = {
@@ -239,6 +241,44 @@ def test_corpus_without_shapes_reads_like_xla(path: Path, xla: Any) -> None:
     module = assert_reads_like_xla(xla, text)
     original = parse_hlo_module(path.read_text())
     assert summary(module) == summary(original)
+
+
+def test_only_the_opcodes_xlas_parser_infers_may_omit_their_shape(xla: Any) -> None:
+    """Every opcode written without a shape: XLA and we accept or refuse alike; XLA's 'cannot infer' is ours too."""
+    cannot = 0
+    for opcode in sorted(OPCODES):
+        text = f"HloModule m\nENTRY e {{\n  p = f32[2] parameter(0)\n  ROOT r = {opcode}(p)\n}}\n"
+        answer = xla.parse_module(text)
+        try:
+            ours = "; ".join(p.message for p in parse_hlo_module(text).problems() if "needs attribute" in p.message)
+        except xs.ParseError as error:
+            ours = str(error)
+        assert bool(answer["ok"]) == (ours == ""), (opcode, answer, ours)
+        missing = re.search(r"attribute (\w+) is expected but not seen", answer.get("error", ""))
+        if missing:  # XLA's parser wants an attribute (it names one; we name one of those missing)
+            assert "needs attribute" in ours and missing.group(1) in REQUIRED_ATTRIBUTES[opcode], (opcode, ours)
+        if "cannot infer shape for opcode" in answer.get("error", ""):
+            cannot += 1
+            assert opcode not in PARSER_INFERRED_OPCODES and "cannot infer the shape of" in ours, (opcode, ours)
+            assert "line 4, column 12" in ours, ours  # at the opcode, as XLA points
+    assert cannot >= 60
+
+
+def test_shapeless_transpose_and_tuple_keep_xlas_layouts(xla: Any) -> None:
+    text = ("HloModule m\nENTRY e {\n  p = f32[2,3,4]{0,2,1} parameter(0)\n  q = s32[3]{0} parameter(1)\n"
+            "  t = transpose(p), dimensions={1,2,0}\n  n = negate(t)\n  ROOT r = tuple(n, q)\n}\n")
+    module = assert_reads_like_xla(xla, text)
+    assert str(module.entry.root.shape) == "(f32[3,4,2]{2,1,0}, s32[3]{0})"
+
+
+def test_shapeless_broadcast_reads_its_dimensions_as_new_sizes(xla: Any) -> None:
+    text = "HloModule m\nENTRY e {\n  p = f32[3] parameter(0)\n  ROOT b = broadcast(p), dimensions={2}\n}\n"
+    module = parse_hlo_module(text)
+    answer = xla_verdict(xla, text)
+    assert answer["ok"] and summary(module) == summary(answer["module"])
+    assert str(module.entry.root.shape) == "f32[2,3]{1,0}"
+    # what XLA builds keeps dimensions={2}, which its verifier then refuses (no dimension 2 maps operand dim 0)
+    assert "does not match dimension 2" in module.problems()[0].message
 
 
 # ----------------------------------------------------------------------------------------------------

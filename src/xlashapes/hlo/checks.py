@@ -3,8 +3,9 @@
 ``problems()`` checks names (undefined, duplicate, used before definition), called computations, opcodes,
 attribute values (typed reading, repeated keys, required keys, values XLA refuses), constant literals (count and
 range), operand shapes written inline against their definitions, aliasing declarations, and every instruction's
-written shape against what XLA's verifier accepts (:func:`xlashapes.inference.check_shape`, layouts ignored:
-inferred shapes, and the rules of opcodes whose shape must be written such as broadcast, reshape, iota), element-wise and broadcast shapes against XLA's broadcasting rules. Linear in the module's size.
+written shape against what XLA's verifier accepts (:func:`xlashapes.inference.check_shape`, layouts
+ignored: inferred shapes, and the rules of opcodes whose shape must be written such as broadcast, reshape,
+iota), element-wise and broadcast shapes against XLA's broadcasting rules. Linear in the module's size.
 """
 
 from __future__ import annotations
@@ -74,6 +75,16 @@ REQUIRED_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "convolution": ("dim_labels",),
     "rng-bit-generator": ("algorithm",),
     "sort": ("dimensions", "to_apply"),
+    "domain": ("domain",),
+    "scan": ("dimensions", "num_carries", "to_apply"),
+    **{opcode: ("epsilon", "feature_index")
+       for opcode in ("batch-norm-training", "batch-norm-inference", "batch-norm-grad")},
+    "get-dimension-size": ("dimensions",),
+    "set-dimension-size": ("dimensions",),
+    "all-gather-start": ("dimensions",),
+    "all-reduce-start": ("to_apply",),
+    "collective-permute": ("source_target_pairs",),
+    "collective-permute-start": ("source_target_pairs",),
     "fft": ("fft_type", "fft_length"),
     "reduce-precision": ("exponent_bits", "mantissa_bits"),
     "rng": ("distribution",),

@@ -23,12 +23,13 @@ from ..errors import ParseError, ShapeError
 from ..inference import PARSER_INFERRED_OPCODES, Signature, infer_shape
 from ..shape import Shape, make_shape, token_shape, tuple_shape
 from ..text import parse_shape
-from ._layouts import with_xla_layout
 from ._fast import DERIVED_SHAPE_OPCODES, fast_computation, fast_instruction
+from ._layouts import with_xla_layout
 from ._patterns import BLANKS, INSTRUCTION, MAX_FAST_LINE, PLAIN_OPERAND, SIMPLE_ATTRIBUTE
 from ._source import Source
 from ._tokens import TokenReader, is_uint64
 from .attributes import SINGLE_COMPUTATION_KEYS, Attributes
+from .checks import REQUIRED_ATTRIBUTES
 from .frames import StackFrameIndex
 from .model import HloComputation, HloInstruction, HloModule
 from .opcodes import RESERVED
@@ -267,6 +268,9 @@ class _Careful(TokenReader):
         if missing:
             raise self.error(f"{opcode} is written without a shape and operand {missing[0]} is not defined before "
                              "it, so its shape cannot be inferred", at)
+        for key in REQUIRED_ATTRIBUTES.get(opcode, ()):
+            if key not in attributes:  # XLA's parser checks attributes before it infers
+                raise self.error(f"{opcode} is written without a shape and needs attribute {key}", at)
         try:
             values = {key: attributes.typed(key) for key in attributes}
             called = [n for key in ("to_apply", "calls", "condition", "body", "select", "scatter",

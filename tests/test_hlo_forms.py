@@ -281,6 +281,18 @@ def test_shapeless_broadcast_reads_its_dimensions_as_new_sizes(xla: Any) -> None
     assert "does not match dimension 2" in module.problems()[0].message
 
 
+@pytest.mark.parametrize("shape", ["", "f32[3] "])
+@pytest.mark.parametrize("padding", ["0_0_-1", "0_0_-1x0_0", "-1_0_-1"])
+def test_negative_interior_padding_does_not_read(shape: str, padding: str, xla: Any) -> None:
+    """XLA's lexer reads no negative interior padding (its error: '=' expected); ours stops at the same '_-'."""
+    text = f"HloModule m\nENTRY e {{\n  p = f32[3] parameter(0)\n  z = f32[] constant(0)\n" \
+           f"  ROOT r = {shape}pad(p, z), padding={padding}\n}}\n"
+    assert not xla.parse_module(text)["ok"]
+    with pytest.raises(xs.ParseError) as info:
+        parse_hlo_module(text, strict=True)
+    assert info.value.line == 5 and "found '_-" in str(info.value)
+
+
 # ----------------------------------------------------------------------------------------------------
 # Fuzzing the new forms: both paths agree, only ParseErrors, problems() and printing work
 # ----------------------------------------------------------------------------------------------------

@@ -43,16 +43,19 @@ __all__ = ["parse_hlo_module", "parse_instruction", "with_xla_layout"]
 class _Builder:
     """What parsing a module accumulates: computations, the names given so far, the shapes of the current scope."""
 
-    __slots__ = ("computations", "counters", "scopes")
+    __slots__ = ("cache", "computations", "counters", "index", "scopes")
 
     def __init__(self) -> None:
         self.computations: list[HloComputation] = []
+        self.index: dict[str, list[HloComputation]] = {}
+        self.cache: dict[int, Signature] = {}
         self.counters: dict[str, int] = {}
         self.scopes: list[tuple[HloComputation, dict[str, Shape], list[int]]] = []
 
     def enter(self, computation: HloComputation) -> None:
-        """Start reading ``computation``'s instructions."""
+        """Start reading ``computation``'s instructions (it is then known by name to ``signatures``)."""
         self.scopes.append((computation, {}, [0]))
+        self.index.setdefault(computation.name, []).append(computation)
 
     def leave(self) -> None:
         """Finish the innermost computation."""
@@ -82,13 +85,24 @@ class _Builder:
         return known.get(name)
 
     def signatures(self, names: list[str]) -> dict[str, Signature]:
-        """The signature of every computation in ``names`` defined so far."""
+        """The signature of every computation in ``names`` defined so far (each finished one computed once)."""
+        index, cache = self.index, self.cache
+        active = {id(scope[0]) for scope in self.scopes}
         found: dict[str, Signature] = {}
-        for computation in self.computations:
-            if computation.name in names and computation.instructions and computation.name not in found:
-                parameters = sorted((i for i in computation.instructions if i.opcode == "parameter"),
-                                    key=lambda i: i.parameter_number or 0)
-                found[computation.name] = Signature(tuple(i.shape for i in parameters), computation.root.shape)
+        for name in names:
+            for computation in index.get(name, ()):
+                if not computation.instructions:
+                    continue
+                key = id(computation)
+                signature = cache.get(key) if key not in active else None
+                if signature is None:
+                    parameters = sorted((i for i in computation.instructions if i.opcode == "parameter"),
+                                        key=lambda i: i.parameter_number or 0)
+                    signature = Signature(tuple(i.shape for i in parameters), computation.root.shape)
+                    if key not in active:
+                        cache[key] = signature
+                found[name] = signature
+                break
         return found
 
 

@@ -281,6 +281,96 @@ def test_shapeless_broadcast_reads_its_dimensions_as_new_sizes(xla: Any) -> None
     assert "does not match dimension 2" in module.problems()[0].message
 
 
+LAID_OUT = """  a = f32[2,3]{0,1} parameter(0)
+  a2 = f32[2,3]{1,0} parameter(1)
+  p = pred[2,3]{0,1} parameter(2)
+  p2 = pred[2,3]{1,0} parameter(3)
+  m = f32[3,4]{0,1} parameter(4)
+  t = f32[2,3,4]{0,2,1} parameter(5)
+  z = f32[] parameter(6)
+  i = s32[2,3]{0,1} parameter(7)
+  tu = (f32[2,3]{1,0}, s32[2,3]{0,1}) parameter(8)
+  c = c64[4,8]{0,1} parameter(9)
+  r8 = f32[4,8]{0,1} parameter(10)
+  sq = f32[3,3]{0,1} parameter(11)
+  bb = f32[3,4]{0,1} parameter(12)
+  f = f32[3]{0} parameter(13)
+  ix = s32[2,1]{0,1} parameter(14)
+  tk = token[] parameter(15)
+  d = f32[2,<=3]{0,1} parameter(16)
+  pr = pred[] parameter(17)
+  u = f32[2,3]{0,1} parameter(18)
+  tiled = f32[8,128]{1,0:T(8,128)S(1)} parameter(19)
+  nib = s4[8,128]{1,0:E(4)} parameter(20)
+  tiled3 = f32[8,128,2]{2,1,0:T(2,128)} parameter(21)
+"""
+LAID_OUT_CALLEES = """add_f {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+lt_f {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = pred[] compare(x, y), direction=LT
+}
+lt_2 {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  x2 = s32[] parameter(2)
+  y2 = s32[] parameter(3)
+  ROOT s = pred[] compare(x, y), direction=LT
+}
+keep {
+  x = f32[2,3]{0,1} parameter(0)
+  ROOT r = f32[2,3]{1,0} negate(x)
+}
+other {
+  x = f32[2,3]{1,0} parameter(0)
+  ROOT r = f32[2,3]{0,1} negate(x)
+}
+true_c {
+  x = f32[2,3]{0,1} parameter(0)
+  ROOT r = pred[] constant(true)
+}
+"""
+LAYOUT_PROBES = [
+    "negate(tiled)", "compare(tiled, tiled), direction=LT", "compare(nib, nib), direction=LT", "negate(nib)",
+    "transpose(tiled3), dimensions={1,0,2}", "tuple(tiled, nib)",
+    "negate(a)", "add(a, a2)", "add(a2, a)", "compare(a2, a), direction=LT", "is-finite(a)", "real(c)", "abs(c)",
+    "add(a, d)", "select(p, a2, a2)", "select(p2, a, a)", "select(pr, a, a2)", "clamp(a, a2, a2)", "clamp(z, a, z)",
+    "transpose(t), dimensions={1,2,0}", "transpose(t), dimensions={2,0,1}", "reverse(a), dimensions={0}",
+    "concatenate(a, a2), dimensions={0}", "pad(a, z), padding=0_1x1_0",
+    "dot(a, m), lhs_contracting_dims={1}, rhs_contracting_dims={0}", "cholesky(sq)",
+    "triangular-solve(sq, bb), left_side=true, lower=true, transpose_a=NO_TRANSPOSE",
+    "fft(c), fft_type=FFT, fft_length={8}", "fft(r8), fft_type=RFFT, fft_length={8}",
+    "reduce(t, z), dimensions={1}, to_apply=add_f", "reduce-window(a, z), window={size=1x2}, to_apply=add_f",
+    "sort(a, i), dimensions={1}, to_apply=lt_2", "map(a, a2), dimensions={0,1}, to_apply=add_f",
+    "topk(a), k=2, largest=true", "tuple(a, i)", "get-tuple-element(tu), index=0", "call(a), to_apply=keep",
+    "while(a), condition=true_c, body=keep", "conditional(pr, a, a2), true_computation=keep, false_computation=other",
+    "conditional(pr, a2, a), true_computation=other, false_computation=keep", "add-dependency(a, tk)",
+    "gather(a, ix), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
+    "slice_sizes={1,3}",
+    "scatter(a, ix, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+    "index_vector_dim=1, to_apply=add_f",
+    "batch-norm-training(a, f, f), epsilon=0.001, feature_index=1",
+    "batch-norm-grad(a, f, f, f, a2), epsilon=0.001, feature_index=1",
+    "select-and-scatter(a, u, z), window={size=1x1}, select=lt_f, scatter=add_f",
+    "sort(a2), dimensions={1}, to_apply=lt_f",
+]
+
+
+@pytest.mark.parametrize("probe", LAYOUT_PROBES)
+def test_shapeless_instructions_get_xlas_layouts(probe: str, xla: Any) -> None:
+    """Operands with non-default layouts: the layout XLA's parser gives the inferred shape is ours too."""
+    text = f"HloModule m\n{LAID_OUT_CALLEES}ENTRY e {{\n{LAID_OUT}  ROOT out = {probe}\n}}\n"
+    ours = parse_hlo_module(text)
+    answer = xla_verdict(xla, text)
+    assert answer["ok"], answer
+    assert summary(ours)["e"]["out"] == summary(answer["module"])["e"]["out"]
+    assert parse_hlo_module(text, fast=False) == ours
+
+
 @pytest.mark.parametrize("shape", ["", "f32[3] "])
 @pytest.mark.parametrize("padding", ["0_0_-1", "0_0_-1x0_0", "-1_0_-1"])
 def test_negative_interior_padding_does_not_read(shape: str, padding: str, xla: Any) -> None:

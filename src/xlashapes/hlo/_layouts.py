@@ -42,7 +42,10 @@ def _relaid(inferred: Shape, source: Shape | None) -> Shape:
         return tuple_shape([_relaid(i, s) for i, s in zip(inferred.tuple_shapes, source.tuple_shapes)])
     if not (inferred.is_array and source.is_array) or source.layout is None or source.rank != inferred.rank:
         return inferred
-    return Shape.trusted(inferred.element_type, inferred.dimensions, inferred.dynamic_dimensions, source.layout)
+    layout = source.layout
+    if layout.element_size_in_bits and inferred.element_type != source.element_type:
+        layout = layout.replace(element_size_in_bits=0)  # XLA's ChangeElementType drops E(n) (s4 compare -> pred)
+    return Shape.trusted(inferred.element_type, inferred.dimensions, inferred.dynamic_dimensions, layout)
 
 
 def _transposed(inferred: Shape, operand: Shape, permutation: Any) -> Shape:

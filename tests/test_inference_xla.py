@@ -270,3 +270,25 @@ def test_our_parser_fills_shapes_like_xla_and_its_output_verifies(xla: object, f
         disagreements += [f"{where}: {p.message}" for p in theirs.problems()
                           if not any(known in p.message for known in VERIFIER_ONLY)]
     assert disagreements == []
+
+
+@settings(max_examples=examples(1), deadline=None, suppress_health_check=list(HealthCheck), database=None,
+          phases=NO_SHRINK)
+@given(data=st.data())
+def test_problems_gives_xlas_verdict_on_written_shapes(xla: object, data: st.DataObject) -> None:
+    """problems() (the verifier wired to check_shape) accepts a written shape exactly when XLA compiles it."""
+    from xlashapes import ParseError
+    from xlashapes.hlo import parse_hlo_module
+
+    items = data.draw(st.lists(written_cases(), min_size=60, max_size=60))
+    answers = inference_oracle().verify([case.module(written) for case, written in items])
+    disagreements = []
+    for (case, written), answer in zip(items, answers):
+        try:
+            found = [p.message for p in parse_hlo_module(case.module(written)).problems()]
+        except ParseError as error:
+            found = [f"ParseError: {error}"]
+        if bool(answer["ok"]) != (found == []):
+            disagreements.append(f"{case.opcode}{case.operands} {case.attributes} written {written}: ours {found}, "
+                                 f"XLA {answer.get('error', 'accepts')[:200]!r}")
+    assert disagreements == []

@@ -5,11 +5,12 @@ expressions; whatever line it does not recognise goes to the careful token-level
 it or raises a ``ParseError`` pointing at the offending character. Both give the same module.
 
 The careful parser also reads what XLA accepts beyond printed dumps: no ``HloModule`` line (the module is then
-named ``module_<entry>``), ``HloModule m:``, parameter lists without colons, instructions without a shape (the shape
-comes from :func:`xlashapes.inference.infer_shape`), instructions written inline as operands (named
-``<opcode>.anon``, ``<opcode>.anon.1`` ...), computations written inline in ``to_apply={...}``/``calls={...}``
-(named ``_``, ``_.1`` ...), and the shapes XLA derives itself (send, recv, send-done, recv-done, outfeed; a
-constant's layout without ``E(n)``).
+named ``module_<entry>``), ``HloModule m:``, parameter lists without colons, instructions without a shape (only
+for ``inference.PARSER_INFERRED_OPCODES``, as XLA's parser; the shape comes from
+:func:`xlashapes.inference.infer_shape`, laid out as XLA lays it out, see :mod:`._layouts`), instructions
+written inline as operands (named ``<opcode>.anon``, ``<opcode>.anon.1`` ...), computations written inline in
+``to_apply={...}``/``calls={...}`` (named ``_``, ``_.1`` ...), and the shapes XLA derives itself (send, recv,
+send-done, recv-done, outfeed; a constant's layout without ``E(n)``).
 """
 
 from __future__ import annotations

@@ -371,6 +371,49 @@ def test_shapeless_instructions_get_xlas_layouts(probe: str, xla: Any) -> None:
     assert parse_hlo_module(text, fast=False) == ours
 
 
+@st.composite
+def laid_out_instructions(draw: st.DrawFn) -> tuple[str, str]:
+    """(parameters, shapeless ROOT instruction) over operands with random layouts (some tiled, some in S(1))."""
+    rank = draw(st.integers(1, 4))
+    sizes = draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank))
+    order = draw(st.permutations(range(rank)))
+    extra = draw(st.sampled_from(["", ":S(1)", ":T(2)", ":T(2)S(1)"]))
+    etype = draw(st.sampled_from(["f32", "bf16", "s32"]))
+    shape = f"{etype}[{','.join(map(str, sizes))}]{{{','.join(map(str, order))}{extra}}}"
+    other = f"{etype}[{','.join(map(str, sizes))}]{{{','.join(map(str, draw(st.permutations(range(rank)))))}}}"
+    predicate = f"pred[{','.join(map(str, sizes))}]{{{','.join(map(str, draw(st.permutations(range(rank)))))}}}"
+    parameters = f"  a = {shape} parameter(0)\n  b = {other} parameter(1)\n  p = {predicate} parameter(2)\n"
+    permutation = ",".join(map(str, draw(st.permutations(range(rank)))))
+    dims = ",".join(map(str, sorted(draw(st.sets(st.integers(0, rank - 1), min_size=1)))))
+    root = draw(st.sampled_from([
+        "negate(a)", "abs(a)", "add(a, b)", "multiply(b, a)", "compare(a, b), direction=GT", "select(p, a, b)",
+        "clamp(b, a, b)", f"transpose(a), dimensions={{{permutation}}}", f"reverse(a), dimensions={{{dims}}}",
+        "tuple(a, b, p)", "copy(a)", f"concatenate(a, b), dimensions={{{rank - 1}}}"]))
+    return parameters, root
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(laid_out_instructions())
+def test_generated_shapeless_instructions_get_xlas_layouts(xla: Any, case: tuple[str, str]) -> None:
+    parameters, root = case
+    text = f"HloModule m\nENTRY e {{\n{parameters}  ROOT out = {root}\n}}\n"
+    answer = xla_verdict(xla, text)
+    assert answer["ok"], answer
+    assert summary(parse_hlo_module(text))["e"]["out"] == summary(answer["module"])["e"]["out"]
+
+
+@pytest.mark.parametrize(("written", "data"), [
+    ("(f32[2])", "f32[2]"), ("(f32[2], token[])", "f32[2]"), ("(f32[2]{0}, u32[9], token[])", "f32[2]"),
+    ("(f32[2], f32[3])", "f32[2]"), ("(f32[2], u32[], token[], f32[])", "f32[2]"),
+    ("(bf16[2,3]{0,1})", "bf16[2,3]{0,1}")])
+def test_recv_shape_is_derived_from_the_written_data_shape(written: str, data: str, xla: Any) -> None:
+    """XLA keeps only the first element of recv's written tuple: (data, u32[], token[])."""
+    text = (f"HloModule m\nENTRY e {{\n  tok = token[] after-all()\n  r = {written} recv(tok), channel_id=2\n"
+            f"  ROOT d = ({data}, token[]) recv-done(r), channel_id=2\n}}\n")
+    module = assert_reads_like_xla(xla, text)
+    assert module.entry.instructions[1].shape == xs.parse_shape(f"({data}, u32[], token[])")
+
+
 @pytest.mark.parametrize("shape", ["", "f32[3] "])
 @pytest.mark.parametrize("padding", ["0_0_-1", "0_0_-1x0_0", "-1_0_-1"])
 def test_negative_interior_padding_does_not_read(shape: str, padding: str, xla: Any) -> None:

@@ -303,6 +303,7 @@ LAID_OUT = """  a = f32[2,3]{0,1} parameter(0)
   tiled = f32[8,128]{1,0:T(8,128)S(1)} parameter(19)
   nib = s4[8,128]{1,0:E(4)} parameter(20)
   tiled3 = f32[8,128,2]{2,1,0:T(2,128)} parameter(21)
+  sc = f32[3,5,2]{2,1,0} parameter(22)
 """
 LAID_OUT_CALLEES = """add_f {
   x = f32[] parameter(0)
@@ -328,6 +329,11 @@ keep {
 other {
   x = f32[2,3]{1,0} parameter(0)
   ROOT r = f32[2,3]{0,1} negate(x)
+}
+step {
+  x = f32[3,2]{0,1} parameter(0)
+  y = f32[2,3]{0,1} parameter(1)
+  ROOT s = (f32[3,2]{0,1}, f32[2,3]{0,1}) tuple(x, y)
 }
 true_c {
   x = f32[2,3]{0,1} parameter(0)
@@ -356,7 +362,8 @@ LAYOUT_PROBES = [
     "batch-norm-training(a, f, f), epsilon=0.001, feature_index=1",
     "batch-norm-grad(a, f, f, f, a2), epsilon=0.001, feature_index=1",
     "select-and-scatter(a, u, z), window={size=1x1}, select=lt_f, scatter=add_f",
-    "sort(a2), dimensions={1}, to_apply=lt_f",
+    "sort(a2), dimensions={1}, to_apply=lt_f", "scan(sc, a), dimensions={1}, num_carries=1, to_apply=step",
+    "scan(sc, a), dimensions={0}, num_carries=1, to_apply=step",
 ]
 
 

@@ -6,7 +6,8 @@ element-wise ops, reverse, set-dimension-size, cholesky, fft, batch-norm-*, sele
 first operand's layout; clamp its operand's (the middle one); select its predicate's (on_true's for a scalar
 predicate); triangular-solve ``b``'s; scatter and sort their operands'; tuple, get-tuple-element, while,
 add-dependency their operands' shapes; call and conditional the (first) called computation's root; transpose
-permutes its operand's layout so that it stays a bitcast. Everything else (dot, convolution, reduce, pad,
+permutes its operand's layout so that it stays a bitcast; scan stacks the callee's per-step output layouts
+(``_stacked``) and keeps its carries'. Everything else (dot, convolution, reduce, pad,
 concatenate, gather, map, topk ...) has the default layout.
 """
 
@@ -59,6 +60,37 @@ def _transposed(inferred: Shape, operand: Shape, permutation: Any) -> Shape:
         inverse[dimension] = position
     permuted = layout.replace(minor_to_major=tuple(inverse[d] for d in layout.minor_to_major))
     return Shape.trusted(inferred.element_type, inferred.dimensions, inferred.dynamic_dimensions, permuted)
+
+
+def _stacked(inferred: Shape, step: Shape, dimension: int) -> Shape:
+    """``inferred`` (``step`` with a dimension inserted at ``dimension``) laid out as XLA inserts it: the new
+    dimension right above the step's dimension ``dimension`` in minor-to-major order, or most minor at the end."""
+    layout = step.layout
+    if layout is None or not (inferred.is_array and step.is_array) or inferred.rank != step.rank + 1 \
+            or len(layout.minor_to_major) != step.rank:
+        return inferred
+    order = [d + (d >= dimension) for d in layout.minor_to_major]
+    at = order.index(dimension + 1) + 1 if dimension < step.rank else 0
+    order.insert(at, dimension)
+    stacked = layout.replace(minor_to_major=tuple(order))
+    return Shape.trusted(inferred.element_type, inferred.dimensions, inferred.dynamic_dimensions, stacked)
+
+
+def _scanned(inferred: Shape, attributes: Mapping[str, Any], computations: Mapping[str, Signature]) -> Shape:
+    """scan: per-step outputs stacked (see ``_stacked``), final carries as the callee's root lays them out."""
+    name, dimension, carries = attributes.get("to_apply"), attributes.get("dimensions"), attributes.get("num_carries")
+    signature = computations.get(name) if isinstance(name, str) else None
+    if isinstance(dimension, tuple) and len(dimension) == 1:
+        dimension = dimension[0]
+    if signature is None or not inferred.is_tuple or not isinstance(dimension, int) or not isinstance(carries, int):
+        return inferred
+    root = signature.result
+    results = root.tuple_shapes if root.is_tuple else (root,)
+    if len(results) != len(inferred.tuple_shapes) or not 0 <= carries <= len(results):
+        return inferred
+    outputs = len(results) - carries
+    return tuple_shape([_stacked(i, r, dimension) if n < outputs else _relaid(i, r)
+                        for n, (i, r) in enumerate(zip(inferred.tuple_shapes, results))])
 
 
 def _source(opcode: str, operands: Sequence[Shape], attributes: Mapping[str, Any],
@@ -117,4 +149,6 @@ def with_xla_layout(opcode: str, operands: Sequence[Shape], inferred: Shape,
     attributes = attributes or {}
     if opcode == "transpose" and len(operands) == 1:
         return _transposed(inferred, operands[0], attributes.get("dimensions"))
+    if opcode == "scan":
+        return _scanned(inferred, attributes, computations or {})
     return _relaid(inferred, _source(opcode, operands, attributes, computations or {}))

@@ -25,8 +25,8 @@ from ._xla_attributes import allowed_attributes
 from .attributes import CALLED_COMPUTATION_KEYS, Attributes, has_reader
 from .opcodes import OPCODES
 
-_CHECKED_OPCODES = INFERRED_OPCODES | WRITTEN_SHAPE_OPCODES
-"""Opcodes :func:`xlashapes.inference.check_shape` knows (every other opcode's shape is taken as written)."""
+_CHECKED_OPCODES = (INFERRED_OPCODES | WRITTEN_SHAPE_OPCODES) - {"parameter", "constant", "custom-call", "bitcast"}
+"""Opcodes :func:`xlashapes.inference.check_shape` checks (it takes the others' written shapes as they are)."""
 
 __all__ = ["OPERAND_COUNTS", "REQUIRED_ATTRIBUTES", "Problem", "module_problems"]
 

@@ -14,7 +14,9 @@ import xlashapes as xs
 from hlo_helpers import assert_reads_like_xla, summary, xla_verdict
 from profiles import examples
 from xlashapes.hlo import parse_hlo_module, parse_instruction
-from xlashapes.inference import INFERRED_OPCODES
+from xlashapes.hlo.checks import REQUIRED_ATTRIBUTES
+from xlashapes.hlo.opcodes import OPCODES
+from xlashapes.inference import PARSER_INFERRED_OPCODES
 
 FORMS = {
     "no header": "ENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n",
@@ -213,6 +215,8 @@ def test_generated_modules_read_like_xla(text: str) -> None:
 # ----------------------------------------------------------------------------------------------------
 
 CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.unopt.hlo"))
+STRIPPED = PARSER_INFERRED_OPCODES - {"broadcast"}
+"""Opcodes XLA's parser infers; a broadcast without a shape means something else to it (dimensions = new sizes)."""
 
 
 def without_shapes(text: str) -> tuple[str, int]:
@@ -221,7 +225,7 @@ def without_shapes(text: str) -> tuple[str, int]:
 
     def strip(match: re.Match[str]) -> str:
         nonlocal count
-        if match.group(3) not in INFERRED_OPCODES:
+        if match.group(3) not in STRIPPED:
             return match.group(0)
         count += 1
         return f"{match.group(1)}{match.group(3)}("
@@ -237,6 +241,196 @@ def test_corpus_without_shapes_reads_like_xla(path: Path, xla: Any) -> None:
     module = assert_reads_like_xla(xla, text)
     original = parse_hlo_module(path.read_text())
     assert summary(module) == summary(original)
+
+
+def test_only_the_opcodes_xlas_parser_infers_may_omit_their_shape(xla: Any) -> None:
+    """Every opcode written without a shape: XLA and we accept or refuse alike; XLA's 'cannot infer' is ours too."""
+    cannot = 0
+    for opcode in sorted(OPCODES):
+        text = f"HloModule m\nENTRY e {{\n  p = f32[2] parameter(0)\n  ROOT r = {opcode}(p)\n}}\n"
+        answer = xla.parse_module(text)
+        try:
+            ours = "; ".join(p.message for p in parse_hlo_module(text).problems() if "needs attribute" in p.message)
+        except xs.ParseError as error:
+            ours = str(error)
+        assert bool(answer["ok"]) == (ours == ""), (opcode, answer, ours)
+        missing = re.search(r"attribute (\w+) is expected but not seen", answer.get("error", ""))
+        if missing:  # XLA's parser wants an attribute (it names one; we name one of those missing)
+            assert "needs attribute" in ours and missing.group(1) in REQUIRED_ATTRIBUTES[opcode], (opcode, ours)
+        if "cannot infer shape for opcode" in answer.get("error", ""):
+            cannot += 1
+            assert opcode not in PARSER_INFERRED_OPCODES and "cannot infer the shape of" in ours, (opcode, ours)
+            assert "line 4, column 12" in ours, ours  # at the opcode, as XLA points
+    assert cannot >= 60
+
+
+def test_shapeless_transpose_and_tuple_keep_xlas_layouts(xla: Any) -> None:
+    text = ("HloModule m\nENTRY e {\n  p = f32[2,3,4]{0,2,1} parameter(0)\n  q = s32[3]{0} parameter(1)\n"
+            "  t = transpose(p), dimensions={1,2,0}\n  n = negate(t)\n  ROOT r = tuple(n, q)\n}\n")
+    module = assert_reads_like_xla(xla, text)
+    assert str(module.entry.root.shape) == "(f32[3,4,2]{2,1,0}, s32[3]{0})"
+
+
+def test_shapeless_broadcast_reads_its_dimensions_as_new_sizes(xla: Any) -> None:
+    text = "HloModule m\nENTRY e {\n  p = f32[3] parameter(0)\n  ROOT b = broadcast(p), dimensions={2}\n}\n"
+    module = parse_hlo_module(text)
+    answer = xla_verdict(xla, text)
+    assert answer["ok"] and summary(module) == summary(answer["module"])
+    assert str(module.entry.root.shape) == "f32[2,3]{1,0}"
+    # what XLA builds keeps dimensions={2}, which its verifier then refuses (no dimension 2 maps operand dim 0)
+    assert "does not match dimension 2" in module.problems()[0].message
+
+
+LAID_OUT = """  a = f32[2,3]{0,1} parameter(0)
+  a2 = f32[2,3]{1,0} parameter(1)
+  p = pred[2,3]{0,1} parameter(2)
+  p2 = pred[2,3]{1,0} parameter(3)
+  m = f32[3,4]{0,1} parameter(4)
+  t = f32[2,3,4]{0,2,1} parameter(5)
+  z = f32[] parameter(6)
+  i = s32[2,3]{0,1} parameter(7)
+  tu = (f32[2,3]{1,0}, s32[2,3]{0,1}) parameter(8)
+  c = c64[4,8]{0,1} parameter(9)
+  r8 = f32[4,8]{0,1} parameter(10)
+  sq = f32[3,3]{0,1} parameter(11)
+  bb = f32[3,4]{0,1} parameter(12)
+  f = f32[3]{0} parameter(13)
+  ix = s32[2,1]{0,1} parameter(14)
+  tk = token[] parameter(15)
+  d = f32[2,<=3]{0,1} parameter(16)
+  pr = pred[] parameter(17)
+  u = f32[2,3]{0,1} parameter(18)
+  tiled = f32[8,128]{1,0:T(8,128)S(1)} parameter(19)
+  nib = s4[8,128]{1,0:E(4)} parameter(20)
+  tiled3 = f32[8,128,2]{2,1,0:T(2,128)} parameter(21)
+  sc = f32[3,5,2]{2,1,0} parameter(22)
+"""
+LAID_OUT_CALLEES = """add_f {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+lt_f {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = pred[] compare(x, y), direction=LT
+}
+lt_2 {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  x2 = s32[] parameter(2)
+  y2 = s32[] parameter(3)
+  ROOT s = pred[] compare(x, y), direction=LT
+}
+keep {
+  x = f32[2,3]{0,1} parameter(0)
+  ROOT r = f32[2,3]{1,0} negate(x)
+}
+other {
+  x = f32[2,3]{1,0} parameter(0)
+  ROOT r = f32[2,3]{0,1} negate(x)
+}
+step {
+  x = f32[3,2]{0,1} parameter(0)
+  y = f32[2,3]{0,1} parameter(1)
+  ROOT s = (f32[3,2]{0,1}, f32[2,3]{0,1}) tuple(x, y)
+}
+true_c {
+  x = f32[2,3]{0,1} parameter(0)
+  ROOT r = pred[] constant(true)
+}
+"""
+LAYOUT_PROBES = [
+    "negate(tiled)", "compare(tiled, tiled), direction=LT", "compare(nib, nib), direction=LT", "negate(nib)",
+    "transpose(tiled3), dimensions={1,0,2}", "tuple(tiled, nib)",
+    "negate(a)", "add(a, a2)", "add(a2, a)", "compare(a2, a), direction=LT", "is-finite(a)", "real(c)", "abs(c)",
+    "add(a, d)", "select(p, a2, a2)", "select(p2, a, a)", "select(pr, a, a2)", "clamp(a, a2, a2)", "clamp(z, a, z)",
+    "transpose(t), dimensions={1,2,0}", "transpose(t), dimensions={2,0,1}", "reverse(a), dimensions={0}",
+    "concatenate(a, a2), dimensions={0}", "pad(a, z), padding=0_1x1_0",
+    "dot(a, m), lhs_contracting_dims={1}, rhs_contracting_dims={0}", "cholesky(sq)",
+    "triangular-solve(sq, bb), left_side=true, lower=true, transpose_a=NO_TRANSPOSE",
+    "fft(c), fft_type=FFT, fft_length={8}", "fft(r8), fft_type=RFFT, fft_length={8}",
+    "reduce(t, z), dimensions={1}, to_apply=add_f", "reduce-window(a, z), window={size=1x2}, to_apply=add_f",
+    "sort(a, i), dimensions={1}, to_apply=lt_2", "map(a, a2), dimensions={0,1}, to_apply=add_f",
+    "topk(a), k=2, largest=true", "tuple(a, i)", "get-tuple-element(tu), index=0", "call(a), to_apply=keep",
+    "while(a), condition=true_c, body=keep", "conditional(pr, a, a2), true_computation=keep, false_computation=other",
+    "conditional(pr, a2, a), true_computation=other, false_computation=keep", "add-dependency(a, tk)",
+    "gather(a, ix), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
+    "slice_sizes={1,3}",
+    "scatter(a, ix, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+    "index_vector_dim=1, to_apply=add_f",
+    "batch-norm-training(a, f, f), epsilon=0.001, feature_index=1",
+    "batch-norm-grad(a, f, f, f, a2), epsilon=0.001, feature_index=1",
+    "select-and-scatter(a, u, z), window={size=1x1}, select=lt_f, scatter=add_f",
+    "sort(a2), dimensions={1}, to_apply=lt_f", "scan(sc, a), dimensions={1}, num_carries=1, to_apply=step",
+    "scan(sc, a), dimensions={0}, num_carries=1, to_apply=step",
+]
+
+
+@pytest.mark.parametrize("probe", LAYOUT_PROBES)
+def test_shapeless_instructions_get_xlas_layouts(probe: str, xla: Any) -> None:
+    """Operands with non-default layouts: the layout XLA's parser gives the inferred shape is ours too."""
+    text = f"HloModule m\n{LAID_OUT_CALLEES}ENTRY e {{\n{LAID_OUT}  ROOT out = {probe}\n}}\n"
+    ours = parse_hlo_module(text)
+    answer = xla_verdict(xla, text)
+    assert answer["ok"], answer
+    assert summary(ours)["e"]["out"] == summary(answer["module"])["e"]["out"]
+    assert parse_hlo_module(text, fast=False) == ours
+
+
+@st.composite
+def laid_out_instructions(draw: st.DrawFn) -> tuple[str, str]:
+    """(parameters, shapeless ROOT instruction) over operands with random layouts (some tiled, some in S(1))."""
+    rank = draw(st.integers(1, 4))
+    sizes = draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank))
+    order = draw(st.permutations(range(rank)))
+    extra = draw(st.sampled_from(["", ":S(1)", ":T(2)", ":T(2)S(1)"]))
+    etype = draw(st.sampled_from(["f32", "bf16", "s32"]))
+    shape = f"{etype}[{','.join(map(str, sizes))}]{{{','.join(map(str, order))}{extra}}}"
+    other = f"{etype}[{','.join(map(str, sizes))}]{{{','.join(map(str, draw(st.permutations(range(rank)))))}}}"
+    predicate = f"pred[{','.join(map(str, sizes))}]{{{','.join(map(str, draw(st.permutations(range(rank)))))}}}"
+    parameters = f"  a = {shape} parameter(0)\n  b = {other} parameter(1)\n  p = {predicate} parameter(2)\n"
+    permutation = ",".join(map(str, draw(st.permutations(range(rank)))))
+    dims = ",".join(map(str, sorted(draw(st.sets(st.integers(0, rank - 1), min_size=1)))))
+    root = draw(st.sampled_from([
+        "negate(a)", "abs(a)", "add(a, b)", "multiply(b, a)", "compare(a, b), direction=GT", "select(p, a, b)",
+        "clamp(b, a, b)", f"transpose(a), dimensions={{{permutation}}}", f"reverse(a), dimensions={{{dims}}}",
+        "tuple(a, b, p)", "copy(a)", f"concatenate(a, b), dimensions={{{rank - 1}}}"]))
+    return parameters, root
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(laid_out_instructions())
+def test_generated_shapeless_instructions_get_xlas_layouts(xla: Any, case: tuple[str, str]) -> None:
+    parameters, root = case
+    text = f"HloModule m\nENTRY e {{\n{parameters}  ROOT out = {root}\n}}\n"
+    answer = xla_verdict(xla, text)
+    assert answer["ok"], answer
+    assert summary(parse_hlo_module(text))["e"]["out"] == summary(answer["module"])["e"]["out"]
+
+
+@pytest.mark.parametrize(("written", "data"), [
+    ("(f32[2])", "f32[2]"), ("(f32[2], token[])", "f32[2]"), ("(f32[2]{0}, u32[9], token[])", "f32[2]"),
+    ("(f32[2], f32[3])", "f32[2]"), ("(f32[2], u32[], token[], f32[])", "f32[2]"),
+    ("(bf16[2,3]{0,1})", "bf16[2,3]{0,1}")])
+def test_recv_shape_is_derived_from_the_written_data_shape(written: str, data: str, xla: Any) -> None:
+    """XLA keeps only the first element of recv's written tuple: (data, u32[], token[])."""
+    text = (f"HloModule m\nENTRY e {{\n  tok = token[] after-all()\n  r = {written} recv(tok), channel_id=2\n"
+            f"  ROOT d = ({data}, token[]) recv-done(r), channel_id=2\n}}\n")
+    module = assert_reads_like_xla(xla, text)
+    assert module.entry.instructions[1].shape == xs.parse_shape(f"({data}, u32[], token[])")
+
+
+@pytest.mark.parametrize("shape", ["", "f32[3] "])
+@pytest.mark.parametrize("padding", ["0_0_-1", "0_0_-1x0_0", "-1_0_-1"])
+def test_negative_interior_padding_does_not_read(shape: str, padding: str, xla: Any) -> None:
+    """XLA's lexer reads no negative interior padding (its error: '=' expected); ours stops at the same '_-'."""
+    text = f"HloModule m\nENTRY e {{\n  p = f32[3] parameter(0)\n  z = f32[] constant(0)\n" \
+           f"  ROOT r = {shape}pad(p, z), padding={padding}\n}}\n"
+    assert not xla.parse_module(text)["ok"]
+    with pytest.raises(xs.ParseError) as info:
+        parse_hlo_module(text, strict=True)
+    assert info.value.line == 5 and "found '_-" in str(info.value)
 
 
 # ----------------------------------------------------------------------------------------------------

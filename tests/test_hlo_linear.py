@@ -121,3 +121,25 @@ def test_device_lists_within_the_limit_read() -> None:
     assert len(groups) == 256 and groups[1] == (4, 5, 6, 7)
     ins = parse_instruction("x = f32[] foo(), sharding={devices=[2,0]<=[0]}")
     assert ins.sharding is not None and ins.sharding.devices == ()
+
+
+
+def test_shapeless_calls_read_each_callee_signature_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """3000 shapeless calls of 3 large computations build 3 signatures, not one per call (linear time)."""
+    import xlashapes.hlo.parser as parser_module
+
+    built: list[object] = []
+    real = parser_module.Signature
+
+    def counting(*args: object) -> object:
+        built.append(args)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(parser_module, "Signature", counting)
+    body = "".join(f"  n{i} = f32[2] negate(x)\n" for i in range(3000))
+    callees = "".join(f"c{k} {{\n  x = f32[2] parameter(0)\n{body}  ROOT r = f32[2] negate(x)\n}}\n" for k in range(3))
+    calls = "".join(f"  k{i} = call(a), to_apply=c{i % 3}\n" for i in range(3000))
+    text = f"HloModule m\n{callees}ENTRY e {{\n  a = f32[2] parameter(0)\n{calls}  ROOT z = f32[2] negate(a)\n}}\n"
+    module_ = parse_hlo_module(text)
+    assert len(module_.entry.instructions) == 3002 and str(module_.entry.instructions[1].shape) == "f32[2]{0}"
+    assert len(built) == 3

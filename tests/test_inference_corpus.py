@@ -87,3 +87,34 @@ def test_corpus_inferred_shapes_equal_written_ones() -> None:
                     assert inferred.equal(ins.shape, ignore_layout=True), (path.name, ins.line)
                     count += 1
     assert count > 1000
+
+
+MEMORY_CORPUS = sorted((Path(__file__).parent / "data" / "memory").glob("*.hlo"))
+
+
+@pytest.mark.skipif(not MEMORY_CORPUS, reason="no memory corpus")
+@pytest.mark.parametrize("path", MEMORY_CORPUS, ids=lambda p: p.stem)
+def test_optimized_cpu_modules_pass_the_verifier(path: Path) -> None:
+    """XLA:CPU's optimized modules (s8 x s8 -> s32 dots, fusions, copies ...) give problems() == []."""
+    module = parse_hlo_module(path.read_text())
+    assert module.problems() == []
+    assert sum(len(c.instructions) for c in module.computations) > 5
+
+
+@pytest.mark.parametrize(("lhs", "rhs", "written", "accepted"), [
+    ("s8", "s8", "s32", True), ("s8", "s8", "f32", True), ("f32", "f32", "bf16", True), ("bf16", "bf16", "f32", True),
+    ("s8", "s32", "s32", True), ("s32", "s32", "s8", False), ("s8", "s32", "s16", False), ("u16", "u16", "u8", False),
+])
+def test_dot_written_element_type_is_the_preferred_type(lhs: str, rhs: str, written: str, accepted: bool) -> None:
+    """HloVerifier passes a dot's written element type as the preferred type; a non-float never narrows."""
+    from xlashapes import parse_shape
+
+    attributes = {"lhs_contracting_dims": (1,), "rhs_contracting_dims": (0,)}
+    operands = [parse_shape(f"{lhs}[2,3]"), parse_shape(f"{rhs}[3,4]")]
+    if accepted:
+        check_shape("dot", operands, parse_shape(f"{written}[2,4]"), attributes)
+        with pytest.raises(ShapeError, match="is not the inferred"):  # the dimensions are still checked
+            check_shape("dot", operands, parse_shape(f"{written}[2,5]"), attributes)
+    else:
+        with pytest.raises(ShapeError, match="narrower"):
+            check_shape("dot", operands, parse_shape(f"{written}[2,4]"), attributes)

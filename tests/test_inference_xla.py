@@ -231,3 +231,64 @@ def test_async_pairs_we_infer_compile(xla: object) -> None:
                             then=(done, str(finished))).module(text))
     answers = inference_oracle().verify(modules)
     assert [(case.opcode, answer.get("error")) for (case, _), answer in zip(pairs, answers) if not answer["ok"]] == []
+
+
+# What XLA's parser fills in but its verifier (HloVerifier) refuses: problems() reports these, as it should.
+VERIFIER_ONLY = ("XLA does not convert implicitly",  # mixed floating-point precision (allow_mixed_precision off)
+                 "takes tokens",  # after-all / add-dependency of non-tokens
+                 "sort dimension",  # sort's dimension is checked by the verifier only
+                 "of the declared shape", "entries but the operand")  # the shapeless broadcast quirk
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@settings(max_examples=examples(1), deadline=None, suppress_health_check=list(HealthCheck), database=None,
+          phases=NO_SHRINK)
+@given(data=st.data())
+def test_our_parser_fills_shapes_like_xla_and_its_output_verifies(xla: object, family: str,
+                                                                 data: st.DataObject) -> None:
+    """The HLO reader (not only infer_shape): the shape it fills in is XLA's, layout included; XLA's printout of
+    the module passes problems() except for what XLA's own verifier refuses."""
+    from xlashapes import ParseError
+    from xlashapes.hlo import parse_hlo_module
+
+    cases = data.draw(st.lists(FAMILIES[family], min_size=BATCH, max_size=BATCH))
+    answers = inference_oracle().parse([case.module() for case in cases])
+    disagreements = []
+    for case, answer in zip(cases, answers):
+        if not answer["ok"]:
+            continue
+        where = f"{case.opcode}{case.operands} {case.attributes}"
+        try:
+            ours = parse_hlo_module(case.module())
+        except ParseError as error:
+            disagreements.append(f"{where}: XLA reads it, we raise {error}")
+            continue
+        theirs = parse_hlo_module(answer["text"])
+        mine, xlas = ([str(i.shape) for i in m.entry.instructions if i.name == "r"] for m in (ours, theirs))
+        if mine != xlas:
+            disagreements.append(f"{where}: XLA fills in {xlas}, we {mine}")
+        disagreements += [f"{where}: {p.message}" for p in theirs.problems()
+                          if not any(known in p.message for known in VERIFIER_ONLY)]
+    assert disagreements == []
+
+
+@settings(max_examples=examples(1), deadline=None, suppress_health_check=list(HealthCheck), database=None,
+          phases=NO_SHRINK)
+@given(data=st.data())
+def test_problems_gives_xlas_verdict_on_written_shapes(xla: object, data: st.DataObject) -> None:
+    """problems() (the verifier wired to check_shape) accepts a written shape exactly when XLA compiles it."""
+    from xlashapes import ParseError
+    from xlashapes.hlo import parse_hlo_module
+
+    items = data.draw(st.lists(written_cases(), min_size=60, max_size=60))
+    answers = inference_oracle().verify([case.module(written) for case, written in items])
+    disagreements = []
+    for (case, written), answer in zip(items, answers):
+        try:
+            found = [p.message for p in parse_hlo_module(case.module(written)).problems()]
+        except ParseError as error:
+            found = [f"ParseError: {error}"]
+        if bool(answer["ok"]) != (found == []):
+            disagreements.append(f"{case.opcode}{case.operands} {case.attributes} written {written}: ours {found}, "
+                                 f"XLA {answer.get('error', 'accepts')[:200]!r}")
+    assert disagreements == []

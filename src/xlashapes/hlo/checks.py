@@ -3,8 +3,9 @@
 ``problems()`` checks names (undefined, duplicate, used before definition), called computations, opcodes,
 attribute values (typed reading, repeated keys, required keys, values XLA refuses), constant literals (count and
 range), operand shapes written inline against their definitions, aliasing declarations, and every instruction's
-written shape against the shape :func:`xlashapes.inference.infer_shape` gives (for ``INFERRED_OPCODES``, ignoring
-layouts), element-wise and broadcast shapes against XLA's broadcasting rules. Linear in the module's size.
+written shape against what XLA's verifier accepts (:func:`xlashapes.inference.check_shape`, layouts
+ignored: inferred shapes, and the rules of opcodes whose shape must be written such as broadcast, reshape,
+iota), element-wise and broadcast shapes against XLA's broadcasting rules. Linear in the module's size.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from typing import Any
 
 from ..broadcast import BINARY_OPS, broadcast_shape
 from ..errors import ParseError, ShapeError
-from ..inference import INFERRED_OPCODES, Signature, infer_shape
+from ..inference import INFERRED_OPCODES, WRITTEN_SHAPE_OPCODES, Signature, check_shape
 from ..shape import Shape
 from ..text import shape_text
 from ._views import ComputationView, InstructionView, ModuleView
 from ._xla_attributes import allowed_attributes
 from .attributes import CALLED_COMPUTATION_KEYS, Attributes, has_reader
 from .opcodes import OPCODES
+
+_CHECKED_OPCODES = (INFERRED_OPCODES | WRITTEN_SHAPE_OPCODES) - {"parameter", "constant", "custom-call", "bitcast"}
+"""Opcodes :func:`xlashapes.inference.check_shape` checks (it takes the others' written shapes as they are)."""
 
 __all__ = ["OPERAND_COUNTS", "REQUIRED_ATTRIBUTES", "Problem", "module_problems"]
 
@@ -71,6 +75,16 @@ REQUIRED_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "convolution": ("dim_labels",),
     "rng-bit-generator": ("algorithm",),
     "sort": ("dimensions", "to_apply"),
+    "domain": ("domain",),
+    "scan": ("dimensions", "num_carries", "to_apply"),
+    **{opcode: ("epsilon", "feature_index")
+       for opcode in ("batch-norm-training", "batch-norm-inference", "batch-norm-grad")},
+    "get-dimension-size": ("dimensions",),
+    "set-dimension-size": ("dimensions",),
+    "all-gather-start": ("dimensions",),
+    "all-reduce-start": ("to_apply",),
+    "collective-permute": ("source_target_pairs",),
+    "collective-permute-start": ("source_target_pairs",),
     "fft": ("fft_type", "fft_length"),
     "reduce-precision": ("exponent_bits", "mantissa_bits"),
     "rng": ("distribution",),
@@ -231,14 +245,14 @@ class _Checker:
                 _check_binary_shape(instruction, operands[0], operands[1])
             elif opcode == "broadcast" and len(operands) == 1 and "dimensions" in instruction.attributes:
                 _check_broadcast_shape(instruction, operands[0])
-            elif opcode in INFERRED_OPCODES:
+            if opcode in _CHECKED_OPCODES:
                 self.inferred(instruction, operands, computations)
         except (ShapeError, ParseError) as error:
             self.add(instruction.position, f"{instruction.name}: {error}")
 
     def inferred(self, instruction: InstructionView, operands: list[Shape],
                  computations: Mapping[str, ComputationView]) -> None:
-        """ShapeError when the written shape is not the one inference gives (layouts ignored)."""
+        """ShapeError when the written shape is not one XLA's verifier accepts (inference's check_shape)."""
         attributes = instruction.attributes
         typed = {key: attributes.typed(key) for key in attributes}
         called: dict[str, Signature] = {}
@@ -246,10 +260,7 @@ class _Checker:
             signature = self.signature(name, computations)
             if signature is not None:
                 called[name] = signature
-        expected = infer_shape(instruction.opcode, operands, typed, called)
-        if not instruction.shape.equal(expected, ignore_layout=True, ignore_dynamic=True):
-            raise ShapeError(f"the written shape {shape_text(instruction.shape, print_layout=False)} is not the "
-                             f"inferred {shape_text(expected, print_layout=False)}")
+        check_shape(instruction.opcode, operands, instruction.shape, typed, called)
 
     def instruction(self, instruction: InstructionView, names: set[str],
                     computations: Mapping[str, ComputationView]) -> bool:
@@ -290,13 +301,14 @@ class _Checker:
         for name in instruction.control_predecessors:
             if name not in names:
                 self.add(attributes.position("control-predecessors"), f"control predecessor {name} is not defined")
-        self.values(instruction, attributes)
-        return ok
+        return self.values(instruction, attributes) and ok
 
-    def values(self, instruction: InstructionView, attributes: Attributes) -> None:
-        """Attribute values that read but that XLA refuses."""
+    def values(self, instruction: InstructionView, attributes: Attributes) -> bool:
+        """Attribute values that read but that XLA refuses; False when an enum value is not one XLA knows."""
+        known = True
         for key, allowed in _ENUMS.get(instruction.opcode, {}).items():
             if key in attributes and attributes.typed(key) not in allowed:
+                known = False
                 self.add(attributes.position(key), f"{instruction.name}: {key}={attributes.typed(key)} is not one "
                          f"of {', '.join(sorted(allowed))}")
         if attributes.get_typed("api_version") == "API_VERSION_UNSPECIFIED":
@@ -308,6 +320,7 @@ class _Checker:
         if attributes.get_typed("use_global_device_ids") is True and "channel_id" not in attributes:
             self.add(attributes.position("use_global_device_ids"),
                      f"{instruction.name}: use_global_device_ids=true needs a channel_id")
+        return known
 
     def attributes(self, attributes: Attributes, owner: str) -> bool:
         """Repeated keys and well-known values that do not read; True when every value read."""

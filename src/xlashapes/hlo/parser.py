@@ -5,11 +5,12 @@ expressions; whatever line it does not recognise goes to the careful token-level
 it or raises a ``ParseError`` pointing at the offending character. Both give the same module.
 
 The careful parser also reads what XLA accepts beyond printed dumps: no ``HloModule`` line (the module is then
-named ``module_<entry>``), ``HloModule m:``, parameter lists without colons, instructions without a shape (the shape
-comes from :func:`xlashapes.inference.infer_shape`), instructions written inline as operands (named
-``<opcode>.anon``, ``<opcode>.anon.1`` ...), computations written inline in ``to_apply={...}``/``calls={...}``
-(named ``_``, ``_.1`` ...), and the shapes XLA derives itself (send, recv, send-done, recv-done, outfeed; a
-constant's layout without ``E(n)``).
+named ``module_<entry>``), ``HloModule m:``, parameter lists without colons, instructions without a shape (only
+for ``inference.PARSER_INFERRED_OPCODES``, as XLA's parser; the shape comes from
+:func:`xlashapes.inference.infer_shape`, laid out as XLA lays it out, see :mod:`._layouts`), instructions
+written inline as operands (named ``<opcode>.anon``, ``<opcode>.anon.1`` ...), computations written inline in
+``to_apply={...}``/``calls={...}`` (named ``_``, ``_.1`` ...), and the shapes XLA derives itself (send, recv,
+send-done, recv-done, outfeed; a constant's layout without ``E(n)``).
 """
 
 from __future__ import annotations
@@ -18,17 +19,18 @@ import gc
 from dataclasses import replace
 from typing import Any
 
-from ..broadcast import BINARY_OPS
 from ..dtypes import ELEMENT_TYPES
 from ..errors import ParseError, ShapeError
-from ..inference import Signature, infer_shape
+from ..inference import PARSER_INFERRED_OPCODES, Signature, infer_shape
 from ..shape import Shape, make_shape, token_shape, tuple_shape
 from ..text import parse_shape
 from ._fast import DERIVED_SHAPE_OPCODES, fast_computation, fast_instruction
+from ._layouts import with_xla_layout
 from ._patterns import BLANKS, INSTRUCTION, MAX_FAST_LINE, PLAIN_OPERAND, SIMPLE_ATTRIBUTE
 from ._source import Source
 from ._tokens import TokenReader, is_uint64
 from .attributes import SINGLE_COMPUTATION_KEYS, Attributes
+from .checks import REQUIRED_ATTRIBUTES
 from .frames import StackFrameIndex
 from .model import HloComputation, HloInstruction, HloModule
 from .opcodes import RESERVED
@@ -36,22 +38,25 @@ from .opcodes import RESERVED
 _PLAIN_OPERAND = PLAIN_OPERAND
 _SIMPLE_ATTRIBUTE = SIMPLE_ATTRIBUTE
 
-__all__ = ["parse_hlo_module", "parse_instruction"]
+__all__ = ["parse_hlo_module", "parse_instruction", "with_xla_layout"]
 
 
 class _Builder:
     """What parsing a module accumulates: computations, the names given so far, the shapes of the current scope."""
 
-    __slots__ = ("computations", "counters", "scopes")
+    __slots__ = ("cache", "computations", "counters", "index", "scopes")
 
     def __init__(self) -> None:
         self.computations: list[HloComputation] = []
+        self.index: dict[str, list[HloComputation]] = {}
+        self.cache: dict[int, Signature] = {}
         self.counters: dict[str, int] = {}
         self.scopes: list[tuple[HloComputation, dict[str, Shape], list[int]]] = []
 
     def enter(self, computation: HloComputation) -> None:
-        """Start reading ``computation``'s instructions."""
+        """Start reading ``computation``'s instructions (it is then known by name to ``signatures``)."""
         self.scopes.append((computation, {}, [0]))
+        self.index.setdefault(computation.name, []).append(computation)
 
     def leave(self) -> None:
         """Finish the innermost computation."""
@@ -81,13 +86,24 @@ class _Builder:
         return known.get(name)
 
     def signatures(self, names: list[str]) -> dict[str, Signature]:
-        """The signature of every computation in ``names`` defined so far."""
+        """The signature of every computation in ``names`` defined so far (each finished one computed once)."""
+        index, cache = self.index, self.cache
+        active = {id(scope[0]) for scope in self.scopes}
         found: dict[str, Signature] = {}
-        for computation in self.computations:
-            if computation.name in names and computation.instructions and computation.name not in found:
-                parameters = sorted((i for i in computation.instructions if i.opcode == "parameter"),
-                                    key=lambda i: i.parameter_number or 0)
-                found[computation.name] = Signature(tuple(i.shape for i in parameters), computation.root.shape)
+        for name in names:
+            for computation in index.get(name, ()):
+                if not computation.instructions:
+                    continue
+                key = id(computation)
+                signature = cache.get(key) if key not in active else None
+                if signature is None:
+                    parameters = sorted((i for i in computation.instructions if i.opcode == "parameter"),
+                                        key=lambda i: i.parameter_number or 0)
+                    signature = Signature(tuple(i.shape for i in parameters), computation.root.shape)
+                    if key not in active:
+                        cache[key] = signature
+                found[name] = signature
+                break
         return found
 
 
@@ -125,33 +141,6 @@ def _without_element_size(shape: Shape) -> Shape:
     except ShapeError:
         return shape
     return Shape.trusted(shape.element_type, shape.dimensions, shape.dynamic_dimensions, layout)
-
-
-_ELEMENTWISE = frozenset(BINARY_OPS) | frozenset("""abs cbrt ceil compare copy cosine count-leading-zeros erf
-exponential exponential-minus-one floor imag is-finite log log-plus-one logistic negate not popcnt real
-round-nearest-afz round-nearest-even rsqrt sign sine sqrt tan tanh atan2 complex""".split())
-
-
-def with_xla_layout(opcode: str, operands: list[Shape], inferred: Shape) -> Shape:
-    """``inferred`` with the layout XLA's parser gives an instruction written without a shape.
-
-    XLA's ShapeInference changes the element type of an operand's shape (layout included): the first operand's for
-    element-wise ops of equal shapes, the predicate's for a full-rank select.
-
-    >>> from xlashapes.text import parse_shape
-    >>> x = parse_shape("f32[2,3]{0,1}")
-    >>> str(with_xla_layout("compare", [x, x], parse_shape("pred[2,3]")))
-    'pred[2,3]{0,1}'
-    """
-    source = None
-    if opcode in _ELEMENTWISE and operands:
-        source = operands[0]
-    elif opcode == "select" and len(operands) == 3:
-        source = operands[0]
-    if source is None or not (source.is_array and inferred.is_array) or source.layout is None \
-            or source.dimensions != inferred.dimensions:
-        return inferred
-    return Shape.trusted(inferred.element_type, inferred.dimensions, inferred.dynamic_dimensions, source.layout)
 
 
 class _Careful(TokenReader):
@@ -256,6 +245,9 @@ class _Careful(TokenReader):
             raise self.fail("expected an opcode (add, fusion, get-tuple-element ...)")
         self.advance()
         opcode = str(opcode_token.value)
+        if shape is None and opcode not in PARSER_INFERRED_OPCODES:
+            raise self.error(f"{opcode} is written without a shape, and XLA's parser cannot infer the shape of "
+                             f"{opcode}: write it before the opcode", opcode_token)
         self.expect("(", f"expected '(' after the opcode {opcode}")
         parameter_number = None
         literal_text = None
@@ -291,6 +283,9 @@ class _Careful(TokenReader):
         if missing:
             raise self.error(f"{opcode} is written without a shape and operand {missing[0]} is not defined before "
                              "it, so its shape cannot be inferred", at)
+        for key in REQUIRED_ATTRIBUTES.get(opcode, ()):
+            if key not in attributes:  # XLA's parser checks attributes before it infers
+                raise self.error(f"{opcode} is written without a shape and needs attribute {key}", at)
         try:
             values = {key: attributes.typed(key) for key in attributes}
             called = [n for key in ("to_apply", "calls", "condition", "body", "select", "scatter",
@@ -298,7 +293,8 @@ class _Careful(TokenReader):
                                     "false_computation") if key in values
                       for n in (values[key] if isinstance(values[key], tuple) else (values[key],))]
             known = [s for s in shapes if s is not None]
-            return with_xla_layout(opcode, known, infer_shape(opcode, known, values, self.builder.signatures(called)))
+            signatures = self.builder.signatures(called)
+            return with_xla_layout(opcode, known, infer_shape(opcode, known, values, signatures), values, signatures)
         except ShapeError as error:
             raise self.error(f"{opcode} is written without a shape, and it cannot be inferred: {error}", at) from None
 

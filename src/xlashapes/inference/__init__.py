@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ..dtypes import ElementType
+from ..dtypes import ElementType, Kind
 from ..errors import ShapeError, XlaShapesError
 from ..shape import Shape
 from . import collectives, control, data_movement, elementwise, gather_scatter, linalg, reduction
@@ -219,6 +219,8 @@ def _check_shape(_: Call, opcode: str, operands: Sequence[Shape], shape: Shape,
         raise ShapeError(f"the written shape of {opcode} must be a Shape, got {type(shape).__name__}")
     if opcode in _RULES:
         inferred = _RULES[opcode](call)
+        if opcode in _PREFERRED_TYPE_OPCODES:
+            inferred = _preferred(call, inferred, shape)
         if not _matches(shape, inferred):
             raise ShapeError(f"{opcode}: the written shape {text(shape)} is not the inferred {text(inferred)}")
         extra = _VERIFIER_ONLY.get(opcode)
@@ -237,6 +239,25 @@ def _check_shape(_: Call, opcode: str, operands: Sequence[Shape], shape: Shape,
                                                                       _element_type(call, shape)))
         return
     raise ShapeError(f"unknown opcode {opcode!r}")
+
+
+_PREFERRED_TYPE_OPCODES = frozenset(("dot", "ragged-dot", "scaled-dot", "convolution"))
+"""Opcodes whose written element type HloVerifier passes to inference as the preferred element type."""
+
+
+def _preferred(call: Call, inferred: Shape, shape: Shape) -> Shape:
+    """``inferred`` with the written element type, as XLA's MaybeUpcast allows (a non-float never narrows).
+
+    >>> from xlashapes import parse_shape
+    >>> str(_preferred(Call("dot", (), {}, {}), parse_shape("s8[2]"), parse_shape("s32[2]")))
+    's32[2]{0}'
+    """
+    if not (shape.is_array and inferred.is_array) or shape.element_type == inferred.element_type:
+        return inferred
+    source, wanted = inferred.element_type, shape.element_type
+    if source.kind is not Kind.FLOAT and wanted.bits < source.bits:
+        raise ShapeError(f"{call.opcode}: the written element type {wanted} is narrower than the operands' {source}")
+    return Shape.trusted(wanted, inferred.dimensions, inferred.dynamic_dimensions, inferred.layout)
 
 
 def _element_type(call: Call, shape: Shape) -> ElementType:

@@ -54,6 +54,9 @@ def test_doc_vector_without_broadcast_dimensions_is_invalid() -> None:
         bshape((2, 3), (3,))
     message = str(info.value)
     assert "(2, 3)" in message and "(3,)" in message and "broadcast_dimensions=(1,)" in message
+    for lhs, rhs in (("f32[3,2]", "f32[3]"), ("f32[3]", "f32[3,2]")):  # each rank named beside its operand
+        with pytest.raises(xs.ShapeError, match=r"f32\[3,2\] rank 2, f32\[3\] rank 1"):
+            xs.broadcast_shape(lhs, rhs)
     with pytest.raises(xs.ShapeError, match="different ranks"):
         ops.add(X23, V789)
 

@@ -195,7 +195,7 @@ def _in_dim_operand(small: _Operand, large: _Operand, dims: tuple[int, ...], pai
     if not dims and small.rank:
         numpy_like = tuple(range(large.rank - small.rank, large.rank))
         raise ShapeError(
-            f"{pair} have different ranks ({small.rank} and {large.rank}): XLA needs "
+            f"{pair} have different ranks ({large.name} rank {large.rank}, {small.name} rank {small.rank}): XLA needs "
             f"broadcast_dimensions to say which dimensions of {large.name} the dimensions of {small.name} match "
             f"and never guesses as NumPy does (NumPy would use broadcast_dimensions={numpy_like})")
     if len(dims) != small.rank:

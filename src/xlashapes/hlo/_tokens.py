@@ -86,6 +86,14 @@ class TokenReader(ShapeParser):
             return True
         return False
 
+    def boolean(self) -> bool:
+        """``true`` or ``false``."""
+        token = self.token
+        if token.kind == "keyword" and token.value in ("true", "false"):
+            self.advance()
+            return token.value == "true"
+        raise self.fail("expected true or false")
+
     def is_name(self) -> bool:
         """True when the current token is a plain word or ``%name``."""
         token = self.token

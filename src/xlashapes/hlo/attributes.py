@@ -156,14 +156,6 @@ class _Values(TokenReader):
             return math.inf
         raise self.fail("expected a number")
 
-    def boolean(self) -> bool:
-        """``true`` or ``false``."""
-        token = self.token
-        if token.kind == "keyword" and token.value in ("true", "false"):
-            self.advance()
-            return token.value == "true"
-        raise self.fail("expected true or false")
-
     def text_value(self) -> str:
         """A quoted string, unescaped."""
         return self.string()

@@ -64,14 +64,6 @@ class _Literal(TokenReader):
             raise self.error(f"{value} is out of range for {etype} [{low}, {high}]", token)
         return value
 
-    def boolean(self) -> bool:
-        """``true`` or ``false``."""
-        token = self.token
-        if token.kind == "keyword" and token.value in ("true", "false"):
-            self.advance()
-            return token.value == "true"
-        raise self.fail("expected true or false")
-
 
 def _component_dtype(etype: ElementType) -> Any:
     """The NumPy dtype of one real component of ``etype``."""

@@ -11,28 +11,7 @@ import atexit
 import json
 from typing import Any
 
-from xla_oracle import WorkerProcess, available
-
-_BATCH_WORKER = r"""
-import json, sys, os
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-from jaxlib import _hlo
-def shape(text):
-    module = "HloModule m\nENTRY e {\n  ROOT p = " + text + "\n  parameter(0)\n}\n"
-    try:
-        out = _hlo.hlo_module_from_text(module).to_string()
-    except Exception as err:
-        return {"ok": False, "error": str(err)}
-    for line in out.splitlines():
-        line = line.strip()
-        if line.startswith("ROOT %p = "):
-            return {"ok": True, "text": line[len("ROOT %p = "):-len(" parameter(0)")]}
-    return {"ok": False, "error": "no ROOT line in " + out}
-for line in sys.stdin:
-    for text in json.loads(line)["shapes"]:
-        sys.stdout.write(json.dumps(shape(text)) + "\n")
-        sys.stdout.flush()
-"""
+from xla_oracle import WORKER, WorkerProcess, available
 
 CRASH: dict[str, Any] = {"ok": False, "crash": True, "error": "XLA aborted the process"}
 
@@ -41,7 +20,7 @@ class BatchOracle(WorkerProcess):
     """XLA's verdicts on many shape texts per round trip."""
 
     def __init__(self) -> None:
-        super().__init__(_BATCH_WORKER)
+        super().__init__(WORKER)
 
     def print_shapes(self, texts: list[str]) -> list[dict[str, Any]]:
         """XLA's verdict on each text: {"ok": True, "text": printed} or {"ok": False, "error"/"crash"}."""

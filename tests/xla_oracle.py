@@ -12,7 +12,7 @@ import subprocess
 import sys
 from typing import Any
 
-_WORKER = r"""
+WORKER = r"""
 import json, sys, os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from jaxlib import _hlo
@@ -34,6 +34,11 @@ def module(text):
         return {"ok": False, "error": str(err)}
 for line in sys.stdin:
     request = json.loads(line)
+    if "shapes" in request:  # a batch: one answer line per text
+        for text in request["shapes"]:
+            sys.stdout.write(json.dumps(shape(text)) + "\n")
+            sys.stdout.flush()
+        continue
     answer = shape(request["shape"]) if "shape" in request else module(request["module"])
     sys.stdout.write(json.dumps(answer) + "\n")
     sys.stdout.flush()
@@ -96,7 +101,7 @@ class Oracle(WorkerProcess):
     """XLA's HLO parser and printer in a worker process."""
 
     def __init__(self) -> None:
-        super().__init__(_WORKER)
+        super().__init__(WORKER)
 
     def print_shape(self, text: str) -> dict[str, Any]:
         """XLA's verdict on shape ``text``: {"ok": True, "text": printed} or {"ok": False, "error"/"crash"}."""

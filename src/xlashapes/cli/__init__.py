@@ -18,7 +18,7 @@ from ..errors import ParseError, XlaShapesError
 from . import memory, shapes
 from ._common import EXIT_BAD_INPUT, EXIT_OK, FIGURE_1, SEED_SHAPE
 
-NEGATIVE = re.compile(r"-\d[\d,\s]*")
+NEGATIVE = re.compile(r"-\d+(?:\s*,\s*[+-]?\d+)*\s*,?")
 """An argument like ``-1,0`` or ``-3``: a negative index or number, never an option."""
 
 

@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
-from cli_runner import run
 
 import xlashapes as xs
+from cli_runner import run
 from xlashapes.cli import SEED_SHAPE
 
 
@@ -154,8 +154,7 @@ def test_no_command_prints_help_and_version() -> None:
 
 from pathlib import Path  # noqa: E402
 
-from cli_runner import assert_fails, run_process  # noqa: E402
-
+from cli_runner import assert_fails  # noqa: E402
 from xlashapes.cli._common import read_bytes, read_text  # noqa: E402
 
 
@@ -222,16 +221,16 @@ def test_unpack_reads_at_most_the_shape(tmp_path: Path) -> None:
 def test_safe_reader(tmp_path: Path) -> None:
     with pytest.raises(xs.ShapeError, match="directory"):
         read_text(str(tmp_path))
-    with pytest.raises(xs.ShapeError, match="not text .NUL byte at offset 0"):
+    with pytest.raises(xs.ShapeError, match=r"not text \(NUL byte at offset 0\)"):
         read_text("/dev/zero")
     (tmp_path / "latin.hlo").write_bytes("HloModule caf\xe9".encode("latin-1"))
-    with pytest.raises(xs.ShapeError, match="not UTF-8 text .byte 0xe9 at offset 13"):
+    with pytest.raises(xs.ShapeError, match=r"not UTF-8 text \(byte 0xe9 at offset 13\)"):
         read_text(str(tmp_path / "latin.hlo"))
     (tmp_path / "big.hlo").write_text("x" * 1000)
     with pytest.raises(xs.ShapeError, match="larger than 999 bytes"):
         read_text(str(tmp_path / "big.hlo"), limit=999)
     assert read_text(str(tmp_path / "big.hlo"), limit=1000) == "x" * 1000
-    with pytest.raises(xs.ShapeError, match="cannot read input .*No such file"):
+    with pytest.raises(xs.ShapeError, match=r"cannot read input .*No such file"):
         read_bytes(str(tmp_path / "missing"))
 
 
@@ -264,7 +263,8 @@ def test_examples_only_without_arguments_and_said_so(args: tuple[str, ...], answ
 def test_negative_indices_count_from_the_end() -> None:
     result = run("index", "f32[3,5]", "-1,0")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == f"f32[3,5]{{1,0}} index (2,0) -> element offset {xs.linear_index('f32[3,5]', (2, 0))}, byte 40"
+    offset = xs.linear_index("f32[3,5]", (2, 0))
+    assert result.stdout.strip() == f"f32[3,5]{{1,0}} index (2,0) -> element offset {offset}, byte {offset * 4}"
     tiled = run("index", "f32[3,5]{1,0:T(2,2)}", "-1,-2", "--json")
     assert json.loads(tiled.stdout)["element_offset"] == xs.linear_index("f32[3,5]{1,0:T(2,2)}", (2, 3)) == 17
     assert_fails(run("index", "f32[3,5]", "-4,0"), "index -4 is out of range for dimension 0 (size 3)")

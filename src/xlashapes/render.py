@@ -262,6 +262,14 @@ def _axis(count: int, fit: int) -> list[int | None]:
     return [*range(head), None, *range(count - tail, count)]
 
 
+def _hidden(axis: list[int | None]) -> tuple[int, int]:
+    """The first and last position an axis with a gap leaves out."""
+    gap = axis.index(None)
+    before, after = axis[gap - 1], axis[gap + 1]
+    assert before is not None and after is not None
+    return before + 1, after - 1
+
+
 def _dim_name(picture: LayoutPicture, dim: int | None) -> str:
     if dim is None:
         return ""
@@ -320,8 +328,9 @@ def _grid_panel(picture: LayoutPicture, items: list[Rect | Text], top: float) ->
     tiled = _is_tiled(picture)
     for row in rows:
         if row is None:
-            items.append(Text(left, y + GAP * 0.7, f"\u2026 rows {rows[rows.index(None) - 1] + 1}\u2013"
-                              f"{rows[rows.index(None) + 1] - 1} left out to fit the screen", LABEL, "#555555"))
+            first, last = _hidden(rows)
+            items.append(Text(left, y + GAP * 0.7, f"\u2026 rows {first}\u2013{last} left out to fit the screen",
+                              LABEL, "#555555"))
             y += GAP
             continue
         items.append(Text(left - 6, y + ROW_H * 0.7, str(row), LABEL, "#555555", "end"))
@@ -382,7 +391,8 @@ def _memory_panel(picture: LayoutPicture, items: list[Rect | Text], top: float) 
     y = top
     for row in rows:
         if row is None:
-            hidden = (rows[rows.index(None) + 1] - rows[rows.index(None) - 1] - 1) * per_row
+            first, last = _hidden(rows)
+            hidden = (last - first + 1) * per_row
             items.append(Text(left, y + GAP * 0.7, f"\u2026 {hidden:,} slots left out to fit the screen", LABEL,
                               "#555555"))
             y += GAP

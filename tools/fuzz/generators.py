@@ -32,7 +32,8 @@ SPELLINGS = (*TYPES, "token", "opaque", "tuple", "F32", "float32", "bfloat16", "
              np.float32, np.dtype("int8"), "complex64", 3, None, 1.5)
 
 SHAPE_SEEDS = (
-    "f32[3,5]{1,0:T(2,2)}", "bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)S(1)}", "f32[2,7,8,11,10]{4,3,2,1,0:T(*,*,2,*,3)}",
+    "f32[3,5]{1,0:T(2,2)}", "bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)S(1)}",
+    "f32[2,7,8,11,10]{4,3,2,1,0:T(*,*,2,*,3)}",
     "s4[128]{0:E(4)}", "f32[3,5]{1,0:T(2,2)L(4)#(s32)*(u32)E(32)S(1)M(8)}", "f32[3,5]{1,0:SC(0:2,4)}",
     "f32[<=3,?]{0,1:T(2,2)}", "(f32[2]{0}, s32[])", "()", "token[]", "opaque[]", "f32[]", "pred[3]",
     "s4[1024]{0:T(1024)(128)(8,1)E(4)}", "f32[3,5]{1,0:S(1)SC(0:2,4)M(8)}", "((f32[1]{0}, (u8[2,2])), token[])",
@@ -255,7 +256,8 @@ def run_index(value: Any) -> None:
 def make_broadcast(rng: random.Random) -> Any:
     def one() -> str:
         if rng.random() < 0.6:
-            return f"{rng.choice(('f32', 's32', 'pred', 'bf16', 's4', 'c64'))}[{','.join(map(str, small_dims(rng, top=3)))}]"
+            etype = rng.choice(("f32", "s32", "pred", "bf16", "s4", "c64"))
+            return f"{etype}[{','.join(map(str, small_dims(rng, top=3)))}]"
         return any_shape_text(rng)
 
     dims = None if rng.random() < 0.4 else random_value(rng) if rng.random() < 0.2 else \

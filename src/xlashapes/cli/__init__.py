@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(command, OSError(f"cannot write the output: {error.strerror or error}"), False)
     except (MemoryError, RecursionError) as error:
         return _fail(command, OSError(f"input too large to process ({type(error).__name__})"), as_json)
-    except Exception as error:  # noqa: BLE001  (never a traceback; XLASHAPES_DEBUG=1 shows it)
+    except Exception as error:
         if os.environ.get("XLASHAPES_DEBUG"):
             raise
         message = f"internal error, please report it: {type(error).__name__}: {error}"

@@ -7,12 +7,30 @@ import json
 from typing import Any
 
 from ..errors import ShapeError
-from ..explain import (explain, explain_instruction, explain_lines, instruction_lines, is_instruction, number,
-                       reports_of, tpu_report)
+from ..explain import (
+    explain,
+    explain_instruction,
+    explain_lines,
+    instruction_lines,
+    is_instruction,
+    number,
+    reports_of,
+    tpu_report,
+)
 from ..shape import UNBOUNDED_SIZE, Shape
 from ..text import parse_shape
-from ._common import (EXIT_BAD_INPUT, EXIT_OK, FIGURE_1, SEED_SHAPE, count_type, example_note, parse_index,
-                      parse_offset, read_bytes, text_argument)
+from ._common import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    FIGURE_1,
+    SEED_SHAPE,
+    count_type,
+    example_note,
+    parse_index,
+    parse_offset,
+    read_bytes,
+    text_argument,
+)
 
 MAX_DRAWN = 512
 """The most rows or columns ``draw --max-rows/--max-cols`` accept (the picture keeps one size cap)."""

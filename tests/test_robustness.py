@@ -18,9 +18,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "fuzz"))
 
-import generators  # noqa: E402
+import generators
 
-import xlashapes as xs  # noqa: E402
+import xlashapes as xs
 
 KNOWN = {
     # problem pattern: the area (file) that owns it, as filed in tools/fuzz/FINDINGS.md
@@ -48,7 +48,7 @@ def problems_of(target: str, count: int, seed: int = 20261123) -> list[str]:
             run(value)
         except xs.XlaShapesError:
             pass
-        except Exception as error:  # noqa: BLE001  (every other exception is the finding)
+        except Exception as error:
             frames = [f for f in traceback.extract_tb(error.__traceback__)
                       if "xlashapes" in f.filename or "generators" in f.filename]
             place = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else "?"
@@ -120,7 +120,7 @@ def test_pathological_lines_take_linear_time(name: str) -> None:
         generators.run_pathological((kind, text))
     except xs.XlaShapesError:
         pass
-    except Exception as error:  # noqa: BLE001  (every other exception is a finding)
+    except Exception as error:
         frames = [f for f in traceback.extract_tb(error.__traceback__) if "xlashapes" in f.filename]
         place = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else "?"
         if name in KNOWN_SLOW:

@@ -182,16 +182,13 @@ def _cells(shape: Shape, grown: Shape, row_dim: int | None, col_dim: int | None,
     if shape.rank == 0:
         offsets = [0]
     elif grown is not shape or inside.all():
-        offsets = [int(v) for v in linear_index(grown, grid)]
+        offsets = linear_index(grown, grid).tolist()
     elif inside.any():
-        for position, value in zip(np.flatnonzero(inside), linear_index(shape, grid[inside])):
-            offsets[int(position)] = int(value)
-    cells = []
-    for i in range(rows * cols):
-        row, col = i // cols, i % cols
-        index = tuple(int(v) for v in grid[i]) if inside[i] else None
-        cells.append(Cell(row, col, index, offsets[i], (row // tile_rows, col // tile_cols)))
-    return cells
+        for position, value in zip(np.flatnonzero(inside).tolist(), linear_index(shape, grid[inside]).tolist()):
+            offsets[position] = value
+    indices, flags = list(map(tuple, grid.tolist())), inside.tolist()
+    return [Cell(i // cols, i % cols, indices[i] if flags[i] else None, offsets[i],
+                 (i // cols // tile_rows, i % cols // tile_cols)) for i in range(rows * cols)]
 
 
 def _slots(shape: Shape, count: int) -> list[Slot]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import xlashapes as xs
-from cli_runner import run
+from cli_runner import assert_fails, run
 from xlashapes.cli import SEED_SHAPE
+from xlashapes.cli._common import read_bytes, read_text
 
 
 def test_explain_default_is_the_seed_shape() -> None:
@@ -55,6 +57,8 @@ def test_invalid_layout_is_reported_not_crashed() -> None:
     result = run("explain", "f32[3,5]{1,1}")
     assert result.returncode == 2
     assert "not a permutation" in result.stdout and "Traceback" not in result.stderr
+    assert_fails(result, "f32[3,5]{1,1} has no size", "not a permutation")
+    assert_fails(run("explain", "(f32[2]{0}, f32[<=3,?])", "--json"), "f32[<=3,?]", "unbounded")
 
 
 def test_console_script_and_help() -> None:
@@ -152,10 +156,6 @@ def test_no_command_prints_help_and_version() -> None:
 # Failures: exit 2, one line on stderr, never a traceback (issue 15)
 # ----------------------------------------------------------------------------------------------------------------
 
-from pathlib import Path  # noqa: E402
-
-from cli_runner import assert_fails  # noqa: E402
-from xlashapes.cli._common import read_bytes, read_text  # noqa: E402
 
 
 def test_broken_pipe_is_one_line_not_a_traceback() -> None:

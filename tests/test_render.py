@@ -12,7 +12,21 @@ import pytest
 import xlashapes as xs
 from cli_runner import run
 from xlashapes.indexing import linear_index
-from xlashapes.render import layout_picture, picture_png, picture_svg, save_picture
+from xlashapes.render import (
+    FONT_FAMILY,
+    MAX_HEIGHT,
+    MAX_WIDTH,
+    PNG_SCALE,
+    UNTILED_FILL,
+    Rect,
+    Text,
+    layout_picture,
+    picture_png,
+    picture_primitives,
+    picture_svg,
+    save_picture,
+    text_width,
+)
 
 
 def _check_cells_against_linear_index(text: str) -> None:
@@ -103,17 +117,6 @@ def test_cli_draw_index_offset(tmp_path: Path) -> None:
 # Readable at real TPU sizes (issue 15): one size cap, axes, cells fit their labels, byte ruler, 2x PNG, one font
 # ----------------------------------------------------------------------------------------------------------------
 
-from xlashapes.render import (  # noqa: E402
-    FONT_FAMILY,
-    MAX_HEIGHT,
-    MAX_WIDTH,
-    PNG_SCALE,
-    UNTILED_FILL,
-    Rect,
-    Text,
-    picture_primitives,
-    text_width,
-)
 
 REAL_SHAPES = ["bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)}", "s4[1024]{0:T(1024)(128)(8,1)E(4)}",
                "f32[3,5]{1,0:T(2,2)}", "s32[8388608,8,4]{2,1,0:T(8,128)}", "f32[128,256,896,18]{0,3,2,1:T(8,128)}"]

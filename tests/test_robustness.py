@@ -55,7 +55,7 @@ def problems_of(target: str, count: int, seed: int = 20261123) -> list[str]:
             found.append(f"{type(error).__name__}@{place}: {error} <- {value!r:.200}")
             continue
         seconds = time.process_time() - start
-        budget = 0.1 * max(1.0, generators_size(value) / 1024) * 5  # 5x slack: the test machine is shared
+        budget = max(0.1 * max(1.0, generators_size(value) / 1024), generators.FLOOR.get(target, 0)) * 5
         if seconds > budget:
             found.append(f"slow: {seconds:.3f} s <- {value!r:.200}")
     return found

@@ -356,7 +356,8 @@ def _grid_panel(picture: LayoutPicture, items: list[Rect | Text], top: float) ->
     def part(count: int, extent: int, what: str) -> str:
         return f"all {extent:,} {what}" if count >= extent else f"{count:,} of {extent:,} {what}"
 
-    shown = f"showing {part(picture.rows, extent_rows, 'rows')} and {part(picture.cols, extent_cols, 'columns')}"
+    shown = "showing " + (f"{part(picture.rows, extent_rows, 'rows')} and " if picture.row_dim is not None else "") \
+        + (part(picture.cols, extent_cols, "columns") if picture.col_dim is not None else "the scalar")
     if picture.rows > extent_rows or picture.cols > extent_cols:
         shown += f", padded to {picture.rows}x{picture.cols} by whole tiles"
     if tiled:

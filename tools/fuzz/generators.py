@@ -520,6 +520,10 @@ TARGETS: dict[str, tuple[Callable[[random.Random], Any], Callable[[Any], None], 
 }
 
 
+FLOOR = {"cli": 2.0, "memory": 0.5}
+"""Seconds any input of these targets may take whatever its size: a whole command (a picture, the bundled module)."""
+
+
 def input_for(target: str, seed: int, number_: int) -> Any:
     """The ``number_``-th input of ``target`` in the run with ``seed`` (deterministic: the reproducer key)."""
     return TARGETS[target][0](random.Random(f"{seed}:{target}:{number_}"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ..errors import ShapeError
@@ -65,7 +66,11 @@ def run_explain(args: argparse.Namespace) -> int:
             lines += ["  on TPU (advisor)", f"    layout         {tpu['shape']}", f"    why            {tpu['reason']}",
                       f"    bytes          {size} ({tpu['waste_percent']:.2f}% padding)"]
         print("\n".join(lines))
-    return EXIT_BAD_INPUT if any("invalid" in leaf for leaf in reports_of(report)) else EXIT_OK
+    invalid = [leaf for leaf in reports_of(report) if "invalid" in leaf]
+    if invalid:
+        print(f"xlashapes explain: {invalid[0]['shape']} has no size: {invalid[0]['invalid']}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
 
 
 def location(shape: Shape, offset: int) -> dict[str, int]:

@@ -346,3 +346,19 @@ def test_internal_errors_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XLASHAPES_DEBUG", "1")
     with pytest.raises(KeyError):
         run("explain", "f32[2]")
+
+
+def test_os_errors_name_the_file_and_interrupts_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import xlashapes.cli.shapes as shapes
+
+    def locked(shape: object) -> None:
+        raise PermissionError(13, "Permission denied", "/locked/file")
+
+    def interrupted(shape: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shapes, "explain", locked)
+    assert_fails(run("explain", "f32[2]"), "cannot access /locked/file: Permission denied")
+    monkeypatch.setattr(shapes, "explain", interrupted)
+    result = run("explain", "f32[2]")
+    assert result.returncode == 130 and result.stderr == "xlashapes explain: interrupted\n"

@@ -18,6 +18,9 @@ from ..errors import ParseError, XlaShapesError
 from . import memory, shapes
 from ._common import EXIT_BAD_INPUT, EXIT_OK, FIGURE_1, SEED_SHAPE
 
+EXIT_INTERRUPTED = 130
+"""Ctrl-C: the shell's convention (128 + SIGINT), one line and no traceback."""
+
 NEGATIVE = re.compile(r"-\d+(?:\s*,\s*[+-]?\d+)*\s*,?")
 """An argument like ``-1,0`` or ``-3``: a negative index or number, never an option."""
 
@@ -142,8 +145,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return _fail(command, OSError("output closed before everything was written (broken pipe)"), False)
     except OSError as error:
+        if error.filename is not None:  # a file a subcommand opened itself
+            return _fail(command, OSError(f"cannot access {error.filename}: {error.strerror or error}"), as_json)
         _silence_stdout()
         return _fail(command, OSError(f"cannot write the output: {error.strerror or error}"), False)
+    except KeyboardInterrupt:
+        _fail(command, OSError("interrupted"), False)
+        return EXIT_INTERRUPTED
     except (MemoryError, RecursionError) as error:
         return _fail(command, OSError(f"input too large to process ({type(error).__name__})"), as_json)
     except Exception as error:

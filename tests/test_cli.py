@@ -362,3 +362,11 @@ def test_os_errors_name_the_file_and_interrupts_are_one_line(monkeypatch: pytest
     monkeypatch.setattr(shapes, "explain", interrupted)
     result = run("explain", "f32[2]")
     assert result.returncode == 130 and result.stderr == "xlashapes explain: interrupted\n"
+
+
+def test_tpu_advice_is_skipped_for_a_broken_layout() -> None:
+    result = run("explain", "c128[2,2]{0,-21}", "--tpu")
+    assert_fails(result, "has no size")
+    assert "on TPU" not in result.stdout and "NO SIZE" in result.stdout
+    tuple_report = json.loads(run("explain", "(f32[2], s32[3])", "--tpu", "--json").stdout)
+    assert tuple_report["tpu"]["shape"] == str(xs.tpu_advice(xs.parse_shape("(f32[2], s32[3])")).shape)

@@ -45,18 +45,16 @@ def run_explain(args: argparse.Namespace) -> int:
     if is_instruction(text):
         from ..hlo import parse_instruction
 
-        report = explain_instruction(parse_instruction(text))
-        if args.tpu:
-            result = parse_instruction(text).shape
-            if result.is_array:
-                report["tpu"] = tpu_report(result)
+        instruction = parse_instruction(text)
+        shape = instruction.shape
+        report = explain_instruction(instruction)
         lines = instruction_lines(report)
     else:
         shape = parse_shape(text)
         report = explain(shape)
-        if args.tpu:
-            report["tpu"] = tpu_report(shape)
         lines = explain_lines(report)
+    if args.tpu and not any("invalid" in leaf for leaf in reports_of(report)):  # no advice for a broken layout
+        report["tpu"] = tpu_report(shape)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -131,3 +131,40 @@ def test_pathological_lines_take_linear_time(name: str) -> None:
     if seconds > limit and name in KNOWN_SLOW:
         pytest.xfail(f"{KNOWN_SLOW[name]}: {seconds:.2f} s for {len(text):,} bytes")
     assert seconds <= limit, f"{name}: {seconds:.2f} s for {len(text):,} bytes"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The command line on any text: exit 0 or 2, never a traceback, a failure is one line (three with a caret)
+# ---------------------------------------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from cli_runner import run  # noqa: E402
+from profiles import examples  # noqa: E402
+
+TEXT = st.one_of(st.text(max_size=40), st.sampled_from(generators.SHAPE_SEEDS),
+                 st.builds(lambda seed: generators.any_shape_text(__import__("random").Random(seed)), st.integers()))
+
+
+def _one_failure_line(result: object) -> None:
+    code, out, err = result.returncode, result.stdout, result.stderr  # type: ignore[attr-defined]
+    assert code in (0, 2), (code, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    if code == 2:
+        lines = err.rstrip("\n").split("\n")
+        assert lines[0].startswith("xlashapes") and len(lines) in (1, 3), err
+
+
+@settings(max_examples=examples(60))
+@given(TEXT, st.sampled_from(["explain", "draw", "index", "offset"]), st.text(max_size=12))
+def test_cli_on_any_shape_text(text: str, command: str, extra: str) -> None:
+    args = {"explain": [text, "--json"], "draw": [text, "-o", "/nonexistent-dir/x.svg"], "index": [text, extra],
+            "offset": [text, extra]}[command]
+    _one_failure_line(run(command, *args))
+
+
+@settings(max_examples=examples(30))
+@given(TEXT, TEXT, st.one_of(st.none(), st.text(max_size=8)))
+def test_cli_broadcast_on_any_text(lhs: str, rhs: str, dims: str | None) -> None:
+    _one_failure_line(run("broadcast", lhs, rhs, *([] if dims is None else ["--dims", dims])))

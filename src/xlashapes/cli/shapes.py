@@ -258,10 +258,12 @@ def run_broadcast(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-EXPLAIN_EPILOG = f"""examples:
-  xlashapes explain                                   # the seed's add.936 shape, {SEED_SHAPE}
-  xlashapes explain "f32[3,5]{{1,0:T(2,2)}}"
-  xlashapes explain "(f32[2]{{0}}, s4[128]{{0:E(4)}})" --json
+EXPLAIN_EPILOG = """examples:
+  xlashapes explain                                   # no arguments: the example, the seed's add.936 shape
+  xlashapes explain "%add.1 = f32[8,128]{1,0} add(f32[8,128]{1,0} %x, %y)"   # a pasted HLO line
+  pbpaste | xlashapes explain -                       # the shape or line from stdin
+  xlashapes explain "f32[3,5]{1,0:T(2,2)}"
+  xlashapes explain "(f32[2]{0}, s4[128]{0:E(4)})" --json
   xlashapes explain "f32[3,1000]" --tpu                 # the tiling TPU would use, its reason and its waste
 """
 
@@ -282,8 +284,9 @@ def register(sub: Any) -> None:
 
     index_parser = sub.add_parser(
         "index", help="the linear offset (element, byte, bit) of a logical index",
-        epilog=f"examples:\n  xlashapes index                       # {FIGURE_1} index 2,3 -> 17\n"
-               '  xlashapes index "s4[8]{0:E(4)}" 5     # byte 2, bit 4',
+        epilog=f"examples:\n  xlashapes index                       # no arguments: the example, {FIGURE_1} 2,3\n"
+               '  xlashapes index "s4[8]{0:E(4)}" 5     # byte 2, bit 4\n'
+               '  xlashapes index "f32[3,5]" -1,0       # negative entries count from the end: (2,0)',
         formatter_class=argparse.RawDescriptionHelpFormatter)
     index_parser.add_argument("shape", nargs="?", default=None, help="XLA shape text, or - for stdin")
     index_parser.add_argument("index", nargs="?", default=None,
@@ -293,7 +296,7 @@ def register(sub: Any) -> None:
 
     offset_parser = sub.add_parser(
         "offset", help="the logical index stored at a linear offset, or 'padding'",
-        epilog=f"examples:\n  xlashapes offset                      # {FIGURE_1} offset 17 -> (2,3)\n"
+        epilog=f"examples:\n  xlashapes offset                      # no arguments: the example, {FIGURE_1} 17\n"
                f'  xlashapes offset "{FIGURE_1}" 5   # padding',
         formatter_class=argparse.RawDescriptionHelpFormatter)
     offset_parser.add_argument("shape", nargs="?", default=None, help="XLA shape text, or - for stdin")
@@ -303,8 +306,9 @@ def register(sub: Any) -> None:
 
     draw_parser = sub.add_parser(
         "draw", help="draw a layout like the tiled-layout document's figures (.svg, or .png with Pillow)",
-        epilog=f"examples:\n  xlashapes draw                                   # {FIGURE_1} -> layout.svg\n"
-               '  xlashapes draw "f32[4,8]{1,0:T(2,4)(2,1)}" -o fig2.png',
+        epilog=f"examples:\n  xlashapes draw                                   # no arguments: {FIGURE_1}\n"
+               '  xlashapes draw "f32[4,8]{1,0:T(2,4)(2,1)}" -o fig2.png\n'
+               '  xlashapes draw "bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)}" -o tpu.png   # the first tiles',
         formatter_class=argparse.RawDescriptionHelpFormatter)
     draw_parser.add_argument("shape", nargs="?", default=None, help="XLA shape text, or - for stdin")
     draw_parser.add_argument("-o", "--output", default="layout.svg", help="output .svg or .png (default: %(default)s)")
@@ -338,7 +342,8 @@ def register(sub: Any) -> None:
 
     broadcast_parser = sub.add_parser(
         "broadcast", help="the result shape of an element-wise op under XLA's broadcasting rules, or why it fails",
-        epilog='examples:\n  xlashapes broadcast "f32[2,3]" "f32[3]" --dims 1          # f32[2,3]{1,0}\n'
+        epilog='examples:\n  xlashapes broadcast                                       # no arguments: the example\n'
+               '  xlashapes broadcast "f32[2,3]" "f32[3]" --dims 1          # f32[2,3]{1,0}\n'
                '  xlashapes broadcast "f32[2,1]" "f32[1,3]"                 # the outer operation\n'
                '  xlashapes broadcast "f32[2,3]" "f32[3]" --dims 1 --hlo    # the explicit HLO XLA runs\n'
                '  xlashapes broadcast "f32[7,2,5]" "f32[7,2,6]"             # error, exit 2',

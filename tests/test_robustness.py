@@ -105,15 +105,18 @@ def test_a_known_finding_is_recognized_and_a_new_one_is_not() -> None:
 SIZE = 128 * 1024
 SECONDS_PER_MB = 3.0  # CPU seconds: a guard against super-linear time, with slack (FINDINGS.md has 1 MB)
 KNOWN_SLOW = {
-    "index many tiles": "core: indexing.py (quadratic in tile levels)",
-    "index high rank": "core: indexing.py (quadratic in rank)",
+    # name: (owner, a size at which the quadratic time already shows and still costs < 1 s)
+    "index many tiles": ("core: indexing.py (quadratic in tile levels)", 4096),
+    "index high rank": ("core: indexing.py (quadratic in rank)", 16384),
+    "attribute ? run": ("core: text.py (the lexer rescans runs of '?')", 16384),
+    "module long operand name": ("hlo: hlo.py (the operand regex backtracks)", 8192),
 }
 
 
 @pytest.mark.parametrize("name", sorted(generators.PATHOLOGICAL))
 def test_pathological_lines_take_linear_time(name: str) -> None:
     kind, unit, prefix, suffix = generators.PATHOLOGICAL[name]
-    size = SIZE // 64 if name in KNOWN_SLOW else SIZE  # known slow: a short line
+    size = KNOWN_SLOW[name][1] if name in KNOWN_SLOW else SIZE  # known slow: a shorter line
     text = prefix + unit * (size // len(unit)) + suffix
     start = time.process_time()
     try:
@@ -124,12 +127,12 @@ def test_pathological_lines_take_linear_time(name: str) -> None:
         frames = [f for f in traceback.extract_tb(error.__traceback__) if "xlashapes" in f.filename]
         place = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else "?"
         if name in KNOWN_SLOW:
-            pytest.xfail(f"{KNOWN_SLOW[name]}: {type(error).__name__}")
+            pytest.xfail(f"{KNOWN_SLOW[name][0]}: {type(error).__name__}")
         expect_none([f"{type(error).__name__}@{place}: {error} <- {name}"])
     seconds = time.process_time() - start
     limit = max(SECONDS_PER_MB * len(text) / 2**20, 0.05)
     if seconds > limit and name in KNOWN_SLOW:
-        pytest.xfail(f"{KNOWN_SLOW[name]}: {seconds:.2f} s for {len(text):,} bytes")
+        pytest.xfail(f"{KNOWN_SLOW[name][0]}: {seconds:.2f} s for {len(text):,} bytes")
     assert seconds <= limit, f"{name}: {seconds:.2f} s for {len(text):,} bytes"
 
 

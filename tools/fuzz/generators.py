@@ -450,6 +450,9 @@ def make_cli(rng: random.Random) -> Any:
     roll = rng.random()
     if command in ("explain", "draw", "index", "offset"):
         args.append(any_shape_text(rng) if rng.random() < 0.9 else "-")
+    if command == "explain" and rng.random() < 0.3 and LINES:
+        line = rng.choice(LINES)
+        args[-1] = mutate(rng, line, HLO_TOKENS, big=False) if rng.random() < 0.5 else line
     if command == "index":
         args.append(",".join(str(rng.randint(-3, 9)) for _ in range(rng.randint(0, 4))) if roll < 0.8 else "x,1")
     if command == "offset":
@@ -550,6 +553,9 @@ PATHOLOGICAL = {
                       "custom_call_target=\"", "\n}\n"),
     "module ? run": ("module", "?", "HloModule m\nENTRY e {\n  ROOT a = f32[", "] parameter(0)\n}\n"),
     "index high rank": ("index", "1,", "f32[", "1]"),
+    "attribute ? run": ("instruction", "?", "a = f32[2]{0} add(x, y), foo=", ""),
+    "module long operand name": ("module", "m_1a", "HloModule m\nENTRY e {\n  ROOT a = f32[2]{0} add(", ":)\n}\n"),
+    "unbounded dims": ("shape", "?,", "f32[", "?]"),
     "index many tiles": ("index", "(1)", "f32[2]{0:T(2)", "}"),
 }
 

@@ -102,6 +102,14 @@ FINDINGS: list[tuple[str, str, Callable[[], object]]] = [
           .problems(), 1.0)),
     ("F21", "broadcast broadcast.py: the rank message lists (smaller, larger), not (lhs, rhs)",
      wrong(_ranks_message, "f32[3,2] + f32[3]: message does not say 'different ranks (2 and 1)'")),
+    ("F22", "core text.py: M(-16) parses but is not printed (the round trip changes the shape)",
+     wrong(lambda: xs.parse_shape(str(xs.parse_shape("f32[2]{0:M(-16)}"))) == xs.parse_shape("f32[2]{0:M(-16)}"),
+           "f32[2]{0:M(-16)} prints as f32[2]{0}, which parses to a different Shape")),
+    ("F23", "core text.py: a run of 64,000 '?' in an HLO attribute value (quadratic lexer)",
+     slow(lambda: xs.parse_instruction("a = f32[2]{0} add(x, y), foo=" + "?" * 64000), 1.0)),
+    ("F24", "hlo hlo.py: a 32 KB operand name with a ':' (the fast path's operand regex backtracks)",
+     slow(lambda: xs.parse_hlo_module("HloModule m\nENTRY e {\n  ROOT a = f32[2]{0} add(" + "m_1a" * 8000
+                                      + ":)\n}\n"), 1.0)),
 ]
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
 from ._ints import checked_product
 from .layout import layout_problem, memory_space_name
 from .shape import UNBOUNDED_SIZE, Shape
 from .text import dimension_text
 from .tiling import apply_tile
+
+if TYPE_CHECKING:
+    from .hlo import HloInstruction
 
 
 def explain_array(shape: Shape) -> dict[str, Any]:
@@ -148,3 +152,48 @@ def tpu_report(shape: Shape) -> dict[str, Any]:
     advice = tpu_advice(shape)
     return {"shape": str(advice.shape), "reason": advice.reason, "logical_bytes": advice.logical_bytes,
             "physical_bytes": advice.physical_bytes, "waste_percent": advice.waste_percent}
+
+
+INSTRUCTION_LINE = re.compile(r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=")
+"""A pasted HLO instruction line starts ``[ROOT] [%]name =``; shape text never does."""
+
+
+def is_instruction(text: str) -> bool:
+    """True when ``text`` looks like an HLO instruction line rather than a shape.
+
+    >>> is_instruction("%add.936 = f32[2]{0} add(%x, %y)"), is_instruction("f32[<=3]")
+    (True, False)
+    """
+    return INSTRUCTION_LINE.match(text) is not None
+
+
+def explain_instruction(instruction: HloInstruction) -> dict[str, Any]:
+    """The explain report of an instruction's result shape and of every operand shape written in its text."""
+    operands = []
+    for name, shape in zip(instruction.operands, instruction.operand_shapes):
+        operands.append({"name": name, "report": None if shape is None else explain(shape)})
+    return {"instruction": instruction.name, "opcode": instruction.opcode, "result": explain(instruction.shape),
+            "operands": operands}
+
+
+def instruction_lines(report: dict[str, Any]) -> list[str]:
+    """The instruction report as lines of text for a person."""
+    lines = [f"instruction {report['instruction']} ({report['opcode']}), result:"]
+    lines += explain_lines(report["result"], "  ")
+    for number_, operand in enumerate(report["operands"]):
+        if operand["report"] is None:
+            lines.append(f"operand {number_}: %{operand['name']} (its shape is not written in the line)")
+        else:
+            lines.append(f"operand {number_}: %{operand['name']}")
+            lines += explain_lines(operand["report"], "  ")
+    return lines
+
+
+def reports_of(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every array report inside an explain or instruction report (tuple leaves, result, operands)."""
+    if "instruction" in report:
+        inner = [report["result"]] + [o["report"] for o in report["operands"] if o["report"] is not None]
+        return [leaf for r in inner for leaf in reports_of(r)]
+    if report.get("tuple"):
+        return [leaf for r in report["leaves"] for leaf in reports_of(r)]
+    return [report]

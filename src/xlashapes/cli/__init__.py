@@ -1,19 +1,48 @@
-"""The ``xlashapes`` command line: answers about shapes, layouts and HLO modules without writing Python."""
+"""The ``xlashapes`` command line: answers about shapes, layouts and HLO modules without writing Python.
+
+Every failure exits 2 with one line on stderr (a parse error adds the offending line and a caret), never a
+traceback; with ``--json`` the error is also printed on stdout as ``{"error": {...}}``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import re
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
-from ..errors import XlaShapesError
+from ..errors import ParseError, XlaShapesError
 from . import memory, shapes
 from ._common import EXIT_BAD_INPUT, EXIT_OK, FIGURE_1, SEED_SHAPE
+
+EXIT_INTERRUPTED = 130
+"""Ctrl-C: the shell's convention (128 + SIGINT), one line and no traceback."""
+
+NEGATIVE = re.compile(r"-\d+(?:\s*,\s*[+-]?\d+)*\s*,?")
+"""An argument like ``-1,0`` or ``-3``: a negative index or number, never an option."""
+
+
+class UsageError(Exception):
+    """A command line argparse rejects: one line, the command it belongs to."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors raised as UsageError instead of a usage block and SystemExit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, message)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="xlashapes",
         description="XLA's array model at the terminal: shapes, layouts, tiling, memory spaces and bytes.",
     )
@@ -26,22 +55,111 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0 ok, 2 bad input)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command == "broadcast" and args.dims is None and args.lhs == "f32[2,3]" and args.rhs == "f32[3]":
-        args.dims = "1"  # the bundled example: matrix + vector along dimension 1
-    run: Callable[[argparse.Namespace], int] | None = getattr(args, "run", None)
-    if run is None:
-        parser.print_help()
-        return EXIT_OK
+def error_report(error: BaseException) -> dict[str, Any]:
+    """An error as plain data: kind, message, and for parse errors the 1-based line and column.
+
+    >>> from xlashapes import parse_shape
+    >>> try:
+    ...     parse_shape("f32[3,5")
+    ... except ParseError as e:
+    ...     error_report(e)["column"]
+    8
+    """
+    if isinstance(error, ParseError):
+        report: dict[str, Any] = {"kind": "ParseError", "message": error.reason}
+        if error.text:
+            report["line"], report["column"] = error.line, error.column
+        return report
+    kind = "UsageError" if isinstance(error, UsageError) else type(error).__name__
+    return {"kind": kind, "message": str(error)}
+
+
+def error_lines(error: BaseException) -> list[str]:
+    """The message for a person: one line, plus the offending line and a caret for a parse error."""
+    if not isinstance(error, ParseError) or not error.text:
+        return [" ".join(str(error).split()) if not isinstance(error, ParseError) else error.reason]
+    start = error.text.rfind("\n", 0, error.position) + 1
+    end = error.text.find("\n", error.position)
+    line = error.text[start: end if end >= 0 else len(error.text)]
+    column = error.position - start
+    if len(line) > 160:  # one screen: a window around the caret
+        cut = max(0, column - 80)
+        line, column = ("..." if cut else "") + line[cut: cut + 160], column - cut + (3 if cut else 0)
+    return [f"{error.reason} (at line {error.line}, column {error.column})", f"    {line}", f"    {' ' * column}^"]
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe or a full disk: point stdout at /dev/null so the exit flush cannot fail again."""
     try:
-        return run(args)
+        if sys.stdout is sys.__stdout__ and sys.stdout is not None:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _fail(command: str, error: BaseException, as_json: bool) -> int:
+    lines = error_lines(error)
+    if as_json:
+        try:
+            print(json.dumps({"error": error_report(error)}))
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            _silence_stdout()
+    prefix = f"xlashapes {command}: " if command else "xlashapes: "
+    try:
+        print(prefix + lines[0], *lines[1:], sep="\n", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+    return EXIT_BAD_INPUT
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 ok, 2 bad input or any other failure)."""
+    raw = list(sys.argv[1:] if argv is None else argv)
+    arguments = [" " + a if NEGATIVE.fullmatch(a) else a for a in raw]  # "-1,0" is an index, not an option
+    as_json = "--json" in arguments
+    command = next((a for a in arguments if not a.startswith("-")), "")
+    parser = build_parser()
+    try:
+        try:
+            args = parser.parse_args(arguments)
+        except SystemExit as stop:  # --help and --version
+            sys.stdout.flush()
+            return stop.code if isinstance(stop.code, int) else EXIT_OK
+        command = args.command or ""
+        run: Callable[[argparse.Namespace], int] | None = getattr(args, "run", None)
+        if run is None:
+            parser.print_help()
+            code = EXIT_OK
+        else:
+            code = run(args)
+        sys.stdout.flush()
+        return code
+    except UsageError as error:
+        return _fail(error.prog.removeprefix("xlashapes").strip(), error, as_json)
     except XlaShapesError as error:
-        print(f"xlashapes {args.command}: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _fail(command, error, as_json)
+    except BrokenPipeError:
+        _silence_stdout()
+        return _fail(command, OSError("output closed before everything was written (broken pipe)"), False)
+    except OSError as error:
+        if error.filename is not None:  # a file a subcommand opened itself
+            return _fail(command, OSError(f"cannot access {error.filename}: {error.strerror or error}"), as_json)
+        _silence_stdout()
+        return _fail(command, OSError(f"cannot write the output: {error.strerror or error}"), False)
+    except KeyboardInterrupt:
+        _fail(command, OSError("interrupted"), False)
+        return EXIT_INTERRUPTED
+    except (MemoryError, RecursionError) as error:
+        return _fail(command, OSError(f"input too large to process ({type(error).__name__})"), as_json)
+    except Exception as error:
+        if os.environ.get("XLASHAPES_DEBUG"):
+            raise
+        message = f"internal error, please report it: {type(error).__name__}: {error}"
+        return _fail(command, RuntimeError(message[:300]), as_json)
 
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "FIGURE_1", "SEED_SHAPE", "build_parser", "main"]
-
+__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "FIGURE_1", "SEED_SHAPE", "UsageError", "build_parser", "error_lines",
+           "error_report", "main"]

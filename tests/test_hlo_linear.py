@@ -48,6 +48,7 @@ LONG_LINES = {
     "string, unterminated": '  ROOT r = f32[2] add(a), metadata={op_name="' + "x" * MB,
     "escapes": '  ROOT r = f32[2] custom-call(a), custom_call_target="' + "\\\\" * (MB // 2) + '"',
     "attributes": "  ROOT r = f32[2] add(a)" + "".join(f", k{i}=v" for i in range(MB // 8)) + " $",
+    "long name then ':' (under the fast path's 256 KB cut)": "  ROOT r = f32[2] add(" + "m_1a" * 50_000 + ":)",
     "iota groups": "  ROOT r = f32[2] all-reduce(a), replica_groups=[1,30000000]<=[30000000], to_apply=e",
 }
 

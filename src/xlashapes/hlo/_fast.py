@@ -83,8 +83,9 @@ def _shaped_operands(text: str) -> tuple[list[str], list[Shape | None] | None] |
     names: list[str] = []
     shapes: list[Shape | None] = []
     position = 0
-    for match in SHAPED_OPERAND.finditer(text):
-        if match.start() != position:
+    while position < len(text):  # anchored matches: a failure costs one scan, not a search from every position
+        match = SHAPED_OPERAND.match(text, position)
+        if match is None or match.end() == position:
             return None
         position = match.end()
         operand_shape, percent, name = match.groups()

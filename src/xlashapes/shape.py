@@ -605,7 +605,8 @@ def make_shape(
         raise ShapeError(f"make_shape makes arrays; use token_shape(), opaque_shape() or tuple_shape() for {etype}")
     dims = checked_ints(dimensions, "dimensions")
     if layout is None:
-        order = tuple(minor_to_major) if minor_to_major is not None else tuple(range(len(dims) - 1, -1, -1))
+        order = (checked_ints(minor_to_major, "minor_to_major") if minor_to_major is not None
+                 else tuple(range(len(dims) - 1, -1, -1)))
         layout = Layout(order, **layout_fields)
     elif minor_to_major is not None or layout_fields:
         raise ShapeError("give either layout= or minor_to_major/layout fields, not both")

@@ -298,7 +298,7 @@ def run_tpu(value: Any) -> None:
 
 def make_proto(rng: random.Random) -> Any:
     shape = valid_shape(rng, max_elements=2**62)
-    data = bytearray(xs.shape_to_proto_bytes(shape) if shape is not None else b"\x08\x0b")
+    data = bytearray(xs.to_proto_bytes(shape) if shape is not None else b"\x08\x0b")
     for _ in range(rng.randint(0, 6)):
         where = rng.randint(0, len(data))
         roll = rng.random()
@@ -318,8 +318,8 @@ def make_proto(rng: random.Random) -> Any:
 
 
 def run_proto(value: Any) -> None:
-    shape = xs.shape_from_proto_bytes(value)
-    again = xs.shape_from_proto_bytes(xs.shape_to_proto_bytes(shape))
+    shape = xs.from_proto_bytes(value)
+    again = xs.from_proto_bytes(xs.to_proto_bytes(shape))
     if again != shape:
         raise AssertionError(f"proto round trip changed {shape} into {again}")
     if shape.is_array or shape.is_tuple:
@@ -391,10 +391,13 @@ def make_memory(rng: random.Random) -> Any:
 
 
 def run_memory(value: Any) -> None:
-    from xlashapes.memory import memory_report
+    from xlashapes.memory import memory_report, upper_bound_report
 
     text, tpu = value
-    report = memory_report(xs.parse_hlo_module(text), tpu=tpu)
+    module = xs.parse_hlo_module(text)
+    peak = memory_report(module, backend="tpu" if tpu else "cpu")
+    assert peak.peak_bytes >= 0
+    report = upper_bound_report(module, tpu=tpu)
     report.by_memory_space()
     report.by_computation()
     report.largest(5)
@@ -585,7 +588,7 @@ def run_pathological(value: Any) -> None:
     elif kind == "module":
         xs.parse_hlo_module(text).problems()
     else:
-        xs.shape_from_proto_bytes(text.encode("latin-1"))
+        xs.from_proto_bytes(text.encode("latin-1"))
 
 
 TARGETS["pathological"] = (make_pathological, run_pathological, 1)

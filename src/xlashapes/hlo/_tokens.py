@@ -20,7 +20,10 @@ CLOSERS = {"(": ")", "[": "]"}
 def is_uint64(text: str, token: Token) -> bool:
     """True for the integer tokens between 2**63 and 2**64 - 1 that XLA reads as unsigned (u64 literals)."""
     match = _UINT.fullmatch(text, token.start, token.end)
-    return match is not None and int(match.group()) <= _UINT64_MAX
+    if match is None:
+        return False
+    digits = match.group().lstrip("0") or "0"
+    return len(digits) <= 20 and int(digits) <= _UINT64_MAX  # no int() of a huge digit run
 
 
 class TokenReader(ShapeParser):

@@ -13,10 +13,9 @@ go through :func:`xlashapes.element_type`, so every spelling it takes works (``"
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
 from typing import Any, Protocol, cast
 
-from .._ints import checked_int, checked_ints
+from .._ints import checked_int, checked_ints, checked_sequence
 from ..dtypes import OPAQUE_TYPE, TOKEN_TYPE, element_type
 from ..errors import ShapeError
 from ..layout import Layout, default_layout, xla_layout_problem
@@ -62,12 +61,11 @@ def from_jax_layout(layout: Any, dtype: Any, dims: Any) -> Shape:
     if major_to_minor is None:
         raise ShapeError(f"expected a jax.experimental.layout.Layout, got {layout!r} (Layout.AUTO has no fields)")
     order = checked_ints(major_to_minor, "Layout.major_to_minor")
-    tiling = getattr(layout, "tiling", None) or ()
-    if isinstance(tiling, (str, bytes)) or not isinstance(tiling, Iterable):
-        raise ShapeError(f"Layout.tiling must be a sequence of tiles, got {tiling!r}")
+    tiling = getattr(layout, "tiling", None)
+    tiling = () if tiling is None else checked_sequence(tiling, "Layout.tiling")
     tiles = tuple(checked_ints(tile, f"Layout.tiling[{i}]") for i, tile in enumerate(tiling))
-    bits = checked_int(getattr(layout, "sub_byte_element_size_in_bits", 0) or 0,
-                       "Layout.sub_byte_element_size_in_bits")
+    raw_bits = getattr(layout, "sub_byte_element_size_in_bits", None)
+    bits = 0 if raw_bits is None else checked_int(raw_bits, "Layout.sub_byte_element_size_in_bits")
     sizes = checked_ints(dims, "dims")
     shape = Shape(element_type(dtype), sizes, (), Layout(order[::-1], tiles=tiles, element_size_in_bits=bits))
     return shape.validate()

@@ -10,19 +10,33 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import cli_runner
 import xlashapes as xs
+from cli_runner import assert_fails
 from profiles import examples
-from xlashapes.cli import main
 from xlashapes.memory import memory_report
 from xlashapes.memory.oom import expansion_text, human_readable_bytes, oom_entry, oom_lines
 
 DATA = Path(__file__).parent / "data" / "memory"
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["memory", *args])
-    out, err = capsys.readouterr()
-    return code, out, err
+def run(capsys: pytest.CaptureFixture[str], *args: str, stdin: str = "") -> tuple[int, str, str]:
+    result = cli_runner.run("memory", *args, stdin=stdin)
+    return result.returncode, result.stdout, result.stderr
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
+    assert_fails(cli_runner.run("memory", "/dev/zero"), "not text", "NUL byte")
+    assert_fails(cli_runner.run("memory", "--top", "-1"), "--top", "at least 0")
+    assert_fails(cli_runner.run("memory", str(tmp_path / "missing.hlo")), "No such file")
+    (tmp_path / "latin.hlo").write_bytes(b"HloModule \xe9")
+    assert_fails(cli_runner.run("memory", str(tmp_path / "latin.hlo")), "not UTF-8")
+
+
+def test_module_from_stdin(capsys: pytest.CaptureFixture[str]) -> None:
+    text = (DATA / "mlp_train.hlo").read_text()
+    code, out, _ = run(capsys, "-", "--json", stdin=text)
+    assert code == 0 and json.loads(out)["peak_bytes"] == memory_report(xs.parse_hlo_module(text)).peak_bytes
 
 
 def test_default_is_the_peak_summary_of_the_bundled_example(capsys: pytest.CaptureFixture[str]) -> None:

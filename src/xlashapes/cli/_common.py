@@ -126,14 +126,14 @@ def read_text(path: str, what: str = "input", limit: int = MAX_INPUT_BYTES) -> s
         if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
             head = read_bytes_head(path, what)
             if b"\0" in head:
-                raise ShapeError(f"{what} {name} is not text (NUL byte at offset {head.index(0)})")
+                raise ShapeError(f"cannot read {what} {name}: not text (NUL byte at offset {head.index(0)})")
     data = read_bytes(path, what, limit)
     if b"\0" in data:
-        raise ShapeError(f"{what} {name} is not text (NUL byte at offset {data.index(0)})")
+        raise ShapeError(f"cannot read {what} {name}: not text (NUL byte at offset {data.index(0)})")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ShapeError(f"{what} {name} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset "
+        raise ShapeError(f"cannot read {what} {name}: not UTF-8 text (byte 0x{data[error.start]:02x} at offset "
                          f"{error.start})") from None
 
 

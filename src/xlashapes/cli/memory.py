@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import ShapeError
 from ..explain import percent
 from ..layout import memory_space_name
-from ._common import EXIT_OK, example_path, mib
+from ._common import EXIT_OK, count_type, example_path, mib, read_text
 
 EXAMPLE_MODULE = "mlp_train_step.hlo"
 """The bundled HLO module (a JAX MLP training step, optimized for CPU) that ``memory`` reads by default."""
@@ -120,13 +120,7 @@ def peak_lines(report: Any, top: int, by: str | None, xla: dict[str, int] | None
 
 
 def _read(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_INPUT_BYTES:
-            raise ShapeError(f"cannot read {path}: larger than {MAX_INPUT_BYTES:,} bytes")
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise ShapeError(f"cannot read {path}: {reason}") from None
+    return read_text(str(path), "module", MAX_INPUT_BYTES)
 
 
 def _write(path: str, text: str) -> None:
@@ -137,14 +131,10 @@ def _write(path: str, text: str) -> None:
 
 
 def run_memory(args: argparse.Namespace) -> int:
-    from ..hlo import parse_hlo_module
-    from ..memory import memory_report, upper_bound_report
-    from ..memory.dumps import find_dump_files, read_buffer_assignment, read_memory_usage_report
-    from ..memory.oom import oom_lines
-    from ..memory.pictures import report_html, timeline_svg
+    from ..memory.dumps import find_dump_files
 
-    if args.top < 0:
-        raise ShapeError(f"--top must be >= 0, not {args.top}")
+    if args.module == "-":
+        return _report(args, read_text("-", "module", MAX_INPUT_BYTES), None, None, "")
     path = Path(args.module or example_path(EXAMPLE_MODULE))
     try:
         files = find_dump_files(path)
@@ -155,18 +145,31 @@ def run_memory(args: argparse.Namespace) -> int:
         if len(others) > 1:
             print(f"{len(others)} optimized modules in {path}; reading the largest, {files.module.name} "
                   "(name a file to choose another)", file=sys.stderr)
-    text = _read(files.module)
+    assignment, usage = files.buffer_assignment, files.memory_usage_report
+    return _report(args, _read(files.module), None if assignment is None else _read(assignment),
+                   None if usage is None else _read(usage), "" if assignment is None else assignment.name)
+
+
+def _report(args: argparse.Namespace, text: str, assignment: str | None, usage_report: str | None,
+            assignment_name: str) -> int:
+    """Print (and write) the memory report of module ``text``, with XLA's own figures when its files were read."""
+    from ..hlo import parse_hlo_module
+    from ..memory import memory_report, upper_bound_report
+    from ..memory.dumps import read_buffer_assignment, read_memory_usage_report
+    from ..memory.oom import oom_lines
+    from ..memory.pictures import report_html, timeline_svg
+
     if len(text) > 4 * 2**20 and sys.stderr.isatty():
         print(f"  parsing {mib(len(text))} of HLO ...", file=sys.stderr)
     module = parse_hlo_module(text)
     backend = "tpu" if args.tpu else args.backend
     report = memory_report(module, backend=backend)
     xla = None
-    if files.buffer_assignment is not None and backend == "cpu":
-        xla = read_buffer_assignment(_read(files.buffer_assignment)).figures()
+    if assignment is not None and backend == "cpu":
+        xla = read_buffer_assignment(assignment).figures()
     usage = None
-    if files.memory_usage_report is not None and backend == "cpu":
-        usage = sum(read_memory_usage_report(_read(files.memory_usage_report)).values())
+    if usage_report is not None and backend == "cpu":
+        usage = sum(read_memory_usage_report(usage_report).values())
     if args.svg:
         _write(args.svg, timeline_svg(report))
     if args.html:
@@ -180,8 +183,7 @@ def run_memory(args: argparse.Namespace) -> int:
     elif args.oom:
         print("\n".join(oom_lines(report, args.top)))
     else:
-        name = files.buffer_assignment.name if files.buffer_assignment is not None else ""
-        lines = peak_lines(report, args.top, args.by, xla, name)
+        lines = peak_lines(report, args.top, args.by, xla, assignment_name)
         if usage is not None:
             lines.insert(lines.index(next(line for line in lines if line.startswith(("live at", "bytes live")))),
                          f"XLA's memory-usage-report: {mib(usage)} in all allocations ({usage:,} bytes, "
@@ -209,8 +211,9 @@ def register(sub: Any) -> None:
                "a module that is not scheduled (before optimizations) gets upper bounds, said so plainly.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     memory_parser.add_argument("module", nargs="?", default=None,
-                               help="an HLO text file or an XLA dump directory (default: bundled example)")
-    memory_parser.add_argument("--top", type=int, default=10, help="how many buffers live at the peak to list")
+                               help="an HLO text file, an XLA dump directory or - for stdin (default: bundled example)")
+    memory_parser.add_argument("--top", type=count_type(0), default=10,
+                               help="how many buffers live at the peak to list")
     memory_parser.add_argument("--by", choices=("op_name", "source"), default=None,
                                help="group bytes live at the peak by op_name prefix or source line")
     memory_parser.add_argument("--backend", choices=("cpu", "gpu", "tpu"), default="cpu",

@@ -166,8 +166,7 @@ def load_array_for(path: str, shape: Shape) -> Any:
     import numpy as np
 
     try:
-        with open(path, "rb") as handle:
-            array = np.load(handle, allow_pickle=False)
+        array = np.load(path, mmap_mode="r", allow_pickle=False)  # a .npy file is mapped, not read
     except IsADirectoryError:
         raise ShapeError(f"cannot read {path}: it is a directory") from None
     except (OSError, ValueError, EOFError) as error:
@@ -194,38 +193,50 @@ def load_array_for(path: str, shape: Shape) -> Any:
 
 
 def run_pack(args: argparse.Namespace) -> int:
-    from ..physical import to_physical
+    import numpy as np
+
+    from ..physical import pack_file, terminal_progress, to_physical
 
     shape = parse_shape(args.shape)
     if not shape.is_array:
         raise ShapeError(f"pack takes one array shape, not {shape}")
-    buffer = to_physical(load_array_for(args.input, shape), shape)
-    try:
-        buffer.tofile(args.output)
-    except OSError as error:
-        raise ShapeError(f"cannot write {args.output}: {error}") from None
-    report = {"shape": str(shape), "input": args.input, "output": args.output, "bytes": int(buffer.size)}
-    print(json.dumps(report) if args.json else f"wrote {args.output}: {buffer.size:,} bytes of {shape}")
+    array = load_array_for(args.input, shape)
+    if isinstance(array, np.memmap) and array.filename is not None:
+        # the file's own values: streamed through the layout, larger than memory too
+        size = pack_file(args.input, shape, args.output, progress=terminal_progress(label="pack "))
+    else:  # converted values (e.g. float64 into f32) are in memory already
+        buffer = to_physical(array, shape)
+        try:
+            buffer.tofile(args.output)
+        except OSError as error:
+            raise ShapeError(f"cannot write {args.output}: {error}") from None
+        size = int(buffer.size)
+    report = {"shape": str(shape), "input": args.input, "output": args.output, "bytes": size}
+    print(json.dumps(report) if args.json else f"wrote {args.output}: {size:,} bytes of {shape}")
     return EXIT_OK
 
 
 def run_unpack(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..physical import from_physical
+    from ..physical import from_physical, terminal_progress, unpack_file
 
     shape = parse_shape(args.shape)
     if not shape.is_array:
         raise ShapeError(f"unpack takes one array shape, not {shape}")
     expected = shape.byte_size()
-    data = read_bytes(args.input, f"input for {shape} ({expected:,} bytes):", limit=expected)
-    if len(data) != expected:
-        raise ShapeError(f"{args.input} holds {len(data):,} bytes but {shape} takes {expected:,}")
-    array = from_physical(np.frombuffer(data, dtype=np.uint8), shape)
-    try:
-        np.save(args.output, array)
-    except OSError as error:
-        raise ShapeError(f"cannot write {args.output}: {error}") from None
+    if _regular_file_size(args.input) == expected and expected:  # streamed, larger than memory too
+        unpack_file(args.input, shape, args.output, progress=terminal_progress(label="unpack "))
+        array = np.load(args.output, mmap_mode="r").view(shape.element_type.numpy_dtype)
+    else:
+        data = read_bytes(args.input, f"input for {shape} ({expected:,} bytes):", limit=expected)
+        if len(data) != expected:
+            raise ShapeError(f"{args.input} holds {len(data):,} bytes but {shape} takes {expected:,}")
+        array = from_physical(np.frombuffer(data, dtype=np.uint8), shape)
+        try:
+            np.save(args.output, array)
+        except OSError as error:
+            raise ShapeError(f"cannot write {args.output}: {error}") from None
     native = array.dtype.kind != "V" and array.dtype.type.__module__ == "numpy"
     report = {"shape": str(shape), "input": args.input, "output": args.output, "dtype": str(array.dtype)}
     if args.json:
@@ -234,6 +245,18 @@ def run_unpack(args: argparse.Namespace) -> int:
         hint = "" if native else f" (load with np.load(...).view(ml_dtypes.{array.dtype.name}))"
         print(f"wrote {args.output}: {array.dtype}{list(array.shape)}{hint}")
     return EXIT_OK
+
+
+def _regular_file_size(path: str) -> int | None:
+    """The size of ``path`` when it is a regular file (not stdin, a device or a directory), else None."""
+    import os
+    import stat
+
+    try:
+        info = os.stat(path) if path != "-" else None
+    except OSError:
+        return None
+    return info.st_size if info is not None and stat.S_ISREG(info.st_mode) else None
 
 
 def run_broadcast(args: argparse.Namespace) -> int:

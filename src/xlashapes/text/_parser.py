@@ -574,11 +574,17 @@ class _ShapeCache:
         self._lock = threading.Lock()
 
     def get(self, text: str) -> Shape | None:
-        with self._lock:
-            shape = self._shapes.get(text)
-            if shape is not None:
-                self._shapes.move_to_end(text)
-            return shape
+        shape = self._shapes.get(text)
+        if shape is not None:
+            self._touch(text)
+        return shape
+
+    def _touch(self, text: str) -> None:
+        """Mark ``text`` as just used (a single C call: OrderedDict's own methods need no lock under the GIL)."""
+        try:
+            self._shapes.move_to_end(text)
+        except KeyError:  # evicted by another thread in between
+            pass
 
     def put(self, text: str, shape: Shape) -> None:
         if len(text) > self.longest:
@@ -603,6 +609,8 @@ class _ShapeCache:
 
 SHAPE_CACHE = _ShapeCache(entries=65536, characters=4_000_000, longest=4096)
 """parse_shape's cache: texts up to 4096 characters, 65,536 of them and 4M characters at most."""
+_CACHED = SHAPE_CACHE._shapes.get
+_TOUCH = SHAPE_CACHE._touch
 
 
 def parse_shape(text: str) -> Shape:
@@ -613,10 +621,12 @@ def parse_shape(text: str) -> Shape:
     """
     if type(text) is not str:
         raise ParseError(f"shape text must be a str, got {type(text).__name__}")
-    shape = SHAPE_CACHE.get(text)
+    shape = _CACHED(text)  # the hot path of reading HLO dumps: one C look-up, then the recency update
     if shape is None:
         shape = _parse_shape(text)
         SHAPE_CACHE.put(text, shape)
+    else:
+        _TOUCH(text)
     return shape
 
 

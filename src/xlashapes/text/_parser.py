@@ -610,7 +610,7 @@ class _ShapeCache:
 SHAPE_CACHE = _ShapeCache(entries=65536, characters=4_000_000, longest=4096)
 """parse_shape's cache: texts up to 4096 characters, 65,536 of them and 4M characters at most."""
 _CACHED = SHAPE_CACHE._shapes.get
-_TOUCH = SHAPE_CACHE._touch
+_MOVE_TO_END = SHAPE_CACHE._shapes.move_to_end
 
 
 def parse_shape(text: str) -> Shape:
@@ -625,8 +625,11 @@ def parse_shape(text: str) -> Shape:
     if shape is None:
         shape = _parse_shape(text)
         SHAPE_CACHE.put(text, shape)
-    else:
-        _TOUCH(text)
+        return shape
+    try:
+        _MOVE_TO_END(text)
+    except KeyError:  # evicted by another thread in between
+        pass
     return shape
 
 

@@ -9,12 +9,13 @@ checks.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from xlashapes import HloInstruction, HloModule, ParseError, ShapeError, parse_hlo_module
+from xlashapes import HloInstruction, HloModule, ParseError, Shape, ShapeError, parse_hlo_module
 from xlashapes.inference import INFERRED_OPCODES, WRITTEN_SHAPE_OPCODES, Signature, check_shape, infer_shape
 
 CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.hlo"))
@@ -42,24 +43,29 @@ def typed(instruction: HloInstruction) -> dict[str, Any]:
     return values
 
 
-def corpus_results() -> tuple[Counter[str], list[str]]:
-    """(instructions checked per opcode, every disagreement)."""
-    checked: Counter[str] = Counter()
-    problems = []
+def corpus_instructions() -> Iterator[tuple[Path, HloInstruction, list[Shape], dict[str, Signature]]]:
+    """Every instruction of the corpus with its operands' shapes and the module's computation signatures."""
     for path in CORPUS:
         module = parse_hlo_module(path.read_text())
         sigs = signatures(module)
         for computation in module.computations:
             shapes = {ins.name: ins.shape for ins in computation.instructions}
             for ins in computation.instructions:
-                if ins.opcode not in INFERRED_OPCODES | WRITTEN_SHAPE_OPCODES:
-                    continue
-                operands = [shapes[name] for name in ins.operands]
-                try:
-                    check_shape(ins.opcode, operands, ins.shape, typed(ins), sigs)
-                except ShapeError as error:
-                    problems.append(f"{path.name}:{ins.line} {ins.opcode} {ins.name}: {error}")
-                checked[ins.opcode] += 1
+                yield path, ins, [shapes[name] for name in ins.operands], sigs
+
+
+def corpus_results() -> tuple[Counter[str], list[str]]:
+    """(instructions checked per opcode, every disagreement)."""
+    checked: Counter[str] = Counter()
+    problems = []
+    for path, ins, operands, sigs in corpus_instructions():
+        if ins.opcode not in INFERRED_OPCODES | WRITTEN_SHAPE_OPCODES:
+            continue
+        try:
+            check_shape(ins.opcode, operands, ins.shape, typed(ins), sigs)
+        except ShapeError as error:
+            problems.append(f"{path.name}:{ins.line} {ins.opcode} {ins.name}: {error}")
+        checked[ins.opcode] += 1
     return checked, problems
 
 
@@ -76,16 +82,11 @@ def test_every_corpus_instruction_passes_check_shape() -> None:
 def test_corpus_inferred_shapes_equal_written_ones() -> None:
     """For the inferable opcodes the inferred shape also has the written element type and dynamic dimensions."""
     count = 0
-    for path in CORPUS:
-        module = parse_hlo_module(path.read_text())
-        sigs = signatures(module)
-        for computation in module.computations:
-            shapes = {ins.name: ins.shape for ins in computation.instructions}
-            for ins in computation.instructions:
-                if ins.opcode in INFERRED_OPCODES:
-                    inferred = infer_shape(ins.opcode, [shapes[n] for n in ins.operands], typed(ins), sigs)
-                    assert inferred.equal(ins.shape, ignore_layout=True), (path.name, ins.line)
-                    count += 1
+    for path, ins, operands, sigs in corpus_instructions():
+        if ins.opcode in INFERRED_OPCODES:
+            inferred = infer_shape(ins.opcode, operands, typed(ins), sigs)
+            assert inferred.equal(ins.shape, ignore_layout=True), (path.name, ins.line)
+            count += 1
     assert count > 1000
 
 

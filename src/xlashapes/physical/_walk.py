@@ -34,7 +34,9 @@ from ._kernels import (
     _side,
     _transpose,
     _transpose8,
+    _transpose16,
     _transpose_nt,
+    _transpose_short_nt,
     _width,
 )
 
@@ -109,9 +111,18 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
                 _deinterleave4(d, du, s, pad)
         _scalar(dst, src, pad, big, small, du, di, si, big, full)
         return
+    if rows_aligned and 8 <= big < lanes <= small and lanes > 8:  # short source rows: 8 x line blocks, streamed
+        full_u, full_i = big - big % 8, small - small % lanes
+        for u in range(0, full_u, 8):
+            for i in range(0, full_i, lanes):
+                _transpose_short_nt(dst + (u * du + i) * width, du, src + (u + i * si) * width, si, pad)
+        _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
+        return
     side = _side(pad)
+    if side > 16 and not rows_aligned:  # squares of whole lines only pay off when streamed
+        side = 16
     if big < side or small < side:
-        side = 8
+        side = 16 if side > 16 and big >= 16 and small >= 16 else 8
     if big < side or small < side:
         _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
@@ -124,6 +135,8 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
                 _transpose_nt(d, du, s, si, pad)
             elif side == 8:
                 _transpose8(d, du, s, si, pad)
+            elif side == 16:
+                _transpose16(d, du, s, si, pad)
             else:
                 _transpose(d, du, s, si, pad)
     _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)

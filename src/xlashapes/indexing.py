@@ -626,6 +626,9 @@ def _fast_indices(plan: _Plan, chunk: Int64Array, target: Int64Array, valid_out:
     for size in reversed(plan.final[1:]):
         if size == 1:
             coords.append(0)
+        elif size & (size - 1):
+            rest, coord = np.divmod(rest, size)  # one pass for both
+            coords.append(coord)
         else:
             coords.append(_remainder(rest, size))
             rest = _divided(rest, size)
@@ -640,12 +643,15 @@ def _fast_indices(plan: _Plan, chunk: Int64Array, target: Int64Array, valid_out:
     for position, dim in enumerate(plan.order):
         if bounds[position] > plan.sizes[dim]:
             valid = _narrowed(valid, coords[position] < plan.sizes[dim], rows)
-        target[:, dim] = coords[position]
     if valid is None:
+        for position, dim in enumerate(plan.order):
+            target[:, dim] = coords[position]
         valid_out.fill(True)
-    else:
-        target[~valid] = -1
-        valid_out[...] = valid
+        return
+    padding = np.subtract(valid, 1, dtype=np.int64)  # 0 on elements, -1 (all bits set) on padding
+    for position, dim in enumerate(plan.order):
+        np.bitwise_or(coords[position], padding, out=target[:, dim])
+    valid_out[...] = valid
 
 
 def _fast_inverse(plan: _Plan) -> bool:

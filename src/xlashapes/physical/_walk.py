@@ -5,7 +5,9 @@ tiles, ``*`` dims on factor boundaries, legacy padding; relayout between two of 
 strided views of the same factors. This kernel does that copy in destination order. Its innermost work is a
 block of two axes: the destination's most minor one and the one that is contiguous in the source. Depending on
 their sizes and strides the block is a plain run (``memcpy``), a 2- or 4-way (de)interleave of rows, or a
-transpose in registers of 16x16 (or 8x8) squares; anything else is moved element by element.
+transpose in registers of 16x16 (or 8x8) squares; with line-aligned destination rows, squares whose rows are one
+line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other side is shorter than a line), are
+streamed; anything else is moved element by element.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Time ``linear_index`` on 10 million random indices against ``np.ravel_multi_index`` (run by hand).
+"""Time ``linear_index`` / ``multi_index`` on 10 million random inputs against NumPy's ravel/unravel (run by hand).
 
     /work/venv/bin/python benchmarks/bench_indexing.py [--count N] [--repeat R]
 """
@@ -11,9 +11,9 @@ import numpy as np
 
 import xlashapes as xs
 from _timing import best_times
-from xlashapes.indexing import linear_index
+from xlashapes.indexing import linear_index, multi_index
 
-SHAPES = ("f32[4096,4096]{1,0:T(8,128)}", "bf16[4096,4096]{1,0:T(8,128)(2,1)}")
+SHAPES = ("f32[4096,4096]{1,0:T(8,128)}", "bf16[4096,4096]{1,0:T(8,128)(2,1)}", "f32[3000,5000]{0,1:T(8,128)}")
 
 
 
@@ -35,6 +35,15 @@ def main() -> None:
         )
         print(f"{text:40s} linear_index {ours * 1e3:8.1f} ms   np.ravel_multi_index (untiled) {numpy * 1e3:8.1f} ms"
               f"   ratio {ours / numpy:5.2f}x   ({args.count:,} indices, best of {args.repeat})")
+        offsets = rng.integers(0, shape.physical_element_count(), size=args.count, dtype=np.int64)
+        multi_index(shape, offsets[:10])
+        logical = offsets % shape.element_count()  # the same count of in-range offsets for NumPy (padded shapes)
+        ours, numpy = best_times(
+            [lambda: multi_index(shape, offsets), lambda: np.unravel_index(logical, shape.dimensions)],  # noqa: B023
+            args.repeat,
+        )
+        print(f"{text:40s} multi_index  {ours * 1e3:8.1f} ms   np.unravel_index (untiled)     {numpy * 1e3:8.1f} ms"
+              f"   ratio {ours / numpy:5.2f}x   ({args.count:,} offsets, best of {args.repeat})")
 
 
 if __name__ == "__main__":

@@ -445,6 +445,15 @@ def check_every_evaluation_path_agrees(shape: xs.Shape) -> None:
         unit = np.zeros((column.size, shape.rank), dtype=np.int64)
         unit[:, dim] = column
         assert np.array_equal(out, linear_index(shape, unit)), (str(shape), dim, terms)
+    offsets = np.arange(shape.physical_element_count(), dtype=np.int64)
+    if indexing._fast_inverse(plan) and offsets.size:
+        fast, fast_valid = np.empty((offsets.size, shape.rank), dtype=np.int64), np.empty(offsets.size, dtype=bool)
+        indexing._fast_indices(plan, offsets, fast, fast_valid)
+        columns, ok = indexing._indices_by_levels(plan, offsets)
+        walked_back = np.stack([np.broadcast_to(c, offsets.shape) for c in columns], axis=-1) if columns else fast
+        assert np.array_equal(fast_valid, np.broadcast_to(ok, offsets.shape)), str(shape)
+        assert np.array_equal(fast[fast_valid], walked_back[fast_valid]), str(shape)
+        assert (fast[~fast_valid] == -1).all(), str(shape)
     if plan.separable and expected.size:
         forced: indexing.Evaluators = [(d, plan.terms.get(d) or indexing._table(plan, d)) for d in range(shape.rank)]
         out = np.empty(grid.shape[0], dtype=np.int64)

@@ -334,3 +334,30 @@ def test_families_are_recognised_exactly() -> None:
         xs.Layout((1, 0), padded_dimensions=(5, 9)),
     ):
         assert plan((4, 8), layout) is None, layout
+
+
+@pytest.mark.parametrize("text", ["pred[3,40,300]{2,1,0:T(8,128)(4,1)}", "pred[37,300]{1,0:T(8,128)(4,1)}",
+                                  "pred[3,37,300]{2,1,0:T(8,128)(4,1)}", "pred[40,3,300]{2,0,1:T(8,128)(4,1)}",
+                                  "pred[1000]{0:T(8,128)(4,1)}"])
+@pytest.mark.parametrize("dirty", [None, 0, 0.5, -1])
+def test_pred_chunks_checked_for_non_canonical_bytes(calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str,
+                                                      dirty: float | None) -> None:
+    # pred goes chunk by chunk (small chunks here), each chunk's source checked for bytes other than 0/1: clean
+    # input takes no canonicalizing pass, one bad byte (first, middle or last element) canonicalizes its chunk
+    monkeypatch.setattr(compiled, "PRED_CHUNK_BYTES", 700)
+    shape = xs.parse_shape(text)
+    raw = np.random.default_rng(len(text)).integers(0, 2, size=shape.dimensions, dtype=np.uint8)
+    if dirty is not None:
+        raw.reshape(-1)[int(dirty * raw.size) if dirty >= 0 else -1] = 0x86
+    x = raw.view(np.bool_)
+    expected = numpy_path(monkeypatch, to_physical, x, shape)
+    assert np.array_equal(to_physical(x, shape), expected), shape
+    buffer = expected.copy()
+    assert buffer.size == shape.byte_size()
+    if dirty is not None:
+        buffer[int(dirty * buffer.size) if dirty >= 0 else -1] = 0x41  # padding or element: both must read as 0/1
+        buffer[buffer.size // 3] = 0xFF
+    assert same_bits(from_physical(buffer, shape), numpy_path(monkeypatch, from_physical, buffer, shape)), shape
+    chunked = text in ("pred[3,40,300]{2,1,0:T(8,128)(4,1)}", "pred[37,300]{1,0:T(8,128)(4,1)}")  # others: 1 pass
+    assert (calls["tiled_to_physical"] > 1) == chunked
+    assert (calls["tiled_from_physical"] > 1) == (shape.rank > 1)  # reading goes chunk by chunk for any order

@@ -505,6 +505,9 @@ def _offsets_into(plan: _Plan, evaluators: Evaluators | None, chunk: Int64Array,
     if evaluators is None:
         out[...] = _offsets_by_levels(plan, [chunk[:, d] for d in range(plan.rank)])
         return
+    if not evaluators:
+        out.fill(0)  # rank 0: the one element sits at offset 0
+        return
     for i, (dim, how) in enumerate(evaluators):
         target = out if i == 0 else scratch[0]
         if isinstance(how, np.ndarray):
@@ -550,6 +553,112 @@ def _evaluated(plan: _Plan, evaluators: Evaluators | None, original: NDArray[Any
 # ----------------------------------------------------------------------------------------------------
 
 
+def _divided(value: Any, by: int) -> Any:
+    """``value // by``, as a shift when ``by`` is a power of two (ints or int64 arrays, non-negative)."""
+    return value >> (by.bit_length() - 1) if by & (by - 1) == 0 else value // by
+
+
+def _remainder(value: Any, by: int) -> Any:
+    """``value % by``, as a mask when ``by`` is a power of two (ints or int64 arrays, non-negative)."""
+    return value & (by - 1) if by & (by - 1) == 0 else value % by
+
+
+def _joined(outer: Any, tile: int, inner: Any) -> Any:
+    """``outer * tile + inner``, as a shift and an or when ``tile`` is a power of two (``inner < tile``)."""
+    if isinstance(outer, int) and outer == 0:
+        return inner
+    if tile & (tile - 1) == 0:
+        shifted = outer << (tile.bit_length() - 1)
+        return shifted if isinstance(inner, int) and inner == 0 else shifted | inner
+    return outer * tile + inner
+
+
+def _narrowed(valid: Any, condition: Any, rows: int) -> Any:
+    """``valid & condition`` where ``valid`` None means every row is valid so far."""
+    if isinstance(condition, (bool, np.bool_)):
+        return valid if condition else np.zeros(rows, dtype=np.bool_)
+    return condition if valid is None else valid & condition
+
+
+def _fast_backward(step: TileStep, coords: list[Any], bounds: list[int], valid: Any, rows: int) -> Any:
+    """``_tiled_backward`` that checks a merged dim only where its known bound can exceed it (bounds in step)."""
+    count = len(step.groups)
+    if step.covered == 0:
+        return valid
+    inners = coords[len(coords) - count :]
+    outers = coords[len(coords) - 2 * count : len(coords) - count]
+    inner_bounds = bounds[len(coords) - count :]
+    outer_bounds = bounds[len(coords) - 2 * count : len(coords) - count]
+    del coords[len(coords) - 2 * count :]
+    del bounds[len(bounds) - 2 * count :]
+    for group, outer, inner, outer_bound, inner_bound in zip(step.groups, outers, inners, outer_bounds,
+                                                             inner_bounds):
+        merged = _joined(outer, group.tile, inner)
+        bound = (outer_bound - 1) * group.tile + inner_bound
+        if bound > group.merged:
+            valid = _narrowed(valid, merged < group.merged, rows)
+            bound = group.merged
+        parts: list[Any] = []
+        part_bounds: list[int] = []
+        for size in reversed(group.sizes[1:]):
+            parts.append(_remainder(merged, size))
+            part_bounds.append(min(size, bound))
+            merged = _divided(merged, size)
+            bound = -(-bound // size)
+        parts.append(merged)
+        part_bounds.append(bound)
+        coords.extend(reversed(parts))
+        bounds.extend(reversed(part_bounds))
+    if step.pad:
+        del coords[: step.pad]
+        del bounds[: step.pad]
+    return valid
+
+
+def _fast_indices(plan: _Plan, chunk: Int64Array, target: Int64Array, valid_out: NDArray[np.bool_]) -> None:
+    """Logical indices of the checked in-range offsets ``chunk`` into ``target`` (-1 rows on padding) and
+    ``valid_out``: the level walk with shifts and masks for powers of two and only the checks padding needs."""
+    rows = chunk.shape[0]
+    valid: Any = chunk < plan.final_count if plan.final_count < plan.physical_count else None
+    coords: list[Any] = []
+    bounds: list[int] = []
+    rest: Any = chunk
+    for size in reversed(plan.final[1:]):
+        if size == 1:
+            coords.append(0)
+        elif size & (size - 1):
+            rest, coord = np.divmod(rest, size)  # one pass for both
+            coords.append(coord)
+        else:
+            coords.append(_remainder(rest, size))
+            rest = _divided(rest, size)
+        bounds.append(size)
+    if plan.final:
+        coords.append(rest)  # past final[0] only in the tail padding, which ``valid`` already refuses
+        bounds.append(plan.final[0])
+    coords.reverse()
+    bounds.reverse()
+    for level in reversed(plan.levels):
+        valid = _fast_backward(level, coords, bounds, valid, rows)
+    for position, dim in enumerate(plan.order):
+        if bounds[position] > plan.sizes[dim]:
+            valid = _narrowed(valid, coords[position] < plan.sizes[dim], rows)
+    if valid is None:
+        for position, dim in enumerate(plan.order):
+            target[:, dim] = coords[position]
+        valid_out.fill(True)
+        return
+    padding = np.subtract(valid, 1, dtype=np.int64)  # 0 on elements, -1 (all bits set) on padding
+    for position, dim in enumerate(plan.order):
+        np.bitwise_or(coords[position], padding, out=target[:, dim])
+    valid_out[...] = valid
+
+
+def _fast_inverse(plan: _Plan) -> bool:
+    """True when ``_fast_indices`` covers ``plan``: every tile entry is positive."""
+    return all(group.tile > 0 for level in plan.levels for group in level.groups)
+
+
 def _multi_indices(plan: _Plan, offsets: Any) -> tuple[Int64Array, NDArray[np.bool_]]:
     """Vectorized ``multi_index``: int offsets (...) to indices (..., rank) (-1 on padding) and a valid mask."""
     original = _as_array(offsets, "offsets") if not isinstance(offsets, np.ndarray) else offsets
@@ -557,12 +666,16 @@ def _multi_indices(plan: _Plan, offsets: Any) -> tuple[Int64Array, NDArray[np.bo
     flat = array.reshape(-1)
     indices = np.empty((flat.shape[0], plan.rank), dtype=np.int64)
     valid = np.empty(flat.shape[0], dtype=np.bool_)
+    fast = _fast_inverse(plan)
     for start in range(0, flat.shape[0], _CHUNK):
         chunk = flat[start : start + _CHUNK]
         if not _check_rows(chunk[:, None], (plan.physical_count,), True):
             raise _offset_error(plan, original, chunk, start)
-        columns, ok = _indices_by_levels(plan, chunk)
         target = indices[start : start + _CHUNK]
+        if fast:
+            _fast_indices(plan, chunk, target, valid[start : start + _CHUNK])
+            continue
+        columns, ok = _indices_by_levels(plan, chunk)
         for dim, column in enumerate(columns):
             target[:, dim] = column
         target[~ok] = -1

@@ -176,6 +176,30 @@ def _batch(plan: _Tiled, dims: tuple[int, ...]) -> np.ndarray[Any, Any]:
     return np.array([[dims[d] for d in plan.batch], [strides[d] for d in plan.batch]], np.int64).reshape(2, -1)
 
 
+PRED_CHUNK_BYTES = 1 << 20
+"""pred is converted this many bytes (per thread) at a time, each chunk's source checked for bytes other than 0/1
+while it is in the cache; only chunks that hold some are canonicalized afterwards (no extra pass otherwise)."""
+
+
+def _pred_chunks(units: int, strip: int, run: Run) -> list[tuple[int, int]]:
+    """Ranges of tile rows of about ``PRED_CHUNK_BYTES`` per thread (pred: one byte per element)."""
+    step = max(1, PRED_CHUNK_BYTES * run.threads // max(1, strip))
+    return [(first, min(units, first + step)) for first in range(0, units, step)]
+
+
+def _rows_in_order(plan: _Tiled, dims: tuple[int, ...]) -> bool:
+    """True when tile row ``k`` reads the logical elements ``[k * R * cols, (k + 1) * R * cols)``: the batch dims
+    in logical order, the row dim just before the column dim, and no partial tile rows between batches."""
+    rank = len(dims)
+    in_order = list(plan.batch) == sorted(plan.batch) and plan.row_dim in (rank - 2, -1)
+    return in_order and (not plan.batch or (plan.row_dim >= 0 and plan.rows % plan.tile[0] == 0))
+
+
+def _not_canonical(data: np.ndarray[Any, Any]) -> bool:
+    """True when the pred bytes ``data`` hold a value other than 0 and 1."""
+    return data.size > 0 and int(data.view(np.uint8).max()) > 1
+
+
 def _strip_elements(plan: _Tiled) -> int:
     """Physical elements of one tile row (the unit the tiled kernels split work on)."""
     r_size, c_size, _ = plan.tile
@@ -236,6 +260,15 @@ def _tiled_write(
     units = geometry.count // strip
     if not geometry.packed:
         stream = int(buffer.nbytes >= run.stream_bytes)
+        if geometry.etype.kind == "pred" and _rows_in_order(plan, geometry.dims):
+            rows = plan.tile[0] * plan.cols  # logical elements of one tile row
+            for first, last in _pred_chunks(units, strip, run):
+                dirty = _not_canonical(source[first * rows : last * rows])  # the kernel then reads it from the cache
+                _tiled_to(kernels, plan, source, geometry, item, buffer[first * strip :], (first, last), stream,
+                          batch, run)
+                if dirty:
+                    _canonicalize(buffer[first * strip : last * strip if last < units else None], geometry)
+            return
         _tiled_to(kernels, plan, source, geometry, item, buffer, (0, units), stream, batch, run)
         if geometry.etype.kind == "pred" or geometry.etype.bits < 8:
             _canonicalize(buffer, geometry)
@@ -290,6 +323,16 @@ def _compiled_read(
         strip = _strip_elements(plan)
         units = geometry.count // strip
         batch = _batch(plan, dims)
+        if not geometry.packed and geometry.etype.kind == "pred":
+            source = data.view(geometry.storage)
+            dirty = False
+            for first, last in _pred_chunks(units, strip, run):
+                dirty = dirty or _not_canonical(source[first * strip : last * strip])  # then read from the cache
+                _tiled_from(kernels, plan, source[first * strip :], geometry, item, out, (first, last), stream, batch,
+                            run)
+            if dirty or _not_canonical(source[units * strip : geometry.count]):
+                _canonicalize(result, geometry)
+            return True
         if not geometry.packed:
             _tiled_from(kernels, plan, data.view(geometry.storage), geometry, item, out, (0, units), stream, batch, run)
         else:

@@ -55,6 +55,9 @@ def _copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run | None 
         _copy_looped(d, s, loop)
 
 
+_SHORT_ROW = 256  # destination rows of a block up to this many bytes: the axis continuing them loops innermost
+
+
 STREAM = True  # streaming stores for large destinations (False: plain stores, for comparison)
 
 
@@ -83,7 +86,7 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
     if s_steps[inner] != 1:
         unit = next((k for k in range(inner) if s_steps[k] == 1), -1)
     outer = sorted((k for k in range(inner) if k != unit), key=lambda k: -int(s_steps[k]))
-    if shape[inner] * d_steps[inner] * width < 64:  # short destination rows: finish each line while it is cached
+    if shape[inner] * d_steps[inner] * width <= _SHORT_ROW:  # short destination rows: finish each line while cached
         follow = [k for k in outer if d_steps[k] == shape[inner] * d_steps[inner]]
         outer = [k for k in outer if k not in follow] + follow
     order = [*outer, *([unit] if unit >= 0 else []), inner]

@@ -132,8 +132,9 @@ def _lanes_of(width: int) -> int:
 
 
 def _side_of(width: int) -> int:
-    """Side of the square blocks ``_transpose`` works on: 16 elements, 8 for 8-byte words."""
-    return 8 if width == 8 else 16
+    """Side of the square blocks ``_transpose`` works on: 32 elements for 2-byte words (rows of one line), 16 for
+    1- and 4-byte words, 8 for 8-byte words."""
+    return 8 if width == 8 else 32 if width == 2 else 16
 
 
 @_intrinsic
@@ -311,8 +312,51 @@ def _transposer(side: int, nontemporal: bool = False) -> Any:
     return transpose
 
 
+def _squares(builder: Any, rows: list[Any]) -> list[Any]:
+    """Rows of a square block of vectors transposed with shufflevector (one stage per bit of the row index)."""
+    n = len(rows)
+    step = 1
+    while step < n:
+        low = _mask([t if not t & step else n + t - step for t in range(n)])
+        high = _mask([t + step if not t & step else n + t for t in range(n)])
+        swapped = list(rows)
+        for i in range(n):
+            if not i & step:
+                swapped[i] = builder.shuffle_vector(rows[i], rows[i + step], low)
+                swapped[i + step] = builder.shuffle_vector(rows[i], rows[i + step], high)
+        rows = swapped
+        step *= 2
+    return rows
+
+
+def _short_transposer(short: int) -> Any:
+    """An intrinsic: a block of ``short`` destination rows of one line each (``LINE / width`` elements), from as
+    many source rows of ``short`` elements; each line streamed out (``dst`` rows line-aligned)."""
+
+    @_intrinsic
+    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[4])
+            long = LINE // width
+            vector = ir.VectorType(element, short)
+            rows = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
+                    for i in range(long)]
+            squares = [_squares(builder, rows[k : k + short]) for k in range(0, long, short)]
+            for j in range(short):
+                line = _concatenated(builder, [square[j] for square in squares])
+                target = _at(builder, _offset(builder, args[0], args[1], j, width), line.type)
+                _store(builder, line, target, True)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+    return transpose
+
+
 _transpose = _transposer(0)
+_transpose_short_nt = _short_transposer(8)  # 8 destination rows of one line: streamed when a side is short
 _transpose8 = _transposer(8)
+_transpose16 = _transposer(16)
 _transpose_nt = _transposer(0, True)  # streaming: only where a row of the square is one line (4- and 8-byte words)
 
 

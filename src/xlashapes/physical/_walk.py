@@ -5,7 +5,9 @@ tiles, ``*`` dims on factor boundaries, legacy padding; relayout between two of 
 strided views of the same factors. This kernel does that copy in destination order. Its innermost work is a
 block of two axes: the destination's most minor one and the one that is contiguous in the source. Depending on
 their sizes and strides the block is a plain run (``memcpy``), a 2- or 4-way (de)interleave of rows, or a
-transpose in registers of 16x16 (or 8x8) squares; anything else is moved element by element.
+transpose in registers of 16x16 (or 8x8) squares; with line-aligned destination rows, squares whose rows are one
+line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other side is shorter than a line), are
+streamed; anything else is moved element by element.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from ._kernels import (
     _side,
     _transpose,
     _transpose8,
+    _transpose16,
     _transpose_nt,
+    _transpose_short_nt,
     _width,
 )
 
@@ -109,9 +113,18 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
                 _deinterleave4(d, du, s, pad)
         _scalar(dst, src, pad, big, small, du, di, si, big, full)
         return
+    if rows_aligned and 8 <= big < lanes <= small and lanes > 8:  # short source rows: 8 x line blocks, streamed
+        full_u, full_i = big - big % 8, small - small % lanes
+        for u in range(0, full_u, 8):
+            for i in range(0, full_i, lanes):
+                _transpose_short_nt(dst + (u * du + i) * width, du, src + (u + i * si) * width, si, pad)
+        _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
+        return
     side = _side(pad)
+    if side > 16 and not rows_aligned:  # squares of whole lines only pay off when streamed
+        side = 16
     if big < side or small < side:
-        side = 8
+        side = 16 if side > 16 and big >= 16 and small >= 16 else 8
     if big < side or small < side:
         _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
@@ -124,6 +137,8 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
                 _transpose_nt(d, du, s, si, pad)
             elif side == 8:
                 _transpose8(d, du, s, si, pad)
+            elif side == 16:
+                _transpose16(d, du, s, si, pad)
             else:
                 _transpose(d, du, s, si, pad)
     _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)

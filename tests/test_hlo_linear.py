@@ -144,3 +144,11 @@ def test_shapeless_calls_read_each_callee_signature_once(monkeypatch: pytest.Mon
     module_ = parse_hlo_module(text)
     assert len(module_.entry.instructions) == 3002 and str(module_.entry.instructions[1].shape) == "f32[2]{0}"
     assert len(built) == 3
+
+
+def test_deeply_nested_inline_operands_are_parse_errors() -> None:
+    deep = "add(" * 5000 + "x" + ")" * 5000
+    with pytest.raises(xs.ParseError, match="nested too deeply"):
+        parse_instruction("%r = f32[] " + deep)
+    with pytest.raises(xs.ParseError, match="nested too deeply"):
+        parse_hlo_module("HloModule m\nENTRY e {\n  x = f32[] parameter(0)\n  ROOT r = f32[] " + deep + "\n}\n")

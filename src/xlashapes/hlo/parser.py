@@ -634,7 +634,10 @@ def parse_instruction(text: str) -> HloInstruction:
     """
     source = _checked(text)
     careful = _Careful(source, 0)
-    instruction = careful.instruction()
+    try:
+        instruction = careful.instruction()
+    except RecursionError:  # inline operands nested thousands deep
+        raise ParseError("HLO text nested too deeply", source.text, 0) from None
     if careful.token.kind != "eof":
         raise careful.fail("unexpected text after the instruction")
     return instruction

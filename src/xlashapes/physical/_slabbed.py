@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import mmap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -65,6 +65,13 @@ def _rows(axis: int, low: int, high: int) -> tuple[Any, ...]:
     return (slice(None),) * axis + (slice(low, high),)
 
 
+def _chunk_steps(cut: Slabs) -> Iterator[tuple[tuple[Any, ...], _Geometry, int, int]]:
+    """Each chunk of ``cut``: the logical rows it covers, its geometry, and its byte range in the physical buffer."""
+    for first, last in cut.chunks(CHUNK_BYTES):
+        low, high = cut.rows(first, last)
+        yield (_rows(cut.axis, low, high), _geometry(cut.piece(first, last)), *cut.byte_range(first, last))
+
+
 def write_in_slabs(
     x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], run: Run,
     progress: Progress | None = None, layout: Slabs | None = None,
@@ -73,11 +80,8 @@ def write_in_slabs(
     cut = layout or slabs(geometry.shape, geometry.bits)
     if cut is None:
         return False
-    for first, last in cut.chunks(CHUNK_BYTES):
-        low, high = cut.rows(first, last)
-        piece = _geometry(cut.piece(first, last))
-        start, end = cut.byte_range(first, last)
-        part = np.ascontiguousarray(x[_rows(cut.axis, low, high)])
+    for rows, piece, start, end in _chunk_steps(cut):
+        part = np.ascontiguousarray(x[rows])
         _write_physical(part, piece, pad, buffer[start:end], run)
         release(buffer)
         release(x)
@@ -94,11 +98,8 @@ def read_in_slabs(
     cut = layout or slabs(geometry.shape, geometry.bits)
     if cut is None:
         return False
-    for first, last in cut.chunks(CHUNK_BYTES):
-        low, high = cut.rows(first, last)
-        piece = _geometry(cut.piece(first, last))
-        start, end = cut.byte_range(first, last)
-        target = result[_rows(cut.axis, low, high)]
+    for rows, piece, start, end in _chunk_steps(cut):
+        target = result[rows]
         staged = target if target.flags.c_contiguous else np.empty(target.shape, target.dtype)
         _read_physical(data[start:end], piece, staged, run)
         if staged is not target:

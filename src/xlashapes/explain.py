@@ -9,7 +9,7 @@ from ._ints import checked_product
 from .layout import layout_problem, memory_space_name
 from .shape import UNBOUNDED_SIZE, Shape
 from .text import dimension_text
-from .tiling import apply_tile
+from .tiling import tile_levels
 
 if TYPE_CHECKING:
     from .hlo import HloInstruction
@@ -43,15 +43,12 @@ def explain_array(shape: Shape) -> dict[str, Any]:
         return report
     report["major_to_minor"] = list(layout.major_to_minor)
     sizes = layout.padded_dimensions if layout.padded_dimensions is not None else shape.dimensions
-    physical = [sizes[d] for d in layout.major_to_minor]
-    levels = [{"tile": None, "dims": list(physical)}]
-    for tile in layout.tiles:
-        physical = apply_tile(physical, tile)
-        levels.append({"tile": list(tile), "dims": list(physical)})
-    report["tiling"] = levels
+    levels = tile_levels(shape.dimensions, layout)  # the one tile walk (legacy padded_dimensions included)
+    report["tiling"] = [{"tile": None if level.tile is None else list(level.tile), "dims": list(level.dims)}
+                        for level in levels]
     logical = shape.element_count()
     allocated = checked_product(sizes, "allocated elements")
-    tiled = checked_product(physical, "tiled elements")
+    tiled = checked_product(levels[-1].dims, "tiled elements")
     total = shape.physical_element_count()
     report["elements"] = {
         "logical": logical,

@@ -50,18 +50,9 @@ def gather_shape(call: Call) -> Shape:
     batch_dims, batch_flags, length = _index_batch(indices, index_vector_dim, "gather")
     output_rank = len(offset_dims) + len(batch_dims)
     _sorted_unique(offset_dims, output_rank, "gather offset_dims")
-    _sorted_unique(collapsed, operand.rank, "gather collapsed_slice_dims")
-    _sorted_unique(operand_batching, operand.rank, "gather operand_batching_dims")
-    _sorted_unique(start_map, operand.rank, "gather start_index_map", sort=False)
-    _sorted_unique(indices_batching, indices.rank, "gather start_indices_batching_dims", sort=False)
-    if index_vector_dim in indices_batching:
-        raise ShapeError("gather start_indices_batching_dims must not contain index_vector_dim")
-    if set(collapsed) & set(operand_batching):
-        raise ShapeError("gather collapsed_slice_dims and operand_batching_dims overlap")
-    if len(operand_batching) != len(indices_batching):
-        raise ShapeError("gather operand_batching_dims and start_indices_batching_dims differ in length")
-    if length != UNBOUNDED_SIZE and len(start_map) != length:
-        raise ShapeError(f"gather start_index_map has {len(start_map)} entries, the index vector {length}")
+    _check_index_dims("gather", operand.rank, indices.rank, index_vector_dim, length,
+                      ("collapsed_slice_dims", collapsed), ("operand_batching_dims", operand_batching),
+                      ("start_index_map", start_map), ("start_indices_batching_dims", indices_batching))
     if len(slice_sizes) != operand.rank:
         raise ShapeError(f"gather slice_sizes has {len(slice_sizes)} entries for rank {operand.rank} {text(operand)}")
     if len(offset_dims) + len(collapsed) + len(operand_batching) != operand.rank:
@@ -134,19 +125,9 @@ def scatter_shape(call: Call) -> Shape:
     batch_dims, _, length = _index_batch(indices, index_vector_dim, "scatter")
     update = updates[0]
     _sorted_unique(window_dims, update.rank, "scatter update_window_dims")
-    _sorted_unique(inserted, operand.rank, "scatter inserted_window_dims")
-    _sorted_unique(input_batching, operand.rank, "scatter input_batching_dims")
-    _sorted_unique(to_operand, operand.rank, "scatter scatter_dims_to_operand_dims", sort=False)
-    _sorted_unique(indices_batching, indices.rank, "scatter scatter_indices_batching_dims", sort=False)
-    if index_vector_dim in indices_batching:
-        raise ShapeError("scatter scatter_indices_batching_dims must not contain index_vector_dim")
-    if set(inserted) & set(input_batching):
-        raise ShapeError("scatter inserted_window_dims and input_batching_dims overlap")
-    if len(input_batching) != len(indices_batching):
-        raise ShapeError("scatter input_batching_dims and scatter_indices_batching_dims differ in length")
-    if length != UNBOUNDED_SIZE and len(to_operand) != length:
-        raise ShapeError(f"scatter scatter_dims_to_operand_dims has {len(to_operand)} entries, the index vector "
-                         f"{length}")
+    _check_index_dims("scatter", operand.rank, indices.rank, index_vector_dim, length,
+                      ("inserted_window_dims", inserted), ("input_batching_dims", input_batching),
+                      ("scatter_dims_to_operand_dims", to_operand), ("scatter_indices_batching_dims", indices_batching))
     if len(window_dims) + len(inserted) + len(input_batching) != operand.rank:
         raise ShapeError(f"scatter: update_window_dims ({len(window_dims)}) + inserted_window_dims ({len(inserted)})"
                          f" + input_batching_dims ({len(input_batching)}) must equal the operand rank {operand.rank}")
@@ -173,3 +154,27 @@ def scatter_shape(call: Call) -> Shape:
     if "to_apply" in call.attributes and call.computations:
         check_scalar_computation(call, call.signature("to_apply"), [u.element_type for u in updates], "to_apply")
     return like(operand) if n == 1 else tuple_of(operands)
+
+
+_Named = tuple[str, tuple[int, ...]]
+
+
+def _check_index_dims(op: str, operand_rank: int, indices_rank: int, index_vector_dim: int, length: int,
+                      dropped: _Named, operand_batching: _Named, index_map: _Named, indices_batching: _Named) -> None:
+    """The dimension lists gather and scatter share (under their own attribute names), checked alike.
+
+    shape_inference.cc, ValidateGatherDimensionNumbers / ValidateScatterDimensionNumbers: the dropped (collapsed or
+    inserted) dims, the operand and index batching dims and the index-to-operand map.
+    """
+    _sorted_unique(dropped[1], operand_rank, f"{op} {dropped[0]}")
+    _sorted_unique(operand_batching[1], operand_rank, f"{op} {operand_batching[0]}")
+    _sorted_unique(index_map[1], operand_rank, f"{op} {index_map[0]}", sort=False)
+    _sorted_unique(indices_batching[1], indices_rank, f"{op} {indices_batching[0]}", sort=False)
+    if index_vector_dim in indices_batching[1]:
+        raise ShapeError(f"{op} {indices_batching[0]} must not contain index_vector_dim")
+    if set(dropped[1]) & set(operand_batching[1]):
+        raise ShapeError(f"{op} {dropped[0]} and {operand_batching[0]} overlap")
+    if len(operand_batching[1]) != len(indices_batching[1]):
+        raise ShapeError(f"{op} {operand_batching[0]} and {indices_batching[0]} differ in length")
+    if length != UNBOUNDED_SIZE and len(index_map[1]) != length:
+        raise ShapeError(f"{op} {index_map[0]} has {len(index_map[1])} entries, the index vector {length}")

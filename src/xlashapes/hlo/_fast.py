@@ -6,7 +6,7 @@ decides. Shapes go through the cached ``parse_shape``; attributes stay raw text 
 
 from __future__ import annotations
 
-import re
+from typing import Any
 
 from ..errors import ParseError
 from ..shape import Shape
@@ -20,19 +20,21 @@ DERIVED_SHAPE_OPCODES = frozenset(("send", "recv", "send-done", "recv-done", "ou
 """Opcodes whose shape XLA derives from their operands instead of taking the written one."""
 
 _FAST_OPCODES = OPCODES - DERIVED_SHAPE_OPCODES
+PLAIN_FAST_OPCODES = _FAST_OPCODES - {"constant", "parameter"}
+"""Opcodes whose matched line the fast path reads from its operand names alone."""
 
 
-def fast_instruction(match: re.Match[str], source: Source, offset: int) -> HloInstruction | None:
-    """The instruction a matched line holds, or None when the careful parser must decide."""
-    root, percent, name, shape_text_, opcode, names, _, _, tail = match.groups()
+Groups = tuple[Any, ...]
+"""What INSTRUCTION's groups hold: root, percent, name, shape, opcode, names, number, other operands, tail."""
+
+
+def fast_instruction(groups: Groups, shape: Shape, source: Source, offset: int) -> HloInstruction | None:
+    """The instruction a matched line holds (``shape`` parsed), or None when the careful parser must decide."""
+    root, percent, name, _, opcode, names, _, _, tail = groups
     if (not percent and name in RESERVED) or opcode not in _FAST_OPCODES:
         return None
-    try:
-        shape = parse_shape(shape_text_)
-    except ParseError:
-        return None
     if names is None or opcode in ("constant", "parameter"):
-        return _fast_other(match, shape, source, offset)
+        return _fast_other(groups, shape, source, offset)
     operands: list[str] = []
     if names:
         if "/" in names:
@@ -43,9 +45,9 @@ def fast_instruction(match: re.Match[str], source: Source, offset: int) -> HloIn
     return HloInstruction(name, opcode, shape, operands, None, root is not None, source, offset, tail)
 
 
-def _fast_other(match: re.Match[str], shape: Shape, source: Source, offset: int) -> HloInstruction | None:
+def _fast_other(groups: Groups, shape: Shape, source: Source, offset: int) -> HloInstruction | None:
     """Constants, parameters and operands with shapes on the fast path (None: the careful parser decides)."""
-    root, _, name, _, opcode, names, number, other, tail = match.groups()
+    root, _, name, _, opcode, names, number, other, tail = groups
     operands: list[str] = []
     shapes: list[Shape | None] | None = None
     parameter_number = None
@@ -101,13 +103,13 @@ def _shaped_operands(text: str) -> tuple[list[str], list[Shape | None] | None] |
     return names, (shapes if any(s is not None for s in shapes) else None)
 
 
-def fast_computation(line: str, offset: int) -> HloComputation | None:
-    """The computation a header line opens, or None when the careful parser must decide."""
+def fast_computation(line: str, offset: int, shapes: dict[str, Shape]) -> HloComputation | None:
+    """The computation a header line opens (``shapes``: texts parsed so far), or None: the careful parser decides."""
     match = COMPUTATION.fullmatch(line)
     if match is None:
         return None
-    entry, percent, name, parameter_text, result_text = match.groups()
-    if not percent and name in RESERVED:
+    entry, _, name, parameter_text, result_text = match.groups()
+    if name in RESERVED:  # %f32 is renamed f32_ by XLA: the careful parser notes it
         return None
     parameters = None
     result = None
@@ -115,10 +117,20 @@ def fast_computation(line: str, offset: int) -> HloComputation | None:
         parts = PARAMETER_SPLIT.split(parameter_text)
         if parts[0]:
             return None
+        get = shapes.get
         try:
-            parameters = [(parts[k], parse_shape(parts[k + 1])) for k in range(1, len(parts), 2)]
-            result = parse_shape(result_text)
+            parameter_shapes = [get(text) or _cached_shape(text, shapes) for text in parts[2::2]]
+            result = get(result_text) or _cached_shape(result_text, shapes)
         except (ParseError, RecursionError):
             return None
+        parameters = list(zip(parts[1::2], parameter_shapes))
     return HloComputation(name, is_entry=entry is not None, parameters=parameters, result_shape=result,
                           position=offset)
+
+
+def _cached_shape(text: str, shapes: dict[str, Shape]) -> Shape:
+    """The shape ``text`` spells, from ``shapes`` when read before."""
+    shape = shapes.get(text)
+    if shape is None:
+        shape = shapes[text] = parse_shape(text)
+    return shape

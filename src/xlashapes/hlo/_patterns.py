@@ -10,7 +10,7 @@ import re
 MAX_FAST_LINE = 1 << 18
 """Lines longer than this are read by the careful parser (a bound on any regex backtracking)."""
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*+"  # possessive: what follows a name is never a name character
 _STR = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
 _STR1 = r"'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
 
@@ -27,7 +27,7 @@ def _nested(open_: str, close: str, inner: str, depth: int) -> str:
 
 _BRACE = _nested("{", "}", _STR, 6)  # raw {...}: balanced braces outside "strings"
 _PARENS = _nested("(", ")", "", 3)  # (...) three deep: tuples of tiled arrays
-_ARRAY = r"[a-z][a-z0-9]*\[[^\]\n]*\](?:\{[^{}\n]*\})?"
+_ARRAY = r"[a-z][a-z0-9]*+\[[^\]\n]*+\](?:\{[^{}\n]*+\})?"
 _SHAPE = f"(?:{_ARRAY}|{_PARENS})"
 _OPERANDS = r"[^()\n]*(?:" + _nested("(", ")", "", 2) + r"[^()\n]*)*"
 _INTS = r"\d{1,18}(?:,\d{1,18})*"  # integers that fit int64 (longer ones are lexer errors)
@@ -45,15 +45,23 @@ _VALUE = "|".join((
 _INLINE_KEY = r"(?:to_apply|calls|condition|body|select|scatter|true_computation|false_computation)=\{(?![%}])"
 _TAIL = rf"(?:, (?!{_INLINE_KEY}){_NAME}=(?:{_VALUE}))*"  # a computation written inline: the careful parser
 _NAMES = rf"(?:%?{_NAME}(?:, (?:/\*index=\d+\*/)?%?{_NAME})*)?"
-INSTRUCTION = re.compile(
-    rf"[ \t]*(ROOT[ \t]+)?(%?)({_NAME}) = ({_SHAPE}) ([a-z][a-z0-9\-]*)\((?:({_NAMES})|(\d{{1,18}})|({_OPERANDS}))\)"
-    rf"({_TAIL})[ \t\r]*", re.ASCII)
+_INSTRUCTION_NAME = r"(?!__(?!xla_))[A-Za-z_][A-Za-z0-9_\-]*+(?:\.(?![-0])[A-Za-z0-9_\-]*+)*+(\.0)?"
+"""A name XLA keeps as written when no other name has its root and number: no ``__`` prefix (but ``__xla_``), no
+``.-`` or ``.0`` but a final ``.0`` (its own group: ``x.0`` and ``x`` are the same name to XLA's uniquer)."""
+_COMPUTATION_NAME = r"(?!__(?!xla_))[A-Za-z_][A-Za-z0-9_\-]*+(?:\.(?![-0])[A-Za-z0-9_\-]*+)*+"
+"""A computation name XLA's uniquer keeps as written (a repeat is an error): no ``__``, ``.0`` or ``.-``."""
+_HEAD = (rf"[ \t]*(ROOT[ \t]+)?(%?)({_INSTRUCTION_NAME}) = ({_SHAPE}) ([a-z][a-z0-9\-]*+)"
+         rf"\((?:({_NAMES})|(\d{{1,18}})|({_OPERANDS}))\)")
+INSTRUCTION = re.compile(rf"{_HEAD}({_TAIL})[ \t\r]*", re.ASCII)
+INSTRUCTION_HEAD = re.compile(rf"{_HEAD}(.*)", re.ASCII)
+"""INSTRUCTION with any tail: where TAIL then matches the rest, both give the same groups (same search order)."""
+TAIL = re.compile(rf"({_TAIL})[ \t\r]*", re.ASCII)
 ATTRIBUTE = re.compile(f", ({_NAME})=({_VALUE})", re.ASCII)
 INDEX_COMMENT = re.compile(r"/\*index=\d+\*/", re.ASCII)
 SHAPED_OPERAND = re.compile(rf"(?:/\*index=\d+\*/)?(?:({_SHAPE}) )?(%?)({_NAME})(?:, |$)", re.ASCII)
 SCALAR_LITERAL = re.compile(r"-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d{1,18}|inf|nan)|true|false|\{\.\.\.\}",
                              re.ASCII)
-COMPUTATION = re.compile(rf"(ENTRY[ \t]+)?(%?)({_NAME})(?: \(([^\n-]*(?:-(?!>)[^\n-]*)*)\) -> (.+?))? \{{[ \t\r]*",
+COMPUTATION = re.compile(rf"(ENTRY[ \t]+)?(%?)({_COMPUTATION_NAME})(?: \(([^\n-]*(?:-(?!>)[^\n-]*)*)\) -> (.+))? \{{[ \t\r]*",
                           re.ASCII)
 PARAMETER_SPLIT = re.compile(rf"(?:^|, )({_NAME}): ", re.ASCII)
 BLANKS = " \t\r"  # what the lexer skips on a line

@@ -92,6 +92,11 @@ class Attributes(Mapping[str, str]):
 
     __hash__ = None  # type: ignore[assignment]
 
+    @property
+    def source(self) -> Source:
+        """The parsed text the positions point into."""
+        return self._source
+
     def pairs(self) -> list[tuple[str, str]]:
         """Every ``(key, raw value)`` in the order written, repeated keys included."""
         return list(self._pairs)

@@ -16,6 +16,7 @@ send-done, recv-done, outfeed; a constant's layout without ``E(n)``).
 from __future__ import annotations
 
 import gc
+from itertools import islice
 from dataclasses import replace
 from typing import Any
 
@@ -24,14 +25,15 @@ from ..errors import ParseError, ShapeError
 from ..inference import PARSER_INFERRED_OPCODES, Signature, infer_shape
 from ..shape import Shape, make_shape, token_shape, tuple_shape
 from ..text import parse_shape
-from ._fast import DERIVED_SHAPE_OPCODES, fast_computation, fast_instruction
+from ._fast import DERIVED_SHAPE_OPCODES, PLAIN_FAST_OPCODES, fast_computation, fast_instruction
 from ._layouts import with_xla_layout
-from ._patterns import BLANKS, INSTRUCTION, MAX_FAST_LINE, PLAIN_OPERAND, SIMPLE_ATTRIBUTE
+from ._patterns import BLANKS, INSTRUCTION, INSTRUCTION_HEAD, MAX_FAST_LINE, PLAIN_OPERAND, SIMPLE_ATTRIBUTE, TAIL
 from ._source import Source
 from ._tokens import TokenReader, is_uint64
 from .attributes import SINGLE_COMPUTATION_KEYS, Attributes
 from .checks import REQUIRED_ATTRIBUTES
 from .frames import StackFrameIndex
+from ._names import apply_xla_names, illegal_instruction_name, odd_name, sanitized_name
 from .model import HloComputation, HloInstruction, HloModule
 from .opcodes import RESERVED
 
@@ -44,10 +46,14 @@ __all__ = ["parse_hlo_module", "parse_instruction", "with_xla_layout"]
 class _Builder:
     """What parsing a module accumulates: computations, the names given so far, the shapes of the current scope."""
 
-    __slots__ = ("cache", "computations", "counters", "index", "scopes")
+    __slots__ = ("cache", "computations", "counters", "index", "names", "odd_names", "repeated", "scopes", "zeros")
 
     def __init__(self) -> None:
         self.computations: list[HloComputation] = []
+        self.names: set[str] = set()  # every instruction name read (XLA renames repeats across computations)
+        self.odd_names = False  # a name the uniquer may change although it is not repeated (x.01, x.-0)
+        self.zeros: list[str] = []  # names ending in .0 (x.0 and x are the same name to the uniquer)
+        self.repeated = False  # an instruction name read twice
         self.index: dict[str, list[HloComputation]] = {}
         self.cache: dict[int, Signature] = {}
         self.counters: dict[str, int] = {}
@@ -57,6 +63,16 @@ class _Builder:
         """Start reading ``computation``'s instructions (it is then known by name to ``signatures``)."""
         self.scopes.append((computation, {}, [0]))
         self.index.setdefault(computation.name, []).append(computation)
+
+    def note(self, name: str) -> None:
+        """Remember an instruction name the careful parser read (for XLA's renaming)."""
+        if name in self.names:
+            self.repeated = True
+        self.names.add(name)
+        if name.endswith(".0"):
+            self.zeros.append(name)
+        elif odd_name(name):
+            self.odd_names = True
 
     def leave(self) -> None:
         """Finish the innermost computation."""
@@ -226,7 +242,11 @@ class _Careful(TokenReader):
         """``[ROOT] name = [shape] opcode(operands) (, key=value)*``"""
         start = self.token.start
         is_root = self.keyword("ROOT")
+        name_token = self.token
         name = self.name("an instruction name")
+        if illegal_instruction_name(name):
+            raise self.error(f"illegal instruction name {name}: XLA's parser refuses names its sanitizer would change "
+                             f"(to {sanitized_name(name)})", name_token)
         self.expect("=", "expected '=' after the instruction name")
         if self.token.kind == "ident":
             following = self.peek_kind()
@@ -265,6 +285,7 @@ class _Careful(TokenReader):
         written = shape is not None
         if name is None:
             name = self.builder.unique(f"{opcode}.anon")
+        self.builder.note(name)
         operand_shapes = [self.builder.shape_of(o) for o in operands]
         if opcode in DERIVED_SHAPE_OPCODES:
             shape = derived_shape(opcode, shape, operand_shapes) or shape
@@ -392,6 +413,8 @@ class _Careful(TokenReader):
         start = self.token.start
         is_entry = self.keyword("ENTRY")
         name = self.name("a computation name (or 'ENTRY')")
+        if odd_name(name):
+            self.builder.odd_names = True  # XLA may rename it (__c is a_c, f32 is f32_, x.01 is x.1)
         parameters = None
         result = None
         if self.token.kind == "(":
@@ -488,6 +511,9 @@ class _Reader:
         if name is not None:
             self.index = careful.stack_frame_index()
         self.computations_from(careful.token.start)
+        builder = self.builder
+        if builder.repeated or builder.odd_names or any(zero[:-2] in builder.names for zero in builder.zeros):
+            apply_xla_names(self.computations)
         if name is None:
             entry = next((c for c in self.computations if c.is_entry), self.computations[-1])
             name = f"module_{entry.name}"
@@ -543,22 +569,66 @@ class _Reader:
         # '-> f32[] {' makes the brace a layout).
         lines = self.lines
         match = INSTRUCTION.fullmatch
+        head = INSTRUCTION_HEAD.fullmatch
+        tails: dict[str, str | bool] = {}
+        tails_get = tails.get
+        shapes: dict[str, Shape] = {}  # this module's shape texts (a plain dict: no recency bookkeeping)
+        shapes_get = shapes.get
+        builder = self.builder
+        seen = builder.names
+        seen_add = seen.add
+        zeros = builder.zeros
+        plain = PLAIN_FAST_OPCODES
         source = self.source
         current = self.current
         append = current.instructions.append if current is not None else None
-        count = len(lines)
         last = -1  # offset of the last item accepted (-1: none yet)
-        while line < count:
-            text = lines[line]
-            if len(text) > MAX_FAST_LINE:
+        for text in islice(lines, line, None):
+            size = len(text)
+            if size > MAX_FAST_LINE:
                 break
             if append is not None:
-                found = match(text)
+                found = head(text)
                 if found is not None:
-                    instruction = fast_instruction(found, source, start)
-                    if instruction is None:
-                        break
-                    append(instruction)
+                    root, percent, name, zero, written, opcode, names, number, other, rest = found.groups()
+                    if name in RESERVED:
+                        break  # %f32 is refused, %true is a name: the careful parser decides
+                    if name in seen:
+                        builder.repeated = True
+                    seen_add(name)
+                    if zero is not None:
+                        zeros.append(name)
+                    tail = tails_get(rest)  # attribute tails repeat: each distinct one is matched once
+                    if tail is None:
+                        valid = TAIL.fullmatch(rest)
+                        tail = tails[rest] = valid.group(1) if valid is not None else False
+                    if tail is False:  # INSTRUCTION decides (it may split the line elsewhere)
+                        found = match(text)
+                        if found is None:
+                            break
+                        root, percent, name, zero, written, opcode, names, number, other, tail = found.groups()
+                    shape = shapes_get(written)
+                    if shape is None:
+                        try:
+                            shape = parse_shape(written)
+                        except ParseError:
+                            break
+                        shapes[written] = shape
+                    if names and opcode in plain and "/" not in names:
+                        operands = names.replace("%", "").split(", ")  # the common line, inlined
+                        if names.count("%") != len(operands) and not RESERVED.isdisjoint(operands):
+                            break
+                        append(HloInstruction(name, opcode, shape, operands, None, root is not None, source, start,
+                                              tail))
+                    elif number is not None and opcode == "parameter":
+                        append(HloInstruction(name, opcode, shape, [], None, root is not None, source, start, tail,
+                                              -1, None, int(number)))
+                    else:
+                        instruction = fast_instruction((root, percent, name, written, opcode, names, number, other, tail), shape,
+                                                       source, start)
+                        if instruction is None:
+                            break
+                        append(instruction)
                     last = start
                 elif (text == "}" or text.strip(BLANKS) == "}") and current is not None and current.instructions:
                     current = append = None
@@ -567,15 +637,14 @@ class _Reader:
                 elif text.strip(BLANKS):
                     break
             elif text.strip(BLANKS):
-                current = fast_computation(text, start)
+                current = fast_computation(text, start, shapes)
                 if current is None:
                     break
                 self.computations.append(current)
                 self.builder.enter(current)
                 append = current.instructions.append
                 last = start
-            start += len(text) + 1
-            line += 1
+            start += size + 1
         else:
             self.current = current
             return min(start, len(source.text))
@@ -589,7 +658,7 @@ class _Reader:
             self.current = self.computations[-1]
             self.builder.enter(self.current)
         elif current.instructions and current.instructions[-1].start == position:
-            current.instructions.pop()
+            self.builder.names.discard(current.instructions.pop().name)  # the careful parser reads it again
         else:
             self.computations.pop()
             self.builder.leave()

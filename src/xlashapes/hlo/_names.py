@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 from ..dtypes import TEXT_TYPE_NAMES
 from .attributes import CALLED_COMPUTATION_KEYS, Attributes
@@ -158,15 +159,16 @@ def _rewrite(instruction: HloInstruction, keys: Iterable[str], renamed: dict[str
     attributes = instruction.attributes
     wanted = set(keys)
     pairs = []
-    changed = False
+    typed: dict[str, Any] = {}
     for key, raw in attributes.pairs():
         if key in wanted:
             value = attributes.typed(key)
             names = value if isinstance(value, tuple) else (value,)
             if any(n in renamed for n in names):
-                listed = ", ".join(f"%{renamed.get(n, n)}" for n in names)
+                names = tuple(renamed.get(n, n) for n in names)
+                listed = ", ".join(f"%{n}" for n in names)
                 raw = f"{{{listed}}}" if isinstance(value, tuple) else listed
-                changed = True
+                typed[key] = names if isinstance(value, tuple) else names[0]
         pairs.append((key, raw))
-    if changed:
-        instruction.parsed_attributes = Attributes(pairs, attributes.positions(), attributes.source)
+    if typed:  # the new values are known: they are not read again from the text
+        instruction.parsed_attributes = Attributes(pairs, attributes.positions(), attributes.source, typed)

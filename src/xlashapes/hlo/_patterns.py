@@ -61,8 +61,8 @@ INDEX_COMMENT = re.compile(r"/\*index=\d+\*/", re.ASCII)
 SHAPED_OPERAND = re.compile(rf"(?:/\*index=\d+\*/)?(?:({_SHAPE}) )?(%?)({_NAME})(?:, |$)", re.ASCII)
 SCALAR_LITERAL = re.compile(r"-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d{1,18}|inf|nan)|true|false|\{\.\.\.\}",
                              re.ASCII)
-COMPUTATION = re.compile(rf"(ENTRY[ \t]+)?(%?)({_COMPUTATION_NAME})(?: \(([^\n-]*(?:-(?!>)[^\n-]*)*)\) -> (.+))? \{{[ \t\r]*",
-                          re.ASCII)
+COMPUTATION = re.compile(
+    rf"(ENTRY[ \t]+)?(%?)({_COMPUTATION_NAME})(?: \(([^\n-]*(?:-(?!>)[^\n-]*)*)\) -> (.+))? \{{[ \t\r]*", re.ASCII)
 PARAMETER_SPLIT = re.compile(rf"(?:^|, )({_NAME}): ", re.ASCII)
 BLANKS = " \t\r"  # what the lexer skips on a line
 PLAIN_OPERAND = re.compile(rf"(?:({_ARRAY}) )?(%?)({_NAME})[ \t\r\n]*([,)])[ \t\r\n]*", re.ASCII)

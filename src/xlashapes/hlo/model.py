@@ -44,7 +44,7 @@ class HloInstruction:
     name: str
     opcode: str
     shape: Shape
-    operands: list[str]
+    raw_operands: list[str] | str  # the names, or the text "%a, %b" as written until ``operands`` is first read
     written_operand_shapes: list[Shape | None] | None = None
     is_root: bool = False
     source: Source = EMPTY_SOURCE
@@ -87,6 +87,18 @@ class HloInstruction:
                 position = text.rfind(self.tail, self.start, end if end >= 0 else len(text))
             self.parsed_attributes = split_tail(self.tail, position, self.source)
         return self.parsed_attributes
+
+    @property
+    def operands(self) -> list[str]:
+        """The operand names, in order (``%`` dropped)."""
+        value = self.raw_operands
+        if isinstance(value, str):  # the fast parser keeps the text: split it once, when first asked
+            value = self.raw_operands = value.replace("%", "").split(", ") if value else []
+        return value
+
+    @operands.setter
+    def operands(self, names: list[str]) -> None:
+        self.raw_operands = names
 
     @property
     def operand_shapes(self) -> list[Shape | None]:

@@ -16,7 +16,6 @@ send-done, recv-done, outfeed; a constant's layout without ``E(n)``).
 from __future__ import annotations
 
 import gc
-from itertools import islice
 from dataclasses import replace
 from typing import Any
 
@@ -27,13 +26,13 @@ from ..shape import Shape, make_shape, token_shape, tuple_shape
 from ..text import parse_shape
 from ._fast import DERIVED_SHAPE_OPCODES, PLAIN_FAST_OPCODES, fast_computation, fast_instruction
 from ._layouts import with_xla_layout
+from ._names import apply_xla_names, illegal_instruction_name, odd_name, sanitized_name
 from ._patterns import BLANKS, INSTRUCTION, INSTRUCTION_HEAD, MAX_FAST_LINE, PLAIN_OPERAND, SIMPLE_ATTRIBUTE, TAIL
 from ._source import Source
 from ._tokens import TokenReader, is_uint64
 from .attributes import SINGLE_COMPUTATION_KEYS, Attributes
 from .checks import REQUIRED_ATTRIBUTES
 from .frames import StackFrameIndex
-from ._names import apply_xla_names, illegal_instruction_name, odd_name, sanitized_name
 from .model import HloComputation, HloInstruction, HloModule
 from .opcodes import RESERVED
 
@@ -50,7 +49,7 @@ class _Builder:
 
     def __init__(self) -> None:
         self.computations: list[HloComputation] = []
-        self.names: set[str] = set()  # every instruction name read (XLA renames repeats across computations)
+        self.names: set[str] = set(RESERVED)  # the reserved words, then every instruction name read
         self.odd_names = False  # a name the uniquer may change although it is not repeated (x.01, x.-0)
         self.zeros: list[str] = []  # names ending in .0 (x.0 and x are the same name to the uniquer)
         self.repeated = False  # an instruction name read twice
@@ -66,7 +65,7 @@ class _Builder:
 
     def note(self, name: str) -> None:
         """Remember an instruction name the careful parser read (for XLA's renaming)."""
-        if name in self.names:
+        if name in self.names and name not in RESERVED:
             self.repeated = True
         self.names.add(name)
         if name.endswith(".0"):
@@ -490,15 +489,11 @@ class _Careful(TokenReader):
 class _Reader:
     """Reads a module: canonical lines by regex, everything else with the careful parser."""
 
-    __slots__ = ("builder", "computations", "current", "fast", "index", "lines", "seen_line", "seen_position",
-                 "source")
+    __slots__ = ("builder", "computations", "current", "fast", "index", "source")
 
     def __init__(self, source: Source, fast: bool) -> None:
         self.source = source
         self.fast = fast
-        self.lines = source.text.split("\n")
-        self.seen_line = 0
-        self.seen_position = 0
         self.builder = _Builder()
         self.computations: list[HloComputation] = self.builder.computations
         self.current: HloComputation | None = None
@@ -524,20 +519,18 @@ class _Reader:
         end = len(self.source.text)
         while True:
             position = self.source.first_token(position)
-            line, start, at_line_start = self.locate(position)
+            start, at_line_start = self.locate(position)
             if self.fast and at_line_start:
-                position = self.source.first_token(self.fast_lines(line, start))
+                position = self.source.first_token(self.fast_lines(start))
             if position >= end and (self.computations and self.current is None):
                 return
             position = self.careful_step(position)
 
-    def locate(self, position: int) -> tuple[int, int, bool]:
-        """Line index and line start of ``position``, and whether only blanks precede it on its line."""
+    def locate(self, position: int) -> tuple[int, bool]:
+        """The start of ``position``'s line, and whether only blanks precede it on its line."""
         text = self.source.text
-        self.seen_line += text.count("\n", self.seen_position, position)
-        self.seen_position = position
         start = text.rfind("\n", 0, position) + 1
-        return self.seen_line, start, not text[start:position].strip()
+        return start, not text[start:position].strip()
 
     def careful_step(self, position: int) -> int:
         """Read one computation header, instruction or closing brace with the careful parser."""
@@ -562,15 +555,16 @@ class _Reader:
             current.instructions.append(careful.instruction())
         return careful.token.start
 
-    def fast_lines(self, line: int, start: int) -> int:
-        """Match lines from ``line`` (at offset ``start``) on; return the offset where careful parsing resumes."""
+    def fast_lines(self, start: int) -> int:
+        """Match lines from offset ``start`` (a line start) on; return the offset where careful parsing resumes."""
         # When a line needs care, the item accepted just before it is handed back too: the careful parser may read
         # it differently once it sees what follows (a leading ',' continues the attributes, a number after
-        # '-> f32[] {' makes the brace a layout).
-        lines = self.lines
+        # '-> f32[] {' makes the brace a layout). Matching split lines is faster than matching in place.
+        text = self.source.text
+        length = len(text)
         match = INSTRUCTION.fullmatch
         head = INSTRUCTION_HEAD.fullmatch
-        tails: dict[str, str | bool] = {}
+        tails: dict[str, Any] = {}  # raw tail -> the tail group, or False when INSTRUCTION must decide
         tails_get = tails.get
         shapes: dict[str, Shape] = {}  # this module's shape texts (a plain dict: no recency bookkeeping)
         shapes_get = shapes.get
@@ -578,77 +572,97 @@ class _Reader:
         seen = builder.names
         seen_add = seen.add
         zeros = builder.zeros
-        plain = PLAIN_FAST_OPCODES
+        plain = {opcode: opcode for opcode in PLAIN_FAST_OPCODES}.get
         source = self.source
         current = self.current
-        append = current.instructions.append if current is not None else None
+        append: Any = current.instructions.append if current is not None else None
         last = -1  # offset of the last item accepted (-1: none yet)
-        for text in islice(lines, line, None):
-            size = len(text)
-            if size > MAX_FAST_LINE:
-                break
-            if append is not None:
-                found = head(text)
+        stopped = False
+        chunk = 1 << 12  # lines are split a chunk at a time (doubling): freed line strings make room for the next
+        while not stopped and start <= length:
+            cut = text.find("\n", start + chunk)
+            if cut < 0:
+                cut = length
+            chunk = min(chunk * 2, 1 << 18)
+            for raw in text[start:cut].split("\n"):
+                size = len(raw)
+                if size > MAX_FAST_LINE:
+                    stopped = True
+                    break
+                found = head(raw) if append is not None else None
                 if found is not None:
                     root, percent, name, zero, written, opcode, names, number, other, rest = found.groups()
-                    if name in RESERVED:
-                        break  # %f32 is refused, %true is a name: the careful parser decides
-                    if name in seen:
+                    if name in seen:  # the reserved words are in it from the start
+                        if name in RESERVED:
+                            stopped = True  # %f32 is refused, %true is a name: the careful parser decides
+                            break
                         builder.repeated = True
                     seen_add(name)
                     if zero is not None:
                         zeros.append(name)
-                    tail = tails_get(rest)  # attribute tails repeat: each distinct one is matched once
-                    if tail is None:
-                        valid = TAIL.fullmatch(rest)
-                        tail = tails[rest] = valid.group(1) if valid is not None else False
-                    if tail is False:  # INSTRUCTION decides (it may split the line elsewhere)
-                        found = match(text)
-                        if found is None:
-                            break
-                        root, percent, name, zero, written, opcode, names, number, other, tail = found.groups()
+                    if rest:
+                        tail: Any = tails_get(rest)  # attribute tails repeat: each distinct one is matched once
+                        if tail is None:
+                            valid = TAIL.fullmatch(rest)
+                            tail = tails[rest] = valid.group(1) if valid is not None else False
+                        if tail is False:  # INSTRUCTION decides (it may split the line elsewhere)
+                            found = match(raw)
+                            if found is None:
+                                stopped = True
+                                break
+                            root, percent, name, zero, written, opcode, names, number, other, tail = found.groups()
+                    else:
+                        tail = rest
                     shape = shapes_get(written)
                     if shape is None:
                         try:
                             shape = parse_shape(written)
                         except ParseError:
+                            stopped = True
                             break
                         shapes[written] = shape
-                    if names and opcode in plain and "/" not in names:
-                        operands = names.replace("%", "").split(", ")  # the common line, inlined
-                        if names.count("%") != len(operands) and not RESERVED.isdisjoint(operands):
+                    canonical = plain(opcode)  # the opcode's own string: one copy for every instruction
+                    if names and canonical is not None and "/" not in names:  # the common line, inlined
+                        if (names.count("%") != names.count(", ") + 1
+                                and not RESERVED.isdisjoint(names.replace("%", "").split(", "))):
+                            stopped = True  # a bare operand name spelled like a keyword: the careful parser decides
                             break
-                        append(HloInstruction(name, opcode, shape, operands, None, root is not None, source, start,
-                                              tail))
+                        append(HloInstruction(name, canonical, shape, names, None, root is not None, source, start,
+                                              tail))  # the operand text is split when first read
                     elif number is not None and opcode == "parameter":
-                        append(HloInstruction(name, opcode, shape, [], None, root is not None, source, start, tail,
+                        append(HloInstruction(name, "parameter", shape, "", None, root is not None, source, start, tail,
                                               -1, None, int(number)))
                     else:
-                        instruction = fast_instruction((root, percent, name, written, opcode, names, number, other, tail), shape,
-                                                       source, start)
+                        groups = (root, percent, name, written, opcode, names, number, other, tail)
+                        instruction = fast_instruction(groups, shape, source, start)
                         if instruction is None:
+                            stopped = True
                             break
                         append(instruction)
                     last = start
-                elif (text == "}" or text.strip(BLANKS) == "}") and current is not None and current.instructions:
-                    current = append = None
-                    self.builder.leave()
-                    last = start
-                elif text.strip(BLANKS):
-                    break
-            elif text.strip(BLANKS):
-                current = fast_computation(text, start, shapes)
-                if current is None:
-                    break
-                self.computations.append(current)
-                self.builder.enter(current)
-                append = current.instructions.append
-                last = start
-            start += size + 1
-        else:
-            self.current = current
-            return min(start, len(source.text))
+                else:
+                    line = raw.strip(BLANKS)
+                    if append is not None:
+                        if line == "}" and current is not None and current.instructions:
+                            current = append = None
+                            builder.leave()
+                            last = start
+                        elif line:
+                            stopped = True
+                            break
+                    elif line:
+                        current = fast_computation(raw, start, shapes)
+                        if current is None:
+                            stopped = True
+                            break
+                        self.computations.append(current)
+                        builder.enter(current)
+                        append = current.instructions.append
+                        last = start
+                start += size + 1
         self.current = current
+        if not stopped:
+            return min(start, length)
         return self.undo_last(last) if last >= 0 else start
 
     def undo_last(self, position: int) -> int:

@@ -52,6 +52,14 @@ FORMS = {
         + "ENTRY e {\n  x = f32[4] parameter(0)\n  y = f32[] constant(0)\n"
           "  n = f32[4] negate(x), control-predecessors={y}\n"
           "  ROOT s = f32[] reduce(n, y), dimensions={0}, to_apply=add, control-predecessors={x}\n}\n"),
+    "computation c.0 beside c": (
+        "HloModule m\nc {\n  a = f32[] parameter(0)\n  ROOT r = f32[] negate(a)\n}\n"
+        "c.0 {\n  b = f32[] parameter(0)\n  ROOT q = f32[] negate(b)\n}\n"
+        "ENTRY e {\n  p = f32[] parameter(0)\n  d = f32[] call(p), to_apply=c.0\n"
+        "  ROOT k = f32[] call(d), to_apply=c\n}\n"),
+    "region_1.0 alone stays": (
+        "HloModule m\nregion_1.0 {\n  a.0.c1 = f32[] parameter(0)\n  ROOT r.0 = f32[] negate(a.0.c1)\n}\n"
+        "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT c = f32[] call(p), to_apply=region_1.0\n}\n"),
     "__xla_ prefix stays": "ENTRY e {\n  %__xla_p = f32[] parameter(0)\n  ROOT r = f32[] negate(%__xla_p)\n}\n",
 }
 

@@ -51,14 +51,18 @@ def illegal_instruction_name(name: str) -> bool:
 
 
 def odd_name(name: str) -> bool:
-    """Whether the uniquer could change ``name`` (as the lexer reads names) even when it is not repeated.
+    """Whether the uniquer changes ``name`` (as the lexer reads names) even when no other name has its root.
 
-    Conservative: ``.0`` or ``.-`` anywhere (``x.0`` meets ``x``; ``x.01`` is ``x.1``), a ``__`` prefix, a type name.
+    That is a last ``.`` part that is a number with a leading zero (``x.01`` is ``x.1``, ``x.-0`` is ``x.0``), a
+    ``__`` prefix (``__c`` is ``a_c``) or a type name (``f32`` is ``f32_``).
 
-    >>> odd_name("x.0"), odd_name("x.10"), odd_name("__c"), odd_name("f32")
-    (True, False, True, True)
+    >>> odd_name("x.01"), odd_name("x.0"), odd_name("x.0.c1"), odd_name("__c"), odd_name("f32"), odd_name("x.-1")
+    (True, False, False, True, True, False)
     """
-    return ".0" in name or ".-" in name or name.startswith("__") or name in TEXT_TYPE_NAMES
+    return _ODD_SUFFIX.search(name) is not None or sanitized_name(name) != name
+
+
+_ODD_SUFFIX = re.compile(r"\.(?:-?0[0-9]+|-0)\Z")
 
 
 class NameUniquer:

@@ -45,11 +45,13 @@ _VALUE = "|".join((
 _INLINE_KEY = r"(?:to_apply|calls|condition|body|select|scatter|true_computation|false_computation)=\{(?![%}])"
 _TAIL = rf"(?:, (?!{_INLINE_KEY}){_NAME}=(?:{_VALUE}))*"  # a computation written inline: the careful parser
 _NAMES = rf"(?:%?{_NAME}(?:, (?:/\*index=\d+\*/)?%?{_NAME})*)?"
-_INSTRUCTION_NAME = r"(?!__(?!xla_))[A-Za-z_][A-Za-z0-9_\-]*+(?:\.(?![-0])[A-Za-z0-9_\-]*+)*+(\.0)?"
-"""A name XLA keeps as written when no other name has its root and number: no ``__`` prefix (but ``__xla_``), no
-``.-`` or ``.0`` but a final ``.0`` (its own group: ``x.0`` and ``x`` are the same name to XLA's uniquer)."""
-_COMPUTATION_NAME = r"(?!__(?!xla_))[A-Za-z_][A-Za-z0-9_\-]*+(?:\.(?![-0])[A-Za-z0-9_\-]*+)*+"
-"""A computation name XLA's uniquer keeps as written (a repeat is an error): no ``__``, ``.0`` or ``.-``."""
+_SEGMENTS = r"(?!__(?!xla_))[A-Za-z_][A-Za-z0-9_\-]*+(?:\.(?!-?0\d*[ ])[A-Za-z0-9_\-]*+)*+"
+_INSTRUCTION_NAME = _SEGMENTS + r"(\.0)?"
+"""A name XLA's uniquer keeps as written unless another name has its root and number: no ``__`` prefix (but
+``__xla_``) and a last ``.`` part that is not a number written with a leading zero (``x.01``, ``x.-0``) but may be
+``.0`` (its own group: ``x.0`` and ``x`` are the same name to the uniquer)."""
+_COMPUTATION_NAME = r"(?!__(?!xla_))[A-Za-z_][A-Za-z0-9_\-]*+(?:\.(?!-?0\d+[ ]|-0[ ])[A-Za-z0-9_\-]*+)*+"
+"""A computation name as above, its last part ``.0`` included (the reader looks for a ``c`` beside ``c.0``)."""
 _HEAD = (rf"[ \t]*(ROOT[ \t]+)?(%?)({_INSTRUCTION_NAME}) = ({_SHAPE}) ([a-z][a-z0-9\-]*+)"
          rf"\((?:({_NAMES})|(\d{{1,18}})|({_OPERANDS}))\)")
 INSTRUCTION = re.compile(rf"{_HEAD}({_TAIL})[ \t\r]*", re.ASCII)

@@ -413,7 +413,7 @@ class _Careful(TokenReader):
         is_entry = self.keyword("ENTRY")
         name = self.name("a computation name (or 'ENTRY')")
         if odd_name(name):
-            self.builder.odd_names = True  # XLA may rename it (__c is a_c, f32 is f32_, x.01 is x.1)
+            self.builder.odd_names = True  # XLA renames it (__c is a_c, f32 is f32_, x.01 is x.1)
         parameters = None
         result = None
         if self.token.kind == "(":
@@ -509,6 +509,10 @@ class _Reader:
         builder = self.builder
         if builder.repeated or builder.odd_names or any(zero[:-2] in builder.names for zero in builder.zeros):
             apply_xla_names(self.computations)
+        else:
+            zeros = [c.name for c in self.computations if c.name.endswith(".0")]  # region_1.0 beside region_1?
+            if zeros and not {c.name for c in self.computations}.isdisjoint(zero[:-2] for zero in zeros):
+                apply_xla_names(self.computations)
         if name is None:
             entry = next((c for c in self.computations if c.is_entry), self.computations[-1])
             name = f"module_{entry.name}"

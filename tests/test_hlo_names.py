@@ -60,6 +60,7 @@ FORMS = {
     "region_1.0 alone stays": (
         "HloModule m\nregion_1.0 {\n  a.0.c1 = f32[] parameter(0)\n  ROOT r.0 = f32[] negate(a.0.c1)\n}\n"
         "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT c = f32[] call(p), to_apply=region_1.0\n}\n"),
+    "header-less module named after its renamed entry": "ENTRY __e {\n  ROOT p = f32[2] parameter(0)\n}\n",
     "__xla_ prefix stays": "ENTRY e {\n  %__xla_p = f32[] parameter(0)\n  ROOT r = f32[] negate(%__xla_p)\n}\n",
 }
 

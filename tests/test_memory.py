@@ -86,3 +86,11 @@ def test_memory_command_bad_input(tmp_path: Path) -> None:
     assert result.returncode == 2 and "^" in result.stderr and "Traceback" not in result.stderr
     missing = run("memory", str(tmp_path / "missing.hlo"))
     assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
+def test_malformed_tuple_index_is_a_parse_error() -> None:
+    module = xs.parse_hlo_module("HloModule m\nENTRY e {\n  p = (f32[2], f32[3]) parameter(0)\n"
+                                 "  ROOT g = f32[2] get-tuple-element(p), index=0x\n}\n")
+    with pytest.raises(xs.ParseError, match="attribute index") as error:
+        xs.memory_report(module)
+    assert error.value.line == 4

@@ -110,6 +110,9 @@ FINDINGS: list[tuple[str, str, Callable[[], object]]] = [
     ("F24", "hlo hlo.py: a 32 KB operand name with a ':' (the fast path's operand regex backtracks)",
      slow(lambda: xs.parse_hlo_module("HloModule m\nENTRY e {\n  ROOT a = f32[2]{0} add(" + "m_1a" * 8000
                                       + ":)\n}\n"), 1.0)),
+    ("F27", "memory memory/_dataflow.py: get-tuple-element index=0x (a malformed index read with int())",
+     lambda: xs.memory_report(xs.parse_hlo_module("HloModule m\nENTRY e {\n  p = (f32[2], f32[3]) parameter(0)\n"
+                                                  "  ROOT g = f32[2] get-tuple-element(p), index=0x\n}\n"))),
 ]
 
 

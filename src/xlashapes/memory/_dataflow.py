@@ -240,7 +240,7 @@ class _Walker:
             else:
                 tree = parameters[number]
         elif op == "get-tuple-element":
-            tree = subtree(operands[0], int(instruction.attributes.get("index", "0")))
+            tree = subtree(operands[0], instruction.attributes.get_typed("index", 0))  # ParseError when malformed
         elif op in ("bitcast", "optimization-barrier", "opt-barrier", "domain", "add-dependency") and operands:
             tree = operands[0]
         elif op == "tuple":

@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import (
+from ._intrinsics import (
     LINE,
     _copy,
-    _copy_out,
     _deinterleave2,
     _deinterleave2_nt,
     _deinterleave4,
@@ -41,6 +40,7 @@ from ._kernels import (
     _transpose_short_nt,
     _width,
 )
+from ._kernels import _copy_out
 
 WIDE = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it

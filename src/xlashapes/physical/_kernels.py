@@ -152,17 +152,57 @@ def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c
 
 
 @_jit
+def _canonical(data: int, n: int, canon: int) -> None:
+    """Canonical element bytes in place: pred (``canon`` < 0) 0 or 1; else each byte ANDed with ``canon``."""
+    words = n // 8
+    if canon < 0:
+        for k in range(words):
+            v = _get_word(data, k)
+            v |= v >> _U(4)
+            v |= v >> _U(2)
+            v |= v >> _U(1)
+            _put_word(data, k, v & _LOW_BITS)
+        for i in range(8 * words, n):
+            _put(data, i, np.uint8(_get(data, i, np.uint8(0)) != 0))
+    else:
+        lanes = _U(canon) * _LOW_BITS
+        for k in range(words):
+            _put_word(data, k, _get_word(data, k) & lanes)
+        for i in range(8 * words, n):
+            _put(data, i, np.uint8(_get(data, i, np.uint8(0)) & canon))
+
+
+@_jit
+def _nibble_pairs(dst: int, src: int, step: int, r_size: int, c_size: int) -> None:
+    """A full ``T(R,C)(2,1)E(4)`` tile at ``dst``: byte ``g*C + c`` = rows ``2g`` (low nibble) and ``2g+1``
+    (high) of column ``c``; the logical rows at ``src`` are ``step`` bytes apart, ``C`` a multiple of 8."""
+    words = c_size // 8
+    for g in range(r_size // 2):
+        low, high, d = src + 2 * g * step, src + (2 * g + 1) * step, dst + g * c_size
+        for k in range(words):
+            value = (_get_word(low, k) & _LOW_NIBBLES) | ((_get_word(high, k) & _LOW_NIBBLES) << _U(4))
+            _put_word(d, k, value)
+
+
+@_jit
 def tiled_to_physical(x: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
     """Lay the logical array at address ``x`` (row-major) out tile by tile: tile rows [first, last) at ``out``."""
     # geometry: a TiledGeometry; the part ending with the last tile row also writes the tail padding. batch =
     # (sizes, logical strides) of the dims before the tiled two, major to minor; pad is an element; scratch holds
-    # two lines and a tile.
+    # two lines and a tile (and a second tile when packing). Each tile is made canonical (geometry.canon) and
+    # packed (geometry.bits < 8, bytes only, no tail) in scratch while it is in the L1 cache.
     rows, cols, step = geometry.rows, geometry.cols, geometry.row_stride
     r_size, c_size, p = geometry.tile_rows, geometry.tile_cols, geometry.interleave
     count, total = geometry.elements, geometry.total
+    bits, canon = geometry.bits, geometry.canon
     width = _width(pad)
     t_bytes = r_size * c_size * width
     source, data = x, scratch + LINE
+    tile = data
+    out_bytes = t_bytes
+    if bits < 8:
+        tile = data + (t_bytes + 2 * LINE) // LINE * LINE
+        out_bytes = t_bytes * bits // 8
     line, carry, first, stream = _open(out, geometry.stream, width)
     row_tiles = (rows + r_size - 1) // r_size
     col_tiles = (cols + c_size - 1) // c_size
@@ -181,8 +221,16 @@ def tiled_to_physical(x: int, out: int, scratch: int, pad: Any, geometry: Any, b
         valid = min(r_size, rows - i * r_size)
         for j in range(col_tiles):
             first_element = source + (offset + i * r_size * step + j * c_size) * width
-            _tile_to(data, first_element, step, valid, min(c_size, cols - j * c_size), r_size, c_size, p, pad)
-            line, carry, first = _flush(line, data, carry, t_bytes, first, stream)
+            n = min(c_size, cols - j * c_size)
+            if bits == 4 and p == 2 and valid == r_size and n == c_size and c_size % 8 == 0:  # s4/u4 (2,1)
+                _nibble_pairs(data, first_element, step * width, r_size, c_size)
+            else:
+                _tile_to(tile, first_element, step, valid, n, r_size, c_size, p, pad)
+                if canon:
+                    _canonical(tile, t_bytes, canon)
+                if bits < 8:
+                    _pack_words(data, tile, out_bytes // 8, bits)
+            line, carry, first = _flush(line, data, carry, out_bytes, first, stream)
     tail = total - count if geometry.last == strips else 0
     _pad_stream(line, data, carry, first, stream, pad, tail, t_bytes)
 
@@ -207,6 +255,10 @@ def _tiled_from(
     stream = 0
     dims = batch.shape[1]
     t = src
+    bits, canon = geometry.bits, geometry.canon
+    packed_bytes = r_size * piece * bits // 8  # one packed tile (bits < 8: bytes)
+    tile = scratch + r_size * row_bytes  # the unpacked tile (bits < 8)
+    lanes_mask = _U(canon) * _LOW_BITS if canon > 0 else ~_U(0)  # unpacking masks to the value bits
     for strip in range(geometry.first, geometry.last):
         offset = 0
         rest = strip // row_tiles
@@ -221,9 +273,13 @@ def _tiled_from(
         filled = 0
         for j in range(col_tiles):
             n = min(c_size, cols - j * c_size)
+            base = t
+            if bits < 8:
+                _unpack_words(tile, t, packed_bytes // 8, bits, lanes_mask)
+                base = tile
             for g in range(r_size // p):
                 d = scratch + g * p * row_bytes + LINE + filled
-                s = t + g * piece * p
+                s = base + g * piece * p
                 if p == 1 and n == c_size:
                     for c in range(c_size):
                         _put(d, c, _get(s, c, pad))
@@ -241,11 +297,13 @@ def _tiled_from(
                         for k in range(p):
                             _put(d + k * row_bytes, c, _get(s, c * p + k, pad))
             filled += n * width
-            t += r_size * piece
+            t += packed_bytes if bits < 8 else r_size * piece
             if filled + piece > room or j == col_tiles - 1:
                 for k in range(r_size):
                     if k < valid:
                         data = scratch + k * row_bytes + LINE
+                        if canon != 0 and bits >= 8:
+                            _canonical(data, filled, canon)
                         lines[k], carries[k], firsts[k] = _flush(lines[k], data, carries[k], filled, firsts[k],
                                                                  stream)
                 filled = 0

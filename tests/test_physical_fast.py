@@ -195,10 +195,10 @@ def test_permute_kernels_equal_numpy_path(
     assert isinstance(compiled._compiled_plan(shape.dimensions, shape.layout_or_default()), compiled._Permuted)
     check_both_paths(monkeypatch, shape, padding, seed, stream, offset, threads)
     order = shape.layout_or_default().major_to_minor
-    if compiled._plain_transpose(shape.dimensions, order) and shape.element_type.numpy_dtype.itemsize <= 4:
-        assert calls["permute_blocks"] > 0  # one 2-d transpose: the blocked kernel
+    if compiled._plain_transpose(shape.dimensions, order) and shape.element_type.numpy_dtype.itemsize == 1:
+        assert calls["permute_blocks"] > 0  # one 2-d transpose of bytes: the blocked kernel
     else:
-        assert calls["strided_copy"] > 0  # rank 3 and up: the generic kernel
+        assert calls["strided_copy"] > 0  # rank 3 and up, wider words: the generic kernel
 
 
 @FAST
@@ -248,7 +248,7 @@ def test_nan_payloads_survive_the_kernels(calls: Counter[str], monkeypatch: pyte
         buffer = to_physical(x, text, padding_value=nan)
         assert np.array_equal(from_physical(buffer, text).view(np.uint32), x.view(np.uint32))
         assert np.array_equal(buffer, numpy_path(monkeypatch, to_physical, x, text, padding_value=nan))
-    assert calls["strided_copy"] and calls["permute_blocks"]
+    assert calls["strided_copy"] >= 2  # both layouts (the 4-byte transpose too): the generic kernel
 
 
 def test_read_only_and_bytes_buffers(calls: Counter[str]) -> None:

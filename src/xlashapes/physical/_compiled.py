@@ -139,8 +139,9 @@ def _compiled_choice(
         # no row interleave, or not the TPU's 8- and 16-bit formats: the generic kernel (reading in order, streaming
         # out) is as fast or faster, and one fewer compiled variant
         return None
-    if isinstance(plan, _Permuted) and not _plain_transpose(geometry.dims, plan.order):
-        return None  # rank 3 and up: the generic kernel
+    if isinstance(plan, _Permuted) and (geometry.storage.itemsize > 1 or not _plain_transpose(geometry.dims,
+                                                                                                 plan.order)):
+        return None  # rank 3 and up, and 2- and 4-byte words: the generic kernel (its line sweeps)
     kernels = dispatch.kernels() if plan is not None else None
     if plan is None or kernels is None:
         return None

@@ -126,13 +126,15 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     if s_steps[inner] != 1:
         unit = next((k for k in range(inner) if s_steps[k] == 1), -1)
     outer = sorted((k for k in range(inner) if k != unit), key=lambda k: -int(s_steps[k]))
-    if shape[inner] * d_steps[inner] * width <= _SHORT_ROW:  # short destination rows: finish each line while cached
+    lines = bool(stream) and _on_lines(d)
+    row = int(shape[inner] * d_steps[inner]) * width
+    if row <= _SHORT_ROW and not (lines and row % LINE == 0):  # short rows: finish each line while cached
         follow = [k for k in outer if d_steps[k] == shape[inner] * d_steps[inner]]
         outer = [k for k in outer if k not in follow] + follow
     order = [*outer, *([unit] if unit >= 0 else []), inner]
     shape, d_steps, s_steps = shape[order], d_steps[order], s_steps[order]
     unit = inner - 1 if unit >= 0 else -1
-    if unit >= 0 and d_steps[-1] == 1 and SWEEP_BYTES and stream and _on_lines(d):
+    if unit >= 0 and d_steps[-1] == 1 and SWEEP_BYTES and lines:
         shape, d_steps, s_steps = _line_sweeps(shape, d_steps, s_steps, width)
         inner = len(shape) - 1
         unit = inner - 1

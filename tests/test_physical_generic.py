@@ -241,6 +241,36 @@ def test_line_shifted_and_swept_transposes(compiled_everywhere: Counter[str], mo
         assert any(value > 0 for value in shifts), text  # some rows were shifted onto the line grid
 
 
+@pytest.mark.parametrize(("etype", "dims", "padded"), [
+    ("s16", (72, 1030), (75, 1040)), ("f32", (1030, 520), (1033, 520)), ("f64", (300, 300), (301, 301)),
+    ("bf16", (64, 1027), (64, 1030)),
+])
+@pytest.mark.parametrize("offset", [0, 8, 16])
+def test_legacy_padding_rows_shifted_onto_lines(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
+                                                etype: str, dims: tuple[int, int], padded: tuple[int, int],
+                                                offset: int) -> None:
+    # long rows a whole number of elements but not of lines apart (legacy padding): each row streamed from its own
+    # line boundary, its partial first and last lines and the left-over rows and columns stored plainly
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    layout = xs.Layout((0, 1), padded_dimensions=padded)
+    shape = xs.make_shape(etype, list(dims), layout=layout)
+    x = random_array(etype, dims, offset + dims[1])
+    expected = numpy_path(to_physical, x, shape)
+    room = np.empty(len(expected) + 128, np.uint8)
+    start = -room.ctypes.data % 64 + offset
+    out = room[start : start + len(expected)]
+    assert to_physical(x, shape, out=out) is out
+    assert np.array_equal(out, expected), shape
+    back_room = np.empty(x.nbytes + 128, np.uint8)
+    back_start = -back_room.ctypes.data % 64 + offset
+    back = back_room[back_start : back_start + x.nbytes].view(x.dtype).reshape(x.shape)
+    assert from_physical(expected, shape, out=back) is back
+    assert same_bits(back, x), shape
+    noise = np.random.default_rng(offset).integers(0, 256, size=len(expected), dtype=np.uint8)
+    assert same_bits(from_physical(noise, shape), numpy_path(from_physical, noise, shape)), shape
+    assert compiled_everywhere["strided_copy"] >= 3
+
+
 def _counting(function: Callable[..., Any], seen: Counter[Any]) -> Callable[..., Any]:
     """``function``, counting what it returns (its first item for tuples)."""
 

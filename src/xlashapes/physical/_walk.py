@@ -33,6 +33,7 @@ from ._intrinsics import (
     _lanes,
     _put,
     _side,
+    _stream,
     _transpose,
     _transpose8,
     _transpose16,
@@ -60,6 +61,52 @@ def _scalar(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int
                 _put(dst, u * du + i * di, _get(src, u + i * si, pad))
 
 
+SHIFTED_ROWS = 256  # destination rows a shifted-rows transpose keeps lines of (2 lines each in its scratch)
+
+
+@_jit
+def _shifted_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int) -> None:
+    """``_block`` for long rows that sit at different offsets in their lines (legacy padding), 2- 4- or 8-byte words.
+
+    Squares of one line a side are transposed into a scratch that keeps the last two of each destination row;
+    each row's next whole line (at its own offset) is then streamed out of it. The rows are taken
+    ``SHIFTED_ROWS`` at a time, the squares across them one line's worth of source rows at a time (a few long
+    source streams); the rows' partial first and last lines, and the rows and columns left over, are stored
+    plainly.
+    """
+    width = _width(pad)
+    line = LINE // width
+    room = np.empty(SHIFTED_ROWS * 2 * LINE + LINE, np.uint8)
+    scratch = room.ctypes.data + (-room.ctypes.data) % LINE
+    full_u, squares = big - big % line, small // line
+    for u_first in range(0, full_u, SHIFTED_ROWS):
+        u_last = min(full_u, u_first + SHIFTED_ROWS)
+        for t in range(squares):
+            s = src + t * line * si * width
+            for u0 in range(u_first, u_last, line):
+                rows = scratch + (u0 - u_first) * 2 * LINE
+                _transpose(rows + LINE, 2 * line, s + u0 * width, si, pad)  # the new square: second halves
+                for r in range(line):
+                    row = rows + r * 2 * LINE
+                    out = dst + (u0 + r) * du * width
+                    shift = ((-out) % LINE) // width  # elements before the row's first line boundary
+                    if shift == 0:
+                        _stream(out + t * LINE, row + LINE)
+                    elif t == 0:
+                        _copy(out, row + LINE, shift * width)  # the partial first line
+                    else:
+                        _stream(out + ((t - 1) * line + shift) * width, row + shift * width)
+                    _copy(row, row + LINE, LINE)  # the new half becomes the old one
+        for u in range(u_first, u_last):
+            out = dst + u * du * width
+            shift = ((-out) % LINE) // width
+            if shift:  # the partial last line, from the old half
+                row = scratch + (u - u_first) * 2 * LINE
+                _copy(out + ((squares - 1) * line + shift) * width, row + shift * width, (line - shift) * width)
+    _scalar(dst, src, pad, big, small, du, _1, si, full_u, squares * line)
+    _fence()
+
+
 @_jit
 def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int) -> None:
     """``dst[u*du + i*di] = src[u + i*si]`` for ``u < big``, ``i < small`` (addresses in bytes, steps in elements).
@@ -81,6 +128,9 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
         return
     if di != 1:
         _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
+        return
+    if stream and width > 1 and (du * width) % LINE and dst % width == 0 and big >= 64 and small * width >= 2048:
+        _shifted_rows(dst, src, pad, big, small, du, si)  # long rows off the line grid, each at its own offset
         return
     lanes = _lanes(pad)
     if du == small and (small == 2 or small == 4):  # rows interleaved: T(...)(2,1), (4,1) on the way out

@@ -141,6 +141,9 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     split = next((k for k in range(inner) if k != unit), -1)
     pad = np.zeros(1, _STORAGE[width])[0]
     target, source = dispatch.address(d), dispatch.address(s)
+    if len(shape) == 2 and unit == 0 and _shifted(target, shape, d_steps, width, stream):
+        _shifted_rows(walk, target, source, pad, shape, d_steps, s_steps, d.nbytes, run)
+        return
 
     def part(bounds: tuple[int, int]) -> None:
         work = np.empty(2 * len(shape), np.int64)
@@ -148,6 +151,32 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
 
     units = int(shape[split]) if split >= 0 else 1
     dispatch.run_parts(part, dispatch.parts(units, d.nbytes, run) if split >= 0 else [(0, 1)])
+
+
+def _shifted(target: int, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], width: int,
+             stream: int) -> bool:
+    """True for a streamed 2-d transpose whose long destination rows sit at different offsets in their lines."""
+    big, small, du = int(shape[0]), int(shape[1]), int(d_steps[0])
+    aligned_rows = (du * width) % LINE == 0
+    return bool(stream) and width > 1 and not aligned_rows and target % width == 0 and big >= 64 and (
+        small * width >= 2048 and d_steps[1] == 1)
+
+
+def _shifted_rows(
+    walk: Any, target: int, source: int, pad: Any, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any],
+    s_steps: np.ndarray[Any, Any], nbytes: int, run: Run,
+) -> None:
+    """The shifted-rows kernel over ``run``'s threads (each part whole squares of rows)."""
+    big, small, du, si = int(shape[0]), int(shape[1]), int(d_steps[0]), int(s_steps[1])
+    line = LINE // pad.itemsize  # elements of one line: rows go to the threads a square at a time
+
+    def part(bounds: tuple[int, int]) -> None:
+        room = np.empty(walk.SHIFTED_ROWS * 2 * LINE + LINE, np.uint8)
+        scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
+        last = big if bounds[1] * line >= big - big % line else bounds[1] * line
+        walk.shifted_rows(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch)
+
+    dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 
 
 SHIFT_BYTES = 1024  # shortest destination rows worth a line shift (the thin edges go the slow way)

@@ -65,8 +65,12 @@ SHIFTED_ROWS = 256  # destination rows a shifted-rows transpose keeps lines of (
 
 
 @_jit
-def _shifted_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int) -> None:
-    """``_block`` for long rows that sit at different offsets in their lines (legacy padding), 2- 4- or 8-byte words.
+def shifted_rows(
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, first: int, last: int, scratch: int
+) -> None:
+    """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small``, for long destination
+    rows that sit at different offsets in their lines (legacy padding), 2-, 4- or 8-byte words; the part ending at
+    ``big`` also does the rows after the last whole square. ``scratch``: ``SHIFTED_ROWS * 2`` lines, aligned.
 
     Squares of one line a side are transposed into a scratch that keeps the last two of each destination row;
     each row's next whole line (at its own offset) is then streamed out of it. The rows are taken
@@ -76,11 +80,10 @@ def _shifted_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, s
     """
     width = _width(pad)
     line = LINE // width
-    room = np.empty(SHIFTED_ROWS * 2 * LINE + LINE, np.uint8)
-    scratch = room.ctypes.data + (-room.ctypes.data) % LINE
     full_u, squares = big - big % line, small // line
-    for u_first in range(0, full_u, SHIFTED_ROWS):
-        u_last = min(full_u, u_first + SHIFTED_ROWS)
+    end = min(last, full_u)
+    for u_first in range(first, end, SHIFTED_ROWS):
+        u_last = min(end, u_first + SHIFTED_ROWS)
         for t in range(squares):
             s = src + t * line * si * width
             for u0 in range(u_first, u_last, line):
@@ -103,7 +106,11 @@ def _shifted_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, s
             if shift:  # the partial last line, from the old half
                 row = scratch + (u - u_first) * 2 * LINE
                 _copy(out + ((squares - 1) * line + shift) * width, row + shift * width, (line - shift) * width)
-    _scalar(dst, src, pad, big, small, du, _1, si, full_u, squares * line)
+    if end > first:  # the columns after the last whole square
+        _scalar(dst + first * du * width, src + first * width, pad, end - first, small, du, _1, si, end - first,
+                squares * line)
+    if last >= big and full_u < big:  # the rows after the last whole square
+        _scalar(dst + full_u * du * width, src + full_u * width, pad, big - full_u, small, du, _1, si, _0, _0)
     _fence()
 
 
@@ -128,9 +135,6 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
         return
     if di != 1:
         _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
-        return
-    if stream and width > 1 and (du * width) % LINE and dst % width == 0 and big >= 64 and small * width >= 2048:
-        _shifted_rows(dst, src, pad, big, small, du, si)  # long rows off the line grid, each at its own offset
         return
     lanes = _lanes(pad)
     if du == small and (small == 2 or small == 4):  # rows interleaved: T(...)(2,1), (4,1) on the way out

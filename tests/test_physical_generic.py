@@ -210,7 +210,7 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
 @pytest.mark.parametrize("text", ["bf16[544,576]{0,1}", "f32[160,272]{0,1}", "f64[80,136]{0,1}",
                                   "f32[2,272,160]{1,2,0}", "f32[128,640]{0,1:T(8,128)}", "s16[36,1000]{0,1}",
                                   "s16[96,1024]{0,1}"])
-@pytest.mark.parametrize("offset", [0, 16, 2, 8])
+@pytest.mark.parametrize("offset", [16, 2])
 def test_line_shifted_and_swept_transposes(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
                                            text: str, offset: int) -> None:
     # streamed transposes with long destination rows: on the line grid the walk reads a line's worth of source
@@ -245,7 +245,7 @@ def test_line_shifted_and_swept_transposes(compiled_everywhere: Counter[str], mo
     ("s16", (72, 1030), (75, 1040)), ("f32", (1030, 520), (1033, 520)), ("f64", (300, 300), (301, 301)),
     ("bf16", (64, 1027), (64, 1030)),
 ])
-@pytest.mark.parametrize("offset", [0, 8, 16])
+@pytest.mark.parametrize("offset", [16])
 def test_legacy_padding_rows_shifted_onto_lines(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
                                                 etype: str, dims: tuple[int, int], padded: tuple[int, int],
                                                 offset: int) -> None:

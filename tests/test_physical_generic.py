@@ -235,6 +235,9 @@ def test_line_shifted_and_swept_transposes(compiled_everywhere: Counter[str], mo
     back = back_room[back_start : back_start + x.nbytes].view(x.dtype).reshape(x.shape)
     assert from_physical(expected, shape, out=back) is back
     assert same_bits(back, x), text
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    assert to_physical(x, shape, out=out, threads=2) is out  # the sweeps split over threads
+    assert np.array_equal(out, expected), text
     regular = offset % width == 0 and "36," not in text  # (s16[36,1000]: rows not a whole number of lines)
     assert sum(sweeps.values()) > 0 or not regular, text
     if regular and offset:
@@ -271,7 +274,10 @@ def test_legacy_padding_rows_shifted_onto_lines(compiled_everywhere: Counter[str
     assert same_bits(back, x), shape
     noise = np.random.default_rng(offset).integers(0, 256, size=len(expected), dtype=np.uint8)
     assert same_bits(from_physical(noise, shape), numpy_path(from_physical, noise, shape)), shape
-    assert sum(shifted.values()) >= 2  # the shifted-rows kernel took the long rows (with and without out=)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)  # rows split over threads a square at a time
+    assert np.array_equal(to_physical(x, shape, threads=3), expected), shape
+    assert same_bits(from_physical(expected, shape, threads=2), x), shape
+    assert sum(shifted.values()) >= 4  # the shifted-rows kernel took the long rows (with and without out=)
 
 
 def _counting(function: Callable[..., Any], seen: Counter[Any]) -> Callable[..., Any]:

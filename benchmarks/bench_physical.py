@@ -1,7 +1,7 @@
 """to_physical / from_physical / relayout against np.copyto of the same bytes: the whole matrix (run by hand).
 
     python benchmarks/bench_physical.py [--quick] [--sizes 64,512] [--threads 1,2] [--only TEXT] [--cpu]
-                                        [--startup] [--rss] [--huge DIR]
+                                        [--unaligned] [--startup] [--rss] [--huge DIR]
 
 Each row is one layout, one direction, one size and one thread count; the columns are time / memcpy time (1.0 is
 memcpy speed) for the NumPy path (``XLASHAPES_NO_NUMBA=1``, single thread) and the compiled path. memcpy is
@@ -9,7 +9,10 @@ memcpy speed) for the NumPy path (``XLASHAPES_NO_NUMBA=1``, single thread) and t
 interleave every run so they share the machine's noise). ``--cpu`` times with the thread's CPU clock instead of
 the wall clock: on a machine shared with other work this leaves out the time the process waits for a core (not
 the time it waits for memory); threaded runs always use the wall clock. Every conversion writes into a
-preallocated ``out``; the first compiled call compiles (or loads the cache) and is not timed.
+preallocated ``out``, on a 64-byte cache line as the arrays ``to_physical`` / ``from_physical`` allocate are (and
+XLA's buffers); ``--unaligned`` puts them 16 bytes past one, where NumPy puts large arrays (streaming stores then
+need the rows shifted onto the line grid, which the transposes with short rows cannot do). The first compiled call
+compiles (or loads the cache) and is not timed.
 
 ``--startup`` times new processes: import + one 4 MiB conversion on the NumPy path, the first compiled use with
 an empty kernel cache (cold) and with a filled one (warm). ``--rss`` runs each case in a new process and prints
@@ -106,7 +109,8 @@ def matrix(args: argparse.Namespace) -> None:
     """Print the ratio matrix."""
     rng = np.random.default_rng(0)
     threads = [int(t) for t in args.threads.split(",")]
-    print(f"clock: {'thread CPU time' if args.cpu else 'wall'} (threaded rows: wall); ratio = time / memcpy time")
+    print(f"clock: {'thread CPU time' if args.cpu else 'wall'} (threaded rows: wall); ratio = time / memcpy time; "
+          f"out= arrays {'16 bytes past a cache line' if args.unaligned else 'on a cache line'}")
     print(f"{'layout':32} {'MiB':>4} {'dir':>4} {'memcpy ms':>9} {'numpy':>6} " +
           " ".join(f"{'x' + str(t):>6}" for t in threads))
     for size in (int(s) for s in args.sizes.split(",")):
@@ -115,8 +119,8 @@ def matrix(args: argparse.Namespace) -> None:
                 continue
             shape = shape_of(text, max(1, n * size // 64))
             x = random_array(shape, rng)
-            buffer = np.empty(shape.byte_size(), np.uint8)
-            back = np.empty_like(x)
+            buffer = empty(shape.byte_size(), args.unaligned)
+            back = empty(x.nbytes, args.unaligned).view(x.dtype).reshape(x.shape)
             jobs = {"to": partial(to_physical, x, shape, out=buffer), "from": partial(from_physical, buffer, shape,
                                                                                        out=back)}
             report(args, name, size, jobs, x.nbytes, threads, partial(check, x, buffer, back, name))
@@ -127,10 +131,18 @@ def matrix(args: argparse.Namespace) -> None:
             source, target = shape_of(text, n * size // 64), shape_of(other, n * size // 64)
             x = random_array(source, rng)
             data = to_physical(x, source)
-            out = np.empty(target.byte_size(), np.uint8)
+            out = empty(target.byte_size(), args.unaligned)
             report(args, name, size, {"re": partial(relayout, data, source, target, out=out)}, x.nbytes, threads,
                    partial(print, end=""))
             del x, data, out
+
+
+def empty(nbytes: int, unaligned: bool) -> np.ndarray:
+    """A new uint8 array of ``nbytes`` for ``out=``: on a cache line as the library's own outputs (and XLA's
+    buffers) are, or 16 bytes past one, where NumPy puts large arrays (``--unaligned``)."""
+    room = np.empty(nbytes + 128, np.uint8)
+    start = -room.ctypes.data % 64 + (16 if unaligned else 0)
+    return room[start : start + nbytes]
 
 
 def check(x: np.ndarray, buffer: np.ndarray, back: np.ndarray, name: str) -> None:
@@ -277,6 +289,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", default="", help="only layouts whose name contains this")
     parser.add_argument("--cpu", action="store_true", help="time with the thread's CPU clock (shared machines)")
+    parser.add_argument("--unaligned", action="store_true",
+                        help="out= arrays 16 bytes past a cache line (as np.empty puts large arrays), not on one")
     parser.add_argument("--startup", action="store_true", help="also time new processes (cold and warm)")
     parser.add_argument("--rss", action="store_true", help="also measure peak RSS per case in new processes")
     parser.add_argument("--huge", metavar="DIR", help="also stream an 8 GiB array through files in DIR")

@@ -20,6 +20,7 @@ from xlashapes import physical
 from xlashapes.physical import _compiled as compiled
 from xlashapes.physical import _dispatch as dispatch
 from xlashapes.physical import from_physical, to_physical
+from xlashapes.physical._geometry import _geometry as physical_geometry
 
 pytest.importorskip("numba")
 
@@ -194,10 +195,10 @@ def test_permute_kernels_equal_numpy_path(
     assert isinstance(compiled._compiled_plan(shape.dimensions, shape.layout_or_default()), compiled._Permuted)
     check_both_paths(monkeypatch, shape, padding, seed, stream, offset, threads)
     order = shape.layout_or_default().major_to_minor
-    if compiled._plain_transpose(shape.dimensions, order) and shape.element_type.numpy_dtype.itemsize <= 4:
-        assert calls["permute_blocks"] > 0  # one 2-d transpose: the blocked kernel
+    if compiled._plain_transpose(shape.dimensions, order) and shape.element_type.numpy_dtype.itemsize == 1:
+        assert calls["permute_blocks"] > 0  # one 2-d transpose of bytes: the blocked kernel
     else:
-        assert calls["strided_copy"] > 0  # rank 3 and up: the generic kernel
+        assert calls["strided_copy"] > 0  # rank 3 and up, wider words: the generic kernel
 
 
 @FAST
@@ -223,6 +224,10 @@ def test_packing_kernels_equal_numpy_path(
         "s4[8,32,1,256]{3,1,0,2:T(8,128)(8,1)E(4)}",
         "u2[999]{0:E(2)}",
         "pred[4,1001]{1,0:E(1)}",
+        "s4[2,40,300]{2,1,0:T(8,128)(2,1)E(4)}",  # packed in the tile walk: nibble pairs, partial tiles
+        "u2[24,260]{1,0:T(8,128)(4,1)E(2)}",  # packed in the tile walk: interleave, then pack
+        "s4[37,260]{1,0:T(8,128)(2,1)}",  # unpacked sub-byte: value bits masked in the tile walk
+        "pred[37,260]{1,0:T(8,128)(4,1)}",  # pred made 0/1 in the tile walk
     ],
 )
 def test_larger_cases_with_streaming_stores(calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str) -> None:
@@ -243,7 +248,7 @@ def test_nan_payloads_survive_the_kernels(calls: Counter[str], monkeypatch: pyte
         buffer = to_physical(x, text, padding_value=nan)
         assert np.array_equal(from_physical(buffer, text).view(np.uint32), x.view(np.uint32))
         assert np.array_equal(buffer, numpy_path(monkeypatch, to_physical, x, text, padding_value=nan))
-    assert calls["strided_copy"] and calls["permute_blocks"]
+    assert calls["strided_copy"] >= 2  # both layouts (the 4-byte transpose too): the generic kernel
 
 
 def test_read_only_and_bytes_buffers(calls: Counter[str]) -> None:
@@ -277,7 +282,9 @@ def test_without_numba_the_numpy_path_runs(monkeypatch: pytest.MonkeyPatch) -> N
         dispatch.import_walker.cache_clear()
         monkeypatch.delitem(sys.modules, "xlashapes.physical._kernels", raising=False)
         monkeypatch.delitem(sys.modules, "xlashapes.physical._walk", raising=False)
+        monkeypatch.delitem(sys.modules, "xlashapes.physical._intrinsics", raising=False)
         monkeypatch.delattr(physical, "_walk", raising=False)
+        monkeypatch.delattr(physical, "_intrinsics", raising=False)
         monkeypatch.delattr(physical, "_kernels", raising=False)
         monkeypatch.setattr(dispatch, "NUMBA_BYTES", 0)
         assert dispatch.kernels() is None and dispatch.walker() is None
@@ -340,11 +347,10 @@ def test_families_are_recognised_exactly() -> None:
                                   "pred[3,37,300]{2,1,0:T(8,128)(4,1)}", "pred[40,3,300]{2,0,1:T(8,128)(4,1)}",
                                   "pred[1000]{0:T(8,128)(4,1)}"])
 @pytest.mark.parametrize("dirty", [None, 0, 0.5, -1])
-def test_pred_chunks_checked_for_non_canonical_bytes(calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str,
-                                                      dirty: float | None) -> None:
-    # pred goes chunk by chunk (small chunks here), each chunk's source checked for bytes other than 0/1: clean
-    # input takes no canonicalizing pass, one bad byte (first, middle or last element) canonicalizes its chunk
-    monkeypatch.setattr(compiled, "PRED_CHUNK_BYTES", 700)
+def test_pred_made_canonical_in_the_tiled_kernels(calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str,
+                                                   dirty: float | None) -> None:
+    # the tiled kernels make pred bytes 0/1 tile by tile while the tile is in the cache (one pass, no chunks and
+    # no second pass): one bad byte (first, middle or last element; padding or element) must still read as 0/1
     shape = xs.parse_shape(text)
     raw = np.random.default_rng(len(text)).integers(0, 2, size=shape.dimensions, dtype=np.uint8)
     if dirty is not None:
@@ -358,6 +364,25 @@ def test_pred_chunks_checked_for_non_canonical_bytes(calls: Counter[str], monkey
         buffer[int(dirty * buffer.size) if dirty >= 0 else -1] = 0x41  # padding or element: both must read as 0/1
         buffer[buffer.size // 3] = 0xFF
     assert same_bits(from_physical(buffer, shape), numpy_path(monkeypatch, from_physical, buffer, shape)), shape
-    chunked = text in ("pred[3,40,300]{2,1,0:T(8,128)(4,1)}", "pred[37,300]{1,0:T(8,128)(4,1)}")  # others: 1 pass
-    assert (calls["tiled_to_physical"] > 1) == chunked
-    assert (calls["tiled_from_physical"] > 1) == (shape.rank > 1)  # reading goes chunk by chunk for any order
+    assert calls["tiled_to_physical"] == 1 and calls["tiled_from_physical"] == 1  # one pass each way
+
+
+@pytest.mark.parametrize(("text", "bits"), [("s4[16,256]{1,0:T(8,128)(2,1)E(4)}", 4),
+                                            ("u4[16,256]{1,0:T(8,128)(4,1)E(4)}", 4),
+                                            ("u1[8,256]{1,0:T(8,128)(2,1)E(1)}", 1),
+                                            ("s2[16,256]{1,0:T(8,128)(2,1)E(4)}", 0),  # sign-extended fields
+                                            ("s4[16,250]{1,0:T(8,128)(2,1)L(3000)E(4)}", 0),  # tail padding
+                                            ("pred[16,256]{1,0:T(8,128)(2,1)E(1)}", 0)])
+def test_sub_byte_tiles_packed_in_the_tile_walk(calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str,
+                                                 bits: int) -> None:
+    # plain E(n) fields are packed and unpacked tile by tile inside the tiled kernels (no staging, no pack or
+    # unpack kernel); the others go through staging: the bytes are the NumPy path's either way
+    shape = xs.parse_shape(text)
+    plan = compiled._compiled_plan(shape.dimensions, shape.layout_or_default())
+    assert isinstance(plan, compiled._Tiled)
+    geometry = physical_geometry(shape)
+    assert compiled._fused_bits(plan, geometry) == bits
+    for seed in range(3):
+        check_both_paths(monkeypatch, shape, None, seed, bool(seed % 2), 16 * seed + 1, 1 + seed % 2)
+    assert calls["tiled_to_physical"] and calls["tiled_from_physical"]
+    assert (calls["pack"] + calls["unpack"] == 0) == (bits > 0)

@@ -19,7 +19,17 @@ import xlashapes as xs
 from profiles import examples
 from test_physical import canonical_bits, random_array, same_bits  # tests/ is on sys.path
 from xlashapes.layout import COMBINE_DIMENSION
-from xlashapes.physical import _cache, _chunks, _compiled, _dispatch, _slabbed, from_physical, relayout, to_physical
+from xlashapes.physical import (
+    _cache,
+    _chunks,
+    _compiled,
+    _copy,
+    _dispatch,
+    _slabbed,
+    from_physical,
+    relayout,
+    to_physical,
+)
 from xlashapes.physical.files import pack_file, terminal_progress, unpack_file
 
 STAR = COMBINE_DIMENSION
@@ -195,6 +205,90 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
         noise = np.random.default_rng(shape.rank).integers(0, 256, size=len(buffer), dtype=np.uint8)
         assert same_bits(from_physical(noise, shape), numpy_path(from_physical, noise, shape)), shape
     assert compiled_everywhere["strided_copy"] >= 2 * len(shapes)
+
+
+@pytest.mark.parametrize("text", ["bf16[544,576]{0,1}", "f32[160,272]{0,1}", "f64[80,136]{0,1}",
+                                  "f32[2,272,160]{1,2,0}", "f32[128,640]{0,1:T(8,128)}", "s16[36,1000]{0,1}",
+                                  "s16[96,1024]{0,1}"])
+@pytest.mark.parametrize("offset", [16, 2])
+def test_line_shifted_and_swept_transposes(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
+                                           text: str, offset: int) -> None:
+    # streamed transposes with long destination rows: on the line grid the walk reads a line's worth of source
+    # rows at a time (line sweeps); off it, each row's head and tail go apart and the middle is shifted onto it
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_copy, "SWEEP_BYTES", 256)  # small arrays: sweeps cut like large ones
+    monkeypatch.setattr(_copy, "SHIFT_BYTES", 512)
+    sweeps, shifts = Counter[int](), Counter[int]()
+    monkeypatch.setattr(_copy, "_line_sweeps", _counting(_copy._line_sweeps, sweeps))
+    monkeypatch.setattr(_copy, "_line_shift", _counting(_copy._line_shift, shifts))
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
+    expected = numpy_path(to_physical, x, shape)
+    room = np.empty(len(expected) + 64 + 64, np.uint8)
+    start = -room.ctypes.data % 64 + offset
+    out = room[start : start + len(expected)]
+    assert to_physical(x, shape, out=out) is out
+    assert np.array_equal(out, expected), text
+    width = x.dtype.itemsize
+    back_room = np.empty(x.nbytes + 128, np.uint8)
+    back_start = -back_room.ctypes.data % 64 + offset // width * width
+    back = back_room[back_start : back_start + x.nbytes].view(x.dtype).reshape(x.shape)
+    assert from_physical(expected, shape, out=back) is back
+    assert same_bits(back, x), text
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    assert to_physical(x, shape, out=out, threads=2) is out  # the sweeps split over threads
+    assert np.array_equal(out, expected), text
+    regular = offset % width == 0 and "36," not in text  # (s16[36,1000]: rows not a whole number of lines)
+    assert sum(sweeps.values()) > 0 or not regular, text
+    if regular and offset:
+        assert any(value > 0 for value in shifts), text  # some rows were shifted onto the line grid
+
+
+@pytest.mark.parametrize(("etype", "dims", "padded"), [
+    ("s16", (72, 1030), (75, 1040)), ("f32", (1030, 520), (1033, 520)), ("f64", (300, 300), (301, 301)),
+    ("bf16", (64, 1027), (64, 1030)),
+])
+@pytest.mark.parametrize("offset", [16])
+def test_legacy_padding_rows_shifted_onto_lines(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
+                                                etype: str, dims: tuple[int, int], padded: tuple[int, int],
+                                                offset: int) -> None:
+    # long rows a whole number of elements but not of lines apart (legacy padding): each row streamed from its own
+    # line boundary, its partial first and last lines and the left-over rows and columns stored plainly
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    walk = _dispatch.walker()
+    shifted = Counter[int]()
+    monkeypatch.setattr(walk, "shifted_rows", _counting(walk.shifted_rows, shifted))
+    layout = xs.Layout((0, 1), padded_dimensions=padded)
+    shape = xs.make_shape(etype, list(dims), layout=layout)
+    x = random_array(etype, dims, offset + dims[1])
+    expected = numpy_path(to_physical, x, shape)
+    room = np.empty(len(expected) + 128, np.uint8)
+    start = -room.ctypes.data % 64 + offset
+    out = room[start : start + len(expected)]
+    assert to_physical(x, shape, out=out) is out
+    assert np.array_equal(out, expected), shape
+    back_room = np.empty(x.nbytes + 128, np.uint8)
+    back_start = -back_room.ctypes.data % 64 + offset
+    back = back_room[back_start : back_start + x.nbytes].view(x.dtype).reshape(x.shape)
+    assert from_physical(expected, shape, out=back) is back
+    assert same_bits(back, x), shape
+    noise = np.random.default_rng(offset).integers(0, 256, size=len(expected), dtype=np.uint8)
+    assert same_bits(from_physical(noise, shape), numpy_path(from_physical, noise, shape)), shape
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)  # rows split over threads a square at a time
+    assert np.array_equal(to_physical(x, shape, threads=3), expected), shape
+    assert same_bits(from_physical(expected, shape, threads=2), x), shape
+    assert sum(shifted.values()) >= 4  # the shifted-rows kernel took the long rows (with and without out=)
+
+
+def _counting(function: Callable[..., Any], seen: Counter[Any]) -> Callable[..., Any]:
+    """``function``, counting what it returns (its first item for tuples)."""
+
+    def call(*args: Any) -> Any:
+        result = function(*args)
+        seen[result if isinstance(result, int) else -1 if result is None else len(result[0])] += 1
+        return result
+
+    return call
 
 
 # ----- slabs, memory maps and chunk boundaries ------------------------------------------------------------------

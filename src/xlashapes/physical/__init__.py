@@ -24,8 +24,8 @@ The modules: ``_geometry`` (checked inputs, outputs and the facts about a shape)
 ``_copy`` (the copy engine: NumPy, or the generic compiled kernel), ``_packing`` (sub-byte fields),
 ``_convert`` (the two directions and relayout), ``_chunks`` / ``_slabbed`` (work one slab of the most major dim
 at a time), ``files`` (``.npy`` files through a layout, larger than memory), ``_dispatch`` (when compiled code
-runs: thresholds, threads, the kernel cache), ``_compiled`` (the 2-d kernels' calls), ``_kernels`` / ``_walk``
-(the numba kernels) and ``_reference``.
+runs: thresholds, threads, the kernel cache), ``_compiled`` (the 2-d kernels' calls), ``_intrinsics`` (the numba
+building blocks), ``_kernels`` / ``_walk`` (the numba kernels) and ``_reference``.
 
 **Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
 environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba
@@ -35,8 +35,12 @@ cost is paid only by large conversions: arrays under ``FIRST_NUMBA_BYTES`` (64 M
 that has not loaded numba yet, and once it is loaded arrays from ``NUMBA_BYTES`` (1 MiB) use it. Small work never
 imports numba. The kernels are few and general: ``_walk.strided_copy`` walks the factor views of *any* layout the
 plan covers, in both directions and for relayout (runs, row (de)interleaves and register transposes, streaming
-whole lines out); the 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P > 1``: the TPU's 8- and 16-bit formats) and
-the blocked 2-d transpose are faster special cases; ``pack`` / ``unpack`` do E(1)/E(2)/E(4). Each compiles once per
+whole lines out); transposing walks read one line's worth of source rows ~2 KiB at a time and write whole
+destination lines (rows off the line grid are shifted onto it; rows at different offsets, as legacy padding makes,
+go through ``shifted_rows``); the 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P > 1``: the TPU's 8- and 16-bit
+formats, pred made 0/1 and plain E(n) fields packed tile by tile on the way) and the blocked 2-d byte transpose are
+faster special cases; ``pack`` / ``unpack`` do E(1)/E(2)/E(4). Arrays these functions allocate start on a
+64-byte line (as XLA's buffers do), so that whole lines can be streamed into them. Each compiles once per
 element width on first use and is cached with numba's ``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/xlashapes``, else ``~/.cache/xlashapes``. ``XLASHAPES_NO_NUMBA=1`` forces the NumPy path, which
 stays the reference: every compiled path gives its bytes exactly (the tests compare them).

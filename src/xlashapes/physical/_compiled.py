@@ -139,8 +139,9 @@ def _compiled_choice(
         # no row interleave, or not the TPU's 8- and 16-bit formats: the generic kernel (reading in order, streaming
         # out) is as fast or faster, and one fewer compiled variant
         return None
-    if isinstance(plan, _Permuted) and not _plain_transpose(geometry.dims, plan.order):
-        return None  # rank 3 and up: the generic kernel
+    if isinstance(plan, _Permuted) and (geometry.storage.itemsize > 1 or not _plain_transpose(geometry.dims,
+                                                                                                 plan.order)):
+        return None  # rank 3 and up, and 2- and 4-byte words: the generic kernel (its line sweeps)
     kernels = dispatch.kernels() if plan is not None else None
     if plan is None or kernels is None:
         return None
@@ -176,28 +177,22 @@ def _batch(plan: _Tiled, dims: tuple[int, ...]) -> np.ndarray[Any, Any]:
     return np.array([[dims[d] for d in plan.batch], [strides[d] for d in plan.batch]], np.int64).reshape(2, -1)
 
 
-PRED_CHUNK_BYTES = 1 << 20
-"""pred is converted this many bytes (per thread) at a time, each chunk's source checked for bytes other than 0/1
-while it is in the cache; only chunks that hold some are canonicalized afterwards (no extra pass otherwise)."""
+def _fused_bits(plan: _Tiled, geometry: _Geometry) -> int:
+    """E(bits) the tiled kernels pack each tile into on the way, 8 for unpacked layouts, 0 when a packed layout
+    goes through staging instead (sign-extended or pred fields, tail padding, tiles not whole words)."""
+    if not geometry.packed:
+        return 8
+    r_size, c_size, _ = plan.tile
+    whole = geometry.aligned == geometry.count and geometry.nbytes * 8 == geometry.count * geometry.bits
+    plain = geometry.etype.kind != "pred" and geometry.bits == geometry.etype.bits
+    return geometry.bits if whole and plain and r_size * c_size * geometry.bits % 64 == 0 else 0
 
 
-def _pred_chunks(units: int, strip: int, run: Run) -> list[tuple[int, int]]:
-    """Ranges of tile rows of about ``PRED_CHUNK_BYTES`` per thread (pred: one byte per element)."""
-    step = max(1, PRED_CHUNK_BYTES * run.threads // max(1, strip))
-    return [(first, min(units, first + step)) for first in range(0, units, step)]
-
-
-def _rows_in_order(plan: _Tiled, dims: tuple[int, ...]) -> bool:
-    """True when tile row ``k`` reads the logical elements ``[k * R * cols, (k + 1) * R * cols)``: the batch dims
-    in logical order, the row dim just before the column dim, and no partial tile rows between batches."""
-    rank = len(dims)
-    in_order = list(plan.batch) == sorted(plan.batch) and plan.row_dim in (rank - 2, -1)
-    return in_order and (not plan.batch or (plan.row_dim >= 0 and plan.rows % plan.tile[0] == 0))
-
-
-def _not_canonical(data: np.ndarray[Any, Any]) -> bool:
-    """True when the pred bytes ``data`` hold a value other than 0 and 1."""
-    return data.size > 0 and int(data.view(np.uint8).max()) > 1
+def _canon(geometry: _Geometry) -> int:
+    """What the tiled kernels do to make element bytes canonical: -1 pred (0/1), a value mask, or 0 (nothing)."""
+    if geometry.etype.kind == "pred":
+        return -1
+    return geometry.value_mask if geometry.etype.bits < 8 else 0
 
 
 def _strip_elements(plan: _Tiled) -> int:
@@ -254,24 +249,16 @@ def _tiled_write(
     kernels: Any, plan: _Tiled, source: np.ndarray[Any, Any], geometry: _Geometry, item: Any,
     buffer: np.ndarray[Any, Any], run: Run,
 ) -> None:
-    """The tiled kernel over every tile row; packed layouts go through a bounded scratch, chunk by chunk."""
+    """The tiled kernel over every tile row, making pred and sub-byte elements canonical and packing E(n) fields
+    tile by tile; other packed layouts go through a bounded scratch, chunk by chunk."""
     batch = _batch(plan, geometry.dims)
     strip = _strip_elements(plan)
     units = geometry.count // strip
-    if not geometry.packed:
+    bits = _fused_bits(plan, geometry)
+    if bits:
         stream = int(buffer.nbytes >= run.stream_bytes)
-        if geometry.etype.kind == "pred" and _rows_in_order(plan, geometry.dims):
-            rows = plan.tile[0] * plan.cols  # logical elements of one tile row
-            for first, last in _pred_chunks(units, strip, run):
-                dirty = _not_canonical(source[first * rows : last * rows])  # the kernel then reads it from the cache
-                _tiled_to(kernels, plan, source, geometry, item, buffer[first * strip :], (first, last), stream,
-                          batch, run)
-                if dirty:
-                    _canonicalize(buffer[first * strip : last * strip if last < units else None], geometry)
-            return
-        _tiled_to(kernels, plan, source, geometry, item, buffer, (0, units), stream, batch, run)
-        if geometry.etype.kind == "pred" or geometry.etype.bits < 8:
-            _canonicalize(buffer, geometry)
+        canon = _canon(geometry) if bits == 8 else 0  # packing keeps only the value bits itself
+        _tiled_to(kernels, plan, source, geometry, item, buffer, (0, units), stream, batch, run, (bits, canon))
         return
     chunks = _packed_chunks(units, strip, geometry.bits, CHUNK_BYTES)
     compiled = replace(run, numba_bytes=0)  # the chunks are small, the array is not: pack with the kernel too
@@ -280,7 +267,7 @@ def _tiled_write(
     for first, last in chunks:
         n = (last - first) * strip + (tail if last == units else 0)
         target = staging[:n]
-        _tiled_to(kernels, plan, source, geometry, item, target, (first, last), 0, batch, run)
+        _tiled_to(kernels, plan, source, geometry, item, target, (first, last), 0, batch, run, (8, 0))
         start = first * strip * geometry.bits // 8
         end = geometry.nbytes if last == units else last * strip * geometry.bits // 8
         _pack(target, geometry, buffer[start:end], compiled)
@@ -289,16 +276,18 @@ def _tiled_write(
 def _tiled_to(
     kernels: Any, plan: _Tiled, source: np.ndarray[Any, Any], geometry: _Geometry, item: Any,
     target: np.ndarray[Any, Any], strips: tuple[int, int], stream: int, batch: np.ndarray[Any, Any], run: Run,
+    fused: tuple[int, int],
 ) -> None:
-    """Tile rows [first, last) of ``source`` laid out at ``target`` (which starts with tile row ``first``)."""
+    """Tile rows [first, last) of ``source`` laid out at ``target`` (which starts with tile row ``first``);
+    ``fused`` = (bits, canon) of the kernel (:class:`TiledGeometry`)."""
     width = geometry.storage.itemsize
     r_size, c_size, _ = plan.tile
-    strip_bytes = _strip_elements(plan) * width
-    base = _tiled_geometry(plan, geometry, stream, 0)
+    strip_bytes = _strip_elements(plan) * width * min(8, fused[0]) // 8
+    base = _tiled_geometry(plan, geometry, stream, 0)._replace(bits=fused[0], canon=fused[1])
     offset = strips[0]
 
     def tiles(part: tuple[int, int]) -> None:
-        scratch = dispatch.scratch(r_size * c_size * width)
+        scratch = dispatch.scratch(2 * r_size * c_size * width + 256)
         args = base._replace(first=offset + part[0], last=offset + part[1])
         kernels.tiled_to_physical(address(source), address(target) + part[0] * strip_bytes, address(scratch), item,
                                   args, batch)
@@ -323,39 +312,32 @@ def _compiled_read(
         strip = _strip_elements(plan)
         units = geometry.count // strip
         batch = _batch(plan, dims)
-        if not geometry.packed and geometry.etype.kind == "pred":
-            source = data.view(geometry.storage)
-            dirty = False
-            for first, last in _pred_chunks(units, strip, run):
-                dirty = dirty or _not_canonical(source[first * strip : last * strip])  # then read from the cache
-                _tiled_from(kernels, plan, source[first * strip :], geometry, item, out, (first, last), stream, batch,
-                            run)
-            if dirty or _not_canonical(source[units * strip : geometry.count]):
-                _canonicalize(result, geometry)
+        bits = _fused_bits(plan, geometry)
+        if bits:  # canonical bytes (and unpacked fields) tile by tile in the kernel
+            source = data if bits < 8 else data.view(geometry.storage)
+            _tiled_from(kernels, plan, source, geometry, item, out, (0, units), stream, batch, run,
+                        (bits, _canon(geometry)))
             return True
-        if not geometry.packed:
-            _tiled_from(kernels, plan, data.view(geometry.storage), geometry, item, out, (0, units), stream, batch, run)
-        else:
-            chunks = _packed_chunks(units, strip, geometry.bits, CHUNK_BYTES)
-            staging = np.empty((chunks[0][1] - chunks[0][0]) * strip, np.uint8)
-            for first, last in chunks:
-                source = staging[: (last - first) * strip]
-                start = first * strip * geometry.bits // 8
-                _unpack(data[start : start + -(-source.size * geometry.bits // 8)], geometry, source,
-                        replace(run, numba_bytes=0))
-                _tiled_from(kernels, plan, source, geometry, item, out, (first, last), stream, batch, run)
+        chunks = _packed_chunks(units, strip, geometry.bits, CHUNK_BYTES)
+        staging = np.empty((chunks[0][1] - chunks[0][0]) * strip, np.uint8)
+        for first, last in chunks:
+            source = staging[: (last - first) * strip]
+            start = first * strip * geometry.bits // 8
+            _unpack(data[start : start + -(-source.size * geometry.bits // 8)], geometry, source,
+                    replace(run, numba_bytes=0))
+            _tiled_from(kernels, plan, source, geometry, item, out, (first, last), stream, batch, run, (8, 0))
+        return True
+    if geometry.packed:
+        _check_size(geometry.aligned, run.limit, "the unpacked elements")
+        source = np.empty(geometry.aligned, np.uint8)
+        _unpack(data, geometry, source, run)
     else:
-        if geometry.packed:
-            _check_size(geometry.aligned, run.limit, "the unpacked elements")
-            source = np.empty(geometry.aligned, np.uint8)
-            _unpack(data, geometry, source, run)
-        else:
-            source = data.view(geometry.storage)
-        physical = [dims[d] for d in plan.order]
-        strides = _c_strides(physical)
-        position = {d: k for k, d in enumerate(plan.order)}
-        shape, steps, unit = _permutation(dims, [strides[position[d]] for d in range(len(dims))])
-        _permute(kernels, source, out, item, shape, steps, (target.size, target.size, stream), unit, run)
+        source = data.view(geometry.storage)
+    physical = [dims[d] for d in plan.order]
+    strides = _c_strides(physical)
+    position = {d: k for k, d in enumerate(plan.order)}
+    shape, steps, unit = _permutation(dims, [strides[position[d]] for d in range(len(dims))])
+    _permute(kernels, source, out, item, shape, steps, (target.size, target.size, stream), unit, run)
     if not geometry.packed and (geometry.etype.kind == "pred" or geometry.etype.bits < 8):
         _canonicalize(result, geometry)
     return True
@@ -364,17 +346,19 @@ def _compiled_read(
 def _tiled_from(
     kernels: Any, plan: _Tiled, source: np.ndarray[Any, Any], geometry: _Geometry, item: Any,
     out: np.ndarray[Any, Any], strips: tuple[int, int], stream: int, batch: np.ndarray[Any, Any], run: Run,
+    fused: tuple[int, int],
 ) -> None:
-    """Tile rows [first, last) at ``source`` (which starts with tile row ``first``) into the logical ``out``."""
+    """Tile rows [first, last) at ``source`` (which starts with tile row ``first``) into the logical ``out``;
+    ``fused`` = (bits, canon) of the kernel (:class:`TiledGeometry`)."""
     width = geometry.storage.itemsize
     r_size, c_size, _ = plan.tile
     row_bytes = max(c_size * width, 4096 // r_size) // 64 * 64 + 256  # one unit and two lines, rounded
-    base = _tiled_geometry(plan, geometry, stream, row_bytes)
-    strip_bytes = _strip_elements(plan) * width
+    base = _tiled_geometry(plan, geometry, stream, row_bytes)._replace(bits=fused[0], canon=fused[1])
+    strip_bytes = _strip_elements(plan) * width * min(8, fused[0]) // 8
     offset = strips[0]
 
     def tiles(part: tuple[int, int]) -> None:
-        scratch = np.empty(r_size * row_bytes, np.uint8)
+        scratch = np.empty(r_size * row_bytes + r_size * c_size * width + 64, np.uint8)  # rows, an unpacked tile
         args = base._replace(first=offset + part[0], last=offset + part[1])
         kernels.tiled_from_physical(address(source) + part[0] * strip_bytes, address(out), address(scratch), item,
                                     args, batch)

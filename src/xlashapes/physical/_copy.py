@@ -78,6 +78,46 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
     walk = dispatch.walker()
     if walk is None:
         return False
+    stream = int(STREAM and d.nbytes >= run.stream_bytes)
+    shift = _line_shift(d, s) if stream else 0
+    if shift:  # destination lines off the line grid: a thin head, a middle of whole lines (streamed), a thin tail
+        n = d.shape[-1]
+        tail = (n - shift) % (LINE // width)
+        for lo, hi in ((0, shift), (shift, n - tail), (n - tail, n)):
+            if hi > lo:
+                _walk(walk, d[..., lo:hi], s[..., lo:hi], run, stream)
+        return True
+    _walk(walk, d, s, run, stream)
+    return True
+
+
+LINE = 64  # bytes of a cache line
+
+
+def _line_shift(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any]) -> int:
+    """Elements to skip on every destination row so that the rest starts on a cache line, for a long transposing
+    copy whose rows all sit at the same offset in their lines (0: nothing to gain)."""
+    width = d.itemsize
+    if width == 1 or d.ndim < 2 or d.strides[-1] != width or s.strides[-1] == width:
+        return 0
+    if d.shape[-1] * width < SHIFT_BYTES:
+        return 0
+    start = dispatch.address(d)
+    if start % width or start % LINE == 0 or width not in s.strides[:-1]:
+        return 0
+    if any(step % LINE for step in d.strides[:-1]):
+        return 0
+    return (-start) % LINE // width
+
+
+def _on_lines(d: np.ndarray[Any, Any]) -> bool:
+    """True when every destination row (the last axis) starts on a cache line."""
+    return dispatch.address(d) % LINE == 0 and all(step % LINE == 0 for step in d.strides[:-1])
+
+
+def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run, stream: int) -> None:
+    """The normalized copy ``d[...] = s`` by the generic kernel (its axes ordered here), over ``run``'s threads."""
+    width = d.itemsize
     shape = np.array(d.shape, np.int64)
     d_steps = np.array(d.strides, np.int64) // width
     s_steps = np.array(s.strides, np.int64) // width
@@ -86,16 +126,24 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
     if s_steps[inner] != 1:
         unit = next((k for k in range(inner) if s_steps[k] == 1), -1)
     outer = sorted((k for k in range(inner) if k != unit), key=lambda k: -int(s_steps[k]))
-    if shape[inner] * d_steps[inner] * width <= _SHORT_ROW:  # short destination rows: finish each line while cached
+    lines = bool(stream) and _on_lines(d)
+    row = int(shape[inner] * d_steps[inner]) * width
+    if row <= _SHORT_ROW and not (lines and row % LINE == 0):  # short rows: finish each line while cached
         follow = [k for k in outer if d_steps[k] == shape[inner] * d_steps[inner]]
         outer = [k for k in outer if k not in follow] + follow
     order = [*outer, *([unit] if unit >= 0 else []), inner]
     shape, d_steps, s_steps = shape[order], d_steps[order], s_steps[order]
     unit = inner - 1 if unit >= 0 else -1
+    if unit >= 0 and d_steps[-1] == 1 and SWEEP_BYTES and lines:
+        shape, d_steps, s_steps = _line_sweeps(shape, d_steps, s_steps, width)
+        inner = len(shape) - 1
+        unit = inner - 1
     split = next((k for k in range(inner) if k != unit), -1)
     pad = np.zeros(1, _STORAGE[width])[0]
-    stream = int(STREAM and d.nbytes >= run.stream_bytes)
     target, source = dispatch.address(d), dispatch.address(s)
+    if len(shape) == 2 and unit == 0 and _shifted(target, shape, d_steps, width, stream):
+        _shifted_rows(walk, target, source, pad, shape, d_steps, s_steps, d.nbytes, run)
+        return
 
     def part(bounds: tuple[int, int]) -> None:
         work = np.empty(2 * len(shape), np.int64)
@@ -103,7 +151,87 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
 
     units = int(shape[split]) if split >= 0 else 1
     dispatch.run_parts(part, dispatch.parts(units, d.nbytes, run) if split >= 0 else [(0, 1)])
-    return True
+
+
+def _shifted(target: int, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], width: int,
+             stream: int) -> bool:
+    """True for a streamed 2-d transpose whose long destination rows sit at different offsets in their lines."""
+    big, small, du = int(shape[0]), int(shape[1]), int(d_steps[0])
+    aligned_rows = (du * width) % LINE == 0
+    return bool(stream) and width > 1 and not aligned_rows and target % width == 0 and big >= 64 and (
+        small * width >= 2048 and d_steps[1] == 1)
+
+
+def _shifted_rows(
+    walk: Any, target: int, source: int, pad: Any, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any],
+    s_steps: np.ndarray[Any, Any], nbytes: int, run: Run,
+) -> None:
+    """The shifted-rows kernel over ``run``'s threads (each part whole squares of rows)."""
+    big, small, du, si = int(shape[0]), int(shape[1]), int(d_steps[0]), int(s_steps[1])
+    line = LINE // pad.itemsize  # elements of one line: rows go to the threads a square at a time
+
+    def part(bounds: tuple[int, int]) -> None:
+        room = np.empty(walk.SHIFTED_ROWS * 2 * LINE + LINE, np.uint8)
+        scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
+        last = big if bounds[1] * line >= big - big % line else bounds[1] * line
+        walk.shifted_rows(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch)
+
+    dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
+
+
+SHIFT_BYTES = 1024  # shortest destination rows worth a line shift (the thin edges go the slow way)
+SWEEP_BYTES = 2048  # bytes of each source row a transposing copy reads before moving to the next rows (0: off)
+
+
+def _divisor_near(n: int, target: int) -> int:
+    """The largest divisor of ``n`` that is at most ``target`` (at least 1).
+
+    >>> _divisor_near(4096, 100), _divisor_near(97, 10)
+    (64, 1)
+    """
+    best = 1
+    k = 1
+    while k * k <= n:
+        if n % k == 0:
+            for q in (k, n // k):
+                if best < q <= target:
+                    best = q
+        k += 1
+    return best
+
+
+def _line_sweeps(
+    shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], s_steps: np.ndarray[Any, Any], width: int
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """A transposing walk (the last two axes: source-contiguous ``unit``, destination-contiguous ``inner``)
+    reordered so that each pass reads few source rows a long way and writes whole destination lines.
+
+    The inner axis is cut into lines (its outer part a new outer axis, outside the source's short strides), and
+    the rows' sweep into pieces of ``SWEEP_BYTES`` of each source row (its outer part outside that): each pass
+    then reads one line's worth of source rows, ``SWEEP_BYTES`` each (a few streams the prefetcher follows, in
+    the cache together), and writes one line of each destination row it meets (streamed when aligned).
+    """
+    line = 64 // width
+    small, big, si = int(shape[-1]), int(shape[-2]), int(s_steps[-1])
+    if width == 1 or small <= line or small % line or big < 8:  # (bytes: squares of 16, not whole lines)
+        return shape, d_steps, s_steps
+    axes = [[int(n), int(d), int(s)] for n, d, s in zip(shape[:-2], d_steps[:-2], s_steps[:-2])]
+    cut = [small // line, line * int(d_steps[-1]), line * si]
+    at = next((k for k, axis in enumerate(axes) if axis[2] < cut[2]), len(axes))
+    sweep = [*axes[at:], [big, int(d_steps[-2]), int(s_steps[-2])]]  # the rows' sweep, source order
+    sweep_bytes = width * max(abs(s) * n for n, _, s in sweep)
+    head = sweep[0]  # the sweep's outermost axis (the unit axis when no other is left)
+    is_unit = at == len(axes)
+    if sweep_bytes > 2 * SWEEP_BYTES and head[0] > 1:
+        piece = _divisor_near(head[0], max(1, head[0] * SWEEP_BYTES // sweep_bytes))
+        if piece > 1 or not is_unit:
+            axes.insert(at, [head[0] // piece, head[1] * piece, head[2] * piece])  # outside the line cut
+            at += 1
+            head[0] = piece
+            big = piece if is_unit else big
+    axes.insert(at, cut)
+    rows = np.array([*axes, [big, int(d_steps[-2]), int(s_steps[-2])], [line, int(d_steps[-1]), si]], np.int64)
+    return np.ascontiguousarray(rows[:, 0]), np.ascontiguousarray(rows[:, 1]), np.ascontiguousarray(rows[:, 2])
 
 
 def _normalized(

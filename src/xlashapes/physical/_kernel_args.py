@@ -10,7 +10,9 @@ class TiledGeometry(NamedTuple):
 
     Tile rows are counted over the leading (batch) dims too: [first, last) of them. ``elements`` and ``total``
     are the physical elements without and with ``L(n)`` tail padding; ``stream`` asks for streaming stores;
-    ``row_bytes`` is the size of each of the R row buffers in scratch (reading only).
+    ``row_bytes`` is the size of each of the R row buffers in scratch (reading only). ``bits`` < 8 packs each
+    tile's elements into E(bits) fields on the way (no tail padding then); ``canon`` makes element bytes canonical
+    on the way: -1 pred (0 or 1), else a mask of the value bits (0: nothing to do).
 
     >>> TiledGeometry(3, 5, 5, 8, 128, 1, 1024, 1024, 0, 0, 0, 1).tile_cols
     128
@@ -28,6 +30,8 @@ class TiledGeometry(NamedTuple):
     row_bytes: int
     first: int
     last: int
+    bits: int = 8
+    canon: int = 0
 
 
 class PermuteGeometry(NamedTuple):

@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import (
+from ._intrinsics import (
     LINE,
     _copy,
-    _copy_out,
     _deinterleave2,
     _deinterleave2_nt,
     _deinterleave4,
@@ -34,6 +33,7 @@ from ._kernels import (
     _lanes,
     _put,
     _side,
+    _stream,
     _transpose,
     _transpose8,
     _transpose16,
@@ -41,6 +41,7 @@ from ._kernels import (
     _transpose_short_nt,
     _width,
 )
+from ._kernels import _copy_out
 
 WIDE = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
@@ -58,6 +59,59 @@ def _scalar(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int
         for u in range(min(u0, big)):
             for i in range(i0, small):
                 _put(dst, u * du + i * di, _get(src, u + i * si, pad))
+
+
+SHIFTED_ROWS = 256  # destination rows a shifted-rows transpose keeps lines of (2 lines each in its scratch)
+
+
+@_jit
+def shifted_rows(
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, first: int, last: int, scratch: int
+) -> None:
+    """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small``, for long destination
+    rows that sit at different offsets in their lines (legacy padding), 2-, 4- or 8-byte words; the part ending at
+    ``big`` also does the rows after the last whole square. ``scratch``: ``SHIFTED_ROWS * 2`` lines, aligned.
+
+    Squares of one line a side are transposed into a scratch that keeps the last two of each destination row;
+    each row's next whole line (at its own offset) is then streamed out of it. The rows are taken
+    ``SHIFTED_ROWS`` at a time, the squares across them one line's worth of source rows at a time (a few long
+    source streams); the rows' partial first and last lines, and the rows and columns left over, are stored
+    plainly.
+    """
+    width = _width(pad)
+    line = LINE // width
+    full_u, squares = big - big % line, small // line
+    end = min(last, full_u)
+    for u_first in range(first, end, SHIFTED_ROWS):
+        u_last = min(end, u_first + SHIFTED_ROWS)
+        for t in range(squares):
+            s = src + t * line * si * width
+            for u0 in range(u_first, u_last, line):
+                rows = scratch + (u0 - u_first) * 2 * LINE
+                _transpose(rows + LINE, 2 * line, s + u0 * width, si, pad)  # the new square: second halves
+                for r in range(line):
+                    row = rows + r * 2 * LINE
+                    out = dst + (u0 + r) * du * width
+                    shift = ((-out) % LINE) // width  # elements before the row's first line boundary
+                    if shift == 0:
+                        _stream(out + t * LINE, row + LINE)
+                    elif t == 0:
+                        _copy(out, row + LINE, shift * width)  # the partial first line
+                    else:
+                        _stream(out + ((t - 1) * line + shift) * width, row + shift * width)
+                    _copy(row, row + LINE, LINE)  # the new half becomes the old one
+        for u in range(u_first, u_last):
+            out = dst + u * du * width
+            shift = ((-out) % LINE) // width
+            if shift:  # the partial last line, from the old half
+                row = scratch + (u - u_first) * 2 * LINE
+                _copy(out + ((squares - 1) * line + shift) * width, row + shift * width, (line - shift) * width)
+    if end > first:  # the columns after the last whole square
+        _scalar(dst + first * du * width, src + first * width, pad, end - first, small, du, _1, si, end - first,
+                squares * line)
+    if last >= big and full_u < big:  # the rows after the last whole square
+        _scalar(dst + full_u * du * width, src + full_u * width, pad, big - full_u, small, du, _1, si, _0, _0)
+    _fence()
 
 
 @_jit

@@ -1,0 +1,406 @@
+"""The numba building blocks of the compiled kernels: the cached ``njit`` and LLVM intrinsics (raw loads and stores,
+streaming stores, register transposes and row (de)interleaves), typed by an element "witness" scalar."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils as _cgutils
+from numba.core import config as _config
+from numba.extending import intrinsic
+
+from ._cache import cache_directory
+
+F = TypeVar("F", bound=Callable[..., Any])
+cgutils: Any = _cgutils
+
+LINE = 64  # bytes of one cache line: the unit of streaming stores
+# typed constants for calls: a literal 0 or 1 would make numba compile the callee once more for it
+_0, _1 = np.int64(0), np.int64(1)
+BAND = 64  # source rows a transpose reads at once (few enough for the hardware prefetcher to follow)
+UNIT = 4096  # bytes a kernel writes at a time, so that reading and writing overlap
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+_LINE_VECTOR = ir.VectorType(_I64, LINE // 8)
+SOURCE_FILES = ("_intrinsics.py", "_kernels.py", "_walk.py")  # digested for the cache
+
+
+def _cached(decorate: Callable[[F], Any], function: F) -> F:
+    """``decorate(function)`` with numba's cache in :func:`cache_directory` (numba fixes it at decoration time).
+
+    numba's setting is process-wide: it is restored at once, so the user's own cached functions keep theirs.
+    """
+    config: Any = _config
+    saved = config.CACHE_DIR
+    config.CACHE_DIR = _writable(os.path.join(cache_directory(), _SOURCES)) or saved  # else numba's own choice
+    try:
+        return cast(F, decorate(function))
+    finally:
+        config.CACHE_DIR = saved
+
+
+def _sources_digest() -> str:
+    """A digest of the kernels' source files: numba's cache checks a function's own file only, not the files of
+    the functions it inlines, so each version of the sources gets its own cache directory."""
+    digest = hashlib.sha256()
+    folder = os.path.dirname(os.path.abspath(__file__))
+    for name in SOURCE_FILES:
+        try:
+            with open(os.path.join(folder, name), "rb") as source:
+                digest.update(source.read())
+        except OSError:
+            digest.update(name.encode())
+    return "kernels-" + digest.hexdigest()[:16]
+
+
+_SOURCES = _sources_digest()
+
+
+def _writable(folder: str) -> str | None:
+    """``folder``, made if need be, when this process can write there; else None."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK | os.X_OK) else None
+
+
+def _jit(function: F) -> F:
+    """numba's ``njit`` (cached, without the GIL), typed for mypy."""
+    return _cached(njit(cache=True, nogil=True), function)
+
+
+def _inline(function: F) -> F:
+    """``_jit``, inlined into its callers at numba's IR level."""
+    return _cached(njit(cache=True, nogil=True, inline="always"), function)
+
+
+def _intrinsic(function: Callable[..., Any]) -> Any:
+    """numba's ``intrinsic`` decorator, typed for mypy."""
+    return intrinsic(function)
+
+
+# ----- LLVM building blocks -------------------------------------------------------------------------------------
+def _at(builder: Any, address: Any, pointee: Any) -> Any:
+    """A pointer to ``pointee`` at an integer address."""
+    return builder.inttoptr(address, pointee.as_pointer())
+
+
+def _offset(builder: Any, address: Any, step: Any, k: int, width: int) -> Any:
+    """``address + k * step * width`` (``step`` an LLVM integer, in elements of ``width`` bytes)."""
+    return builder.add(address, builder.mul(step, ir.Constant(_I64, k * width)))
+
+
+def _mask(values: list[int]) -> ir.Constant:
+    """A shufflevector mask."""
+    return ir.Constant(ir.VectorType(_I32, len(values)), values)
+
+
+def _concatenated(builder: Any, parts: list[Any]) -> Any:
+    """Equal vectors joined end to end (their count a power of 2)."""
+    while len(parts) > 1:
+        join = _mask(list(range(2 * parts[0].type.count)))
+        parts = [builder.shuffle_vector(parts[i], parts[i + 1], join) for i in range(0, len(parts), 2)]
+    return parts[0]
+
+
+def _element(context: Any, witness: Any) -> tuple[Any, int]:
+    """The LLVM type of a witness scalar's type and its size in bytes."""
+    element = context.get_value_type(witness)
+    return element, element.width // 8
+
+
+def _lanes_of(width: int) -> int:
+    """Elements of ``width`` bytes in one cache line."""
+    return LINE // width
+
+
+def _side_of(width: int) -> int:
+    """Side of the square blocks ``_transpose`` works on: 32 elements for 2-byte words (rows of one line), 16 for
+    1- and 4-byte words, 8 for 8-byte words."""
+    return 8 if width == 8 else 32 if width == 2 else 16
+
+
+@_intrinsic
+def _get(typingctx: Any, base: Any, index: Any, witness: Any) -> Any:
+    """Element ``index`` (of the witness's type) of the array at address ``base``, any alignment."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        element, _ = _element(context, signature.args[2])
+        return builder.load(builder.gep(_at(builder, args[0], element), [args[1]]), align=1)
+
+    return witness(types.intp, types.intp, witness), codegen
+
+
+@_intrinsic
+def _put(typingctx: Any, base: Any, index: Any, value: Any) -> Any:
+    """Store ``value`` as element ``index`` (of the value's type) of the array at address ``base``."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        element, _ = _element(context, signature.args[2])
+        builder.store(args[2], builder.gep(_at(builder, args[0], element), [args[1]]), align=1)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, value), codegen
+
+
+@_intrinsic
+def _get_word(typingctx: Any, base: Any, index: Any) -> Any:
+    """uint64 number ``index`` at address ``base``, any alignment."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.load(builder.gep(_at(builder, args[0], _I64), [args[1]]), align=1)
+
+    return types.uint64(types.intp, types.intp), codegen
+
+
+@_intrinsic
+def _put_word(typingctx: Any, base: Any, index: Any, value: Any) -> Any:
+    """Store uint64 number ``index`` at address ``base``, any alignment."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        builder.store(args[2], builder.gep(_at(builder, args[0], _I64), [args[1]]), align=1)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, types.uint64), codegen
+
+
+def _byte_copy(move: bool) -> Any:
+    """An intrinsic copying ``n`` bytes from one address to another (``memmove`` semantics when ``move``)."""
+
+    @_intrinsic
+    def copy(typingctx: Any, dst: Any, src: Any, n: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            byte = ir.IntType(8)
+            copier = cgutils.raw_memmove if move else cgutils.raw_memcpy
+            copier(builder, _at(builder, args[0], byte), _at(builder, args[1], byte), args[2], 1)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp), codegen
+
+    return copy
+
+
+_copy = _byte_copy(False)
+_move = _byte_copy(True)
+
+
+def _streamer(lines: int) -> Any:
+    """An intrinsic copying ``lines`` cache lines to a line-aligned address with non-temporal stores."""
+
+    @_intrinsic
+    def stream(typingctx: Any, dst: Any, src: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            target = _at(builder, args[0], _LINE_VECTOR)
+            source = _at(builder, args[1], _LINE_VECTOR)
+            values = [builder.load(builder.gep(source, [ir.Constant(_I64, k)]), align=1) for k in range(lines)]
+            hint = builder.module.add_metadata([ir.Constant(_I32, 1)])
+            for k, value in enumerate(values):
+                store = builder.store(value, builder.gep(target, [ir.Constant(_I64, k)]), align=LINE)
+                store.set_metadata("nontemporal", hint)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp), codegen
+
+    return stream
+
+
+_stream = _streamer(1)
+_stream4 = _streamer(4)
+
+
+@_intrinsic
+def _move_line(typingctx: Any, dst: Any, src: Any) -> Any:
+    """Copy one line's worth of bytes (the ranges may overlap), through a register."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        value = builder.load(_at(builder, args[1], _LINE_VECTOR), align=1)
+        builder.store(value, _at(builder, args[0], _LINE_VECTOR), align=1)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp), codegen
+
+
+@_intrinsic
+def _fence(typingctx: Any) -> Any:
+    """A full memory fence (orders the streaming stores before whatever follows the kernel)."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+def _constant(of_width: Callable[[int], int]) -> Any:
+    """An intrinsic returning ``of_width(bytes of the witness's type)`` as a compile-time constant."""
+
+    @_intrinsic
+    def constant(typingctx: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            return ir.Constant(_I64, of_width(_element(context, signature.args[0])[1]))
+
+        return types.intp(witness), codegen
+
+    return constant
+
+
+_width = _constant(lambda width: width)
+_lanes = _constant(_lanes_of)
+_side = _constant(_side_of)
+
+
+def _store(builder: Any, value: Any, pointer: Any, nontemporal: bool) -> None:
+    """Store ``value``: plainly (any alignment), or streaming a whole aligned line past the cache."""
+    if not nontemporal:
+        builder.store(value, pointer, align=1)
+        return
+    store = builder.store(value, pointer, align=LINE)
+    store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
+
+
+def _transposer(side: int, nontemporal: bool = False) -> Any:
+    """An intrinsic: element (j, i) of a square block at ``dst`` = element (i, j) at ``src``, in registers.
+
+    The block is ``side`` elements square (0: ``_side_of`` the element width). Row steps are in elements. Each
+    stage swaps the off-diagonal sub-blocks of one power-of-two size (one bit of the row index with the same bit of
+    the column index) with shufflevector.
+    """
+
+    @_intrinsic
+    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[4])
+            n = side or _side_of(width)
+            vector = ir.VectorType(element, n)
+            rows = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
+                    for i in range(n)]
+            step = 1
+            while step < n:
+                low = _mask([t if not t & step else n + t - step for t in range(n)])
+                high = _mask([t + step if not t & step else n + t for t in range(n)])
+                swapped = list(rows)
+                for i in range(n):
+                    if not i & step:
+                        swapped[i] = builder.shuffle_vector(rows[i], rows[i + step], low)
+                        swapped[i + step] = builder.shuffle_vector(rows[i], rows[i + step], high)
+                rows = swapped
+                step *= 2
+            for j in range(n):
+                target = _at(builder, _offset(builder, args[0], args[1], j, width), vector)
+                _store(builder, rows[j], target, nontemporal)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+    return transpose
+
+
+def _squares(builder: Any, rows: list[Any]) -> list[Any]:
+    """Rows of a square block of vectors transposed with shufflevector (one stage per bit of the row index)."""
+    n = len(rows)
+    step = 1
+    while step < n:
+        low = _mask([t if not t & step else n + t - step for t in range(n)])
+        high = _mask([t + step if not t & step else n + t for t in range(n)])
+        swapped = list(rows)
+        for i in range(n):
+            if not i & step:
+                swapped[i] = builder.shuffle_vector(rows[i], rows[i + step], low)
+                swapped[i + step] = builder.shuffle_vector(rows[i], rows[i + step], high)
+        rows = swapped
+        step *= 2
+    return rows
+
+
+def _short_transposer(short: int) -> Any:
+    """An intrinsic: a block of ``short`` destination rows of one line each (``LINE / width`` elements), from as
+    many source rows of ``short`` elements; each line streamed out (``dst`` rows line-aligned)."""
+
+    @_intrinsic
+    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[4])
+            long = LINE // width
+            vector = ir.VectorType(element, short)
+            rows = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
+                    for i in range(long)]
+            squares = [_squares(builder, rows[k : k + short]) for k in range(0, long, short)]
+            for j in range(short):
+                line = _concatenated(builder, [square[j] for square in squares])
+                target = _at(builder, _offset(builder, args[0], args[1], j, width), line.type)
+                _store(builder, line, target, True)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+    return transpose
+
+
+_transpose = _transposer(0)
+_transpose_short_nt = _short_transposer(8)  # 8 destination rows of one line: streamed when a side is short
+_transpose8 = _transposer(8)
+_transpose16 = _transposer(16)
+_transpose_nt = _transposer(0, True)  # streaming: only where a row of the square is one line (4- and 8-byte words)
+
+
+def _interleaver(p: int, nontemporal: bool = False) -> Any:
+    """An intrinsic: element ``c*p + k`` at ``dst`` = element ``c`` of row ``k``, for one line's worth of ``c``."""
+    # The rows are ``step`` elements apart; ``p`` lines are written.
+
+    @_intrinsic
+    def interleave(typingctx: Any, dst: Any, src: Any, step: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[3])
+            n = _lanes_of(width)
+            vector = ir.VectorType(element, n)
+            rows = [builder.load(_at(builder, _offset(builder, args[1], args[2], k, width), vector), align=1)
+                    for k in range(p)]
+            joined = _concatenated(builder, rows)
+            for q in range(p):
+                order = [((q * n + t) % p) * n + (q * n + t) // p for t in range(n)]
+                line = builder.shuffle_vector(joined, ir.Constant(joined.type, None), _mask(order))
+                target = builder.add(args[0], ir.Constant(_I64, q * LINE))
+                _store(builder, line, _at(builder, target, vector), nontemporal)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, witness), codegen
+
+    return interleave
+
+
+def _deinterleaver(p: int, nontemporal: bool = False) -> Any:
+    """An intrinsic, the inverse of ``_interleaver(p)``: row ``k`` (``step`` elements apart) gets elements ``c*p+k``."""
+
+    @_intrinsic
+    def deinterleave(typingctx: Any, dst: Any, step: Any, src: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[3])
+            n = _lanes_of(width)
+            vector = ir.VectorType(element, n)
+            lines = [builder.load(_at(builder, builder.add(args[2], ir.Constant(_I64, q * LINE)), vector), align=1)
+                     for q in range(p)]
+            joined = _concatenated(builder, lines)
+            for k in range(p):
+                order = _mask([t * p + k for t in range(n)])
+                row = builder.shuffle_vector(joined, ir.Constant(joined.type, None), order)
+                _store(builder, row, _at(builder, _offset(builder, args[0], args[1], k, width), vector), nontemporal)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, witness), codegen
+
+    return deinterleave
+
+
+_interleave2, _interleave4 = _interleaver(2), _interleaver(4)
+_deinterleave2, _deinterleave4 = _deinterleaver(2), _deinterleaver(4)
+# streaming variants: every store a whole line at a line-aligned address (the caller checks)
+_interleave2_nt, _interleave4_nt = _interleaver(2, True), _interleaver(4, True)
+_deinterleave2_nt, _deinterleave4_nt = _deinterleaver(2, True), _deinterleaver(4, True)
+

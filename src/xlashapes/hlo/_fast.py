@@ -114,16 +114,15 @@ def fast_computation(line: str, offset: int, shapes: dict[str, Shape]) -> HloCom
     parameters = None
     result = None
     if parameter_text is not None:
-        parts = PARAMETER_SPLIT.split(parameter_text)
-        if parts[0]:
+        parts = iter(PARAMETER_SPLIT.split(parameter_text))  # "", name, shape text, name, shape text ...
+        if next(parts):
             return None
         get = shapes.get
         try:
-            parameter_shapes = [get(text) or _cached_shape(text, shapes) for text in parts[2::2]]
+            parameters = [(name_, get(text) or _cached_shape(text, shapes)) for name_, text in zip(parts, parts)]
             result = get(result_text) or _cached_shape(result_text, shapes)
         except (ParseError, RecursionError):
             return None
-        parameters = list(zip(parts[1::2], parameter_shapes))
     return HloComputation(name, is_entry=entry is not None, parameters=parameters, result_shape=result,
                           position=offset)
 

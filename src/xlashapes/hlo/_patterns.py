@@ -52,11 +52,14 @@ _INSTRUCTION_NAME = _SEGMENTS + r"(\.0)?"
 ``.0`` (its own group: ``x.0`` and ``x`` are the same name to the uniquer)."""
 _COMPUTATION_NAME = r"(?!__(?!xla_))[A-Za-z_][A-Za-z0-9_\-]*+(?:\.(?!-?0\d+[ ]|-0[ ])[A-Za-z0-9_\-]*+)*+"
 """A computation name as above, its last part ``.0`` included (the reader looks for a ``c`` beside ``c.0``)."""
-_HEAD = (rf"[ \t]*(ROOT[ \t]+)?(%?)({_INSTRUCTION_NAME}) = ({_SHAPE}) ([a-z][a-z0-9\-]*+)"
+_HEAD = (rf"[ \t]*(ROOT[ \t]+)?(%?)({_INSTRUCTION_NAME}) = ({_SHAPE} [a-z][a-z0-9\-]*+)"
          rf"\((?:({_NAMES})|(\d{{1,18}})|({_OPERANDS}))\)")
 INSTRUCTION = re.compile(rf"{_HEAD}({_TAIL})[ \t\r]*", re.ASCII)
 INSTRUCTION_HEAD = re.compile(rf"{_HEAD}(.*)", re.ASCII)
-"""INSTRUCTION with any tail: where TAIL then matches the rest, both give the same groups (same search order)."""
+"""INSTRUCTION with any tail: where TAIL then matches the rest, both give the same groups (same search order).
+
+Groups: ROOT, %, name, a last ``.0`` of the name, shape and opcode (one group: ``f32[2]{0} add``), operand names,
+a parameter number, other operands, the tail."""
 TAIL = re.compile(rf"({_TAIL})[ \t\r]*", re.ASCII)
 ATTRIBUTE = re.compile(f", ({_NAME})=({_VALUE})", re.ASCII)
 INDEX_COMMENT = re.compile(r"/\*index=\d+\*/", re.ASCII)

@@ -572,6 +572,8 @@ class _Reader:
         tails_get = tails.get
         shapes: dict[str, Shape] = {}  # this module's shape texts (a plain dict: no recency bookkeeping)
         shapes_get = shapes.get
+        kinds: dict[str, tuple[Shape, str, str | None]] = {}
+        kinds_get = kinds.get
         builder = self.builder
         seen = builder.names
         seen_add = seen.add
@@ -595,7 +597,7 @@ class _Reader:
                     break
                 found = head(raw) if append is not None else None
                 if found is not None:
-                    root, percent, name, zero, written, opcode, names, number, other, rest = found.groups()
+                    root, percent, name, zero, typed, names, number, other, rest = found.groups()
                     if name in seen:  # the reserved words are in it from the start
                         if name in RESERVED:
                             stopped = True  # %f32 is refused, %true is a name: the careful parser decides
@@ -614,18 +616,18 @@ class _Reader:
                             if found is None:
                                 stopped = True
                                 break
-                            root, percent, name, zero, written, opcode, names, number, other, tail = found.groups()
+                            root, percent, name, zero, typed, names, number, other, tail = found.groups()
                     else:
                         tail = rest
-                    shape = shapes_get(written)
-                    if shape is None:
+                    kind = kinds_get(typed)  # "f32[2]{0} add": the shape read once, the opcode's own string
+                    if kind is None:
+                        written, _, opcode = typed.rpartition(" ")
                         try:
-                            shape = parse_shape(written)
+                            kind = kinds[typed] = (shapes_get(written) or parse_shape(written), opcode, plain(opcode))
                         except ParseError:
                             stopped = True
                             break
-                        shapes[written] = shape
-                    canonical = plain(opcode)  # the opcode's own string: one copy for every instruction
+                    shape, opcode, canonical = kind
                     if names and canonical is not None and "/" not in names:  # the common line, inlined
                         if (names.count("%") != names.count(", ") + 1
                                 and not RESERVED.isdisjoint(names.replace("%", "").split(", "))):
@@ -637,7 +639,7 @@ class _Reader:
                         append(HloInstruction(name, "parameter", shape, "", None, root is not None, source, start, tail,
                                               -1, None, int(number)))
                     else:
-                        groups = (root, percent, name, written, opcode, names, number, other, tail)
+                        groups = (root, percent, name, None, opcode, names, number, other, tail)
                         instruction = fast_instruction(groups, shape, source, start)
                         if instruction is None:
                             stopped = True

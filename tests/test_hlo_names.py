@@ -171,3 +171,17 @@ def test_uniquer_gives_distinct_names_and_keeps_distinct_canonical_ones(names: l
             ("." in n and (n.split(".")[-1].lstrip("-").startswith("0") or n.split(".")[-1] == "-0"))
             or n + ".0" in names for n in names):
         assert given_names == names
+
+
+def test_a_line_left_to_the_careful_parser_is_not_a_repeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xlashapes.hlo import parser
+
+    calls: list[int] = []
+    monkeypatch.setattr(parser, "apply_xla_names", lambda computations: calls.append(len(computations)))
+    text = ("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  a = f32[] add(p, f32[] constant(1))\n"
+            "  ROOT n = f32[] negate(a)\n}\n")
+    module = parse_hlo_module(text)
+    assert [i.name for i in module.entry.instructions] == ["p", "constant.anon", "a", "n"]
+    assert calls == []  # every name distinct: the renaming pass does not run
+    parse_hlo_module(text.replace("ROOT n", "ROOT a"))
+    assert calls == [1]

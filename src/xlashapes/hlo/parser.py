@@ -598,14 +598,10 @@ class _Reader:
                 found = head(raw) if append is not None else None
                 if found is not None:
                     root, percent, name, zero, typed, names, number, other, rest = found.groups()
-                    if name in seen:  # the reserved words are in it from the start
-                        if name in RESERVED:
-                            stopped = True  # %f32 is refused, %true is a name: the careful parser decides
-                            break
-                        builder.repeated = True
-                    seen_add(name)
-                    if zero is not None:
-                        zeros.append(name)
+                    repeated = name in seen  # the reserved words are in it from the start
+                    if repeated and name in RESERVED:
+                        stopped = True  # %f32 is refused, %true is a name: the careful parser decides
+                        break
                     if rest:
                         tail: Any = tails_get(rest)  # attribute tails repeat: each distinct one is matched once
                         if tail is None:
@@ -645,6 +641,11 @@ class _Reader:
                             stopped = True
                             break
                         append(instruction)
+                    if repeated:  # noted once the line is taken: a line handed to the careful parser is read again
+                        builder.repeated = True
+                    seen_add(name)
+                    if zero is not None:
+                        zeros.append(name)
                     last = start
                 else:
                     line = raw.strip(BLANKS)

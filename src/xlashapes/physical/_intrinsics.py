@@ -279,19 +279,8 @@ def _transposer(side: int, nontemporal: bool = False) -> Any:
             element, width = _element(context, signature.args[4])
             n = side or _side_of(width)
             vector = ir.VectorType(element, n)
-            rows = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
-                    for i in range(n)]
-            step = 1
-            while step < n:
-                low = _mask([t if not t & step else n + t - step for t in range(n)])
-                high = _mask([t + step if not t & step else n + t for t in range(n)])
-                swapped = list(rows)
-                for i in range(n):
-                    if not i & step:
-                        swapped[i] = builder.shuffle_vector(rows[i], rows[i + step], low)
-                        swapped[i + step] = builder.shuffle_vector(rows[i], rows[i + step], high)
-                rows = swapped
-                step *= 2
+            rows = _squares(builder, [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector),
+                                                   align=1) for i in range(n)])
             for j in range(n):
                 target = _at(builder, _offset(builder, args[0], args[1], j, width), vector)
                 _store(builder, rows[j], target, nontemporal)

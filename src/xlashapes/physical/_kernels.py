@@ -184,6 +184,16 @@ def _nibble_pairs(dst: int, src: int, step: int, r_size: int, c_size: int) -> No
             _put_word(d, k, value)
 
 
+@_inline
+def _strip_offset(rest: int, batch: Any, dims: int) -> int:
+    """The element offset of batch number ``rest`` (``batch``: sizes in row 0, element steps in row 1)."""
+    offset = 0
+    for k in range(dims - 1, -1, -1):
+        offset += (rest % batch[0, k]) * batch[1, k]
+        rest //= batch[0, k]
+    return offset
+
+
 @_jit
 def tiled_to_physical(x: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
     """Lay the logical array at address ``x`` (row-major) out tile by tile: tile rows [first, last) at ``out``."""
@@ -212,11 +222,7 @@ def tiled_to_physical(x: int, out: int, scratch: int, pad: Any, geometry: Any, b
         strips *= batch[0, k]
     strips *= row_tiles
     for strip in range(geometry.first, geometry.last):
-        offset = 0
-        rest = strip // row_tiles
-        for k in range(dims - 1, -1, -1):
-            offset += (rest % batch[0, k]) * batch[1, k]
-            rest //= batch[0, k]
+        offset = _strip_offset(strip // row_tiles, batch, dims)
         i = strip % row_tiles
         valid = min(r_size, rows - i * r_size)
         for j in range(col_tiles):
@@ -260,11 +266,7 @@ def _tiled_from(
     tile = scratch + r_size * row_bytes  # the unpacked tile (bits < 8)
     lanes_mask = _U(canon) * _LOW_BITS if canon > 0 else ~_U(0)  # unpacking masks to the value bits
     for strip in range(geometry.first, geometry.last):
-        offset = 0
-        rest = strip // row_tiles
-        for k in range(dims - 1, -1, -1):
-            offset += (rest % batch[0, k]) * batch[1, k]
-            rest //= batch[0, k]
+        offset = _strip_offset(strip // row_tiles, batch, dims)
         i = strip % row_tiles
         valid = min(r_size, rows - i * r_size)
         for k in range(valid):

@@ -138,7 +138,7 @@ def test_pathological_lines_take_linear_time(name: str) -> None:
 # The command line on any text: exit 0 or 2, never a traceback, a failure is one line (three with a caret)
 # ---------------------------------------------------------------------------------------------------------------
 
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from cli_runner import Result, run  # noqa: E402
@@ -167,5 +167,6 @@ def test_cli_on_any_shape_text(text: str, command: str, extra: str) -> None:
 
 @settings(max_examples=examples(30))
 @given(TEXT, TEXT, st.one_of(st.none(), st.text(max_size=8)))
+@example(lhs="f32[2]", rhs="f32[2]", dims="²")  # a digit to str.isdigit, not to int (Hypothesis found it)
 def test_cli_broadcast_on_any_text(lhs: str, rhs: str, dims: str | None) -> None:
     _one_failure_line(run("broadcast", lhs, rhs, *([] if dims is None else ["--dims", dims])))

@@ -51,9 +51,19 @@ def parse_index(text: str, what: str = "index") -> tuple[int, ...]:
     if not body:
         return ()
     parts = [part.strip() for part in body.split(",")]
-    if any(not part.lstrip("+-").isdigit() or len(part) > 30 for part in parts):
+    if not all(map(_is_integer, parts)):
         raise ShapeError(f"{what} {text.strip()!r} is not a comma-separated list of integers, e.g. 2,3")
     return tuple(int(part) for part in parts)
+
+
+def _is_integer(part: str) -> bool:
+    """Whether ``part`` is a decimal integer in ASCII digits (``"²"`` is a digit to ``str.isdigit``, not to ``int``).
+
+    >>> _is_integer("-12"), _is_integer("²"), _is_integer("1" * 31)
+    (True, False, False)
+    """
+    digits = part.lstrip("+-")
+    return digits.isascii() and digits.isdigit() and len(part) <= 30
 
 
 def parse_offset(text: str) -> int:
@@ -63,7 +73,7 @@ def parse_offset(text: str) -> int:
     17
     """
     part = text.strip()
-    if not part.lstrip("+-").isdigit() or len(part) > 30:
+    if not _is_integer(part):
         raise ShapeError(f"offset {part!r} is not an integer, e.g. 17")
     return int(part)
 

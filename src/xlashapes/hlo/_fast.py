@@ -30,8 +30,8 @@ Groups = tuple[Any, ...]
 
 def fast_instruction(groups: Groups, shape: Shape, source: Source, offset: int) -> HloInstruction | None:
     """The instruction a matched line holds (``shape`` parsed), or None when the careful parser must decide."""
-    root, percent, name, _, opcode, names, _, _, tail = groups
-    if (not percent and name in RESERVED) or opcode not in _FAST_OPCODES:
+    root, _, name, _, opcode, names, _, _, tail = groups
+    if opcode not in _FAST_OPCODES:  # (a reserved word as the name never gets here: the reader hands it on)
         return None
     if names is None or opcode in ("constant", "parameter"):
         return _fast_other(groups, shape, source, offset)

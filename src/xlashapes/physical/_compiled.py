@@ -16,7 +16,7 @@ from . import _dispatch as dispatch
 from ._dispatch import Run, address
 from ._geometry import _canonicalize, _check_size, _Geometry
 from ._kernel_args import PermuteGeometry, TiledGeometry
-from ._packing import _pack, _unpack
+from ._packing import _elements, _pack, _unpack
 
 CHUNK_BYTES = 1 << 20  # unpacked sub-byte elements staged at a time: no temporary as large as the array,
 # and small enough to stay in the cache between the tile kernel and the packing
@@ -327,12 +327,7 @@ def _compiled_read(
                     replace(run, numba_bytes=0))
             _tiled_from(kernels, plan, source, geometry, item, out, (first, last), stream, batch, run, (8, 0))
         return True
-    if geometry.packed:
-        _check_size(geometry.aligned, run.limit, "the unpacked elements")
-        source = np.empty(geometry.aligned, np.uint8)
-        _unpack(data, geometry, source, run)
-    else:
-        source = data.view(geometry.storage)
+    source = _elements(data, geometry, run, "the unpacked elements")
     physical = [dims[d] for d in plan.order]
     strides = _c_strides(physical)
     position = {d: k for k, d in enumerate(plan.order)}

@@ -10,7 +10,7 @@ import numpy as np
 from ._compiled import _compiled_read, _compiled_write
 from ._dispatch import Run
 from ._geometry import _canonicalize, _check_size, _Geometry
-from ._packing import _pack, _unpack
+from ._packing import _elements, _pack, _unpack
 from ._plan import _common_boundaries, _fill_padding, _physical_view, _plain_chains, _Plan, _plan, _transfer
 from ._reference import _reference_elements, _reference_logical
 
@@ -70,11 +70,7 @@ def _read_physical(
         if plan is not None and plan.identity and result.flags.c_contiguous:
             _unpack(data, geometry, result.reshape(-1), run)
             return
-        _check_size(geometry.aligned, run.limit, "the unpacked elements")
-        elements = np.empty(geometry.aligned, np.uint8)
-        _unpack(data, geometry, elements, run)
-    else:
-        elements = data.view(geometry.storage)
+    elements = _elements(data, geometry, run, "the unpacked elements")
     if plan is None:
         result[...] = _reference_logical(elements, geometry.dims, geometry.layout)
     else:
@@ -103,12 +99,7 @@ def _relayout_direct(
     dst_chains = dst_plan.chains + ((1,),) * (phantoms - dst_plan.phantoms)
     if any(_common_boundaries((a, b), n) is None for a, b, n in zip(src_chains, dst_chains, extents)):
         return False
-    if src.packed:
-        _check_size(src.aligned, run.limit, "the unpacked source elements")
-        src_elements = np.empty(src.aligned, np.uint8)
-        _unpack(data, src, src_elements, run)
-    else:
-        src_elements = data.view(src.storage)
+    src_elements = _elements(data, src, run, "the unpacked source elements")
     if dst.packed:
         _check_size(dst.aligned, run.limit, "the unpacked target elements")
         dst_elements = np.empty(dst.aligned, np.uint8)

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _dispatch as dispatch
 from ._dispatch import Run, address
-from ._geometry import _Geometry
+from ._geometry import _check_size, _Geometry
 
 _BLOCK_BYTES = 1 << 18  # working set of one block of the NumPy packing loops
 
@@ -128,3 +128,13 @@ def _unpack4(data: np.ndarray[Any, Any], elements: np.ndarray[Any, Any], value: 
         np.bitwise_and(block, mask, out=block)
     if n % 2:
         elements[-1] = data[pairs] & value & 0x0F
+
+
+def _elements(data: np.ndarray[Any, Any], geometry: _Geometry, run: Run, what: str) -> np.ndarray[Any, Any]:
+    """Physical ``data`` as element storage: unpacked into a new array (size checked) when packed, else a view."""
+    if not geometry.packed:
+        return data.view(geometry.storage)
+    _check_size(geometry.aligned, run.limit, what)
+    elements = np.empty(geometry.aligned, np.uint8)
+    _unpack(data, geometry, elements, run)
+    return elements

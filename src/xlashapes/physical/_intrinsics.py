@@ -393,3 +393,22 @@ _deinterleave2, _deinterleave4 = _deinterleaver(2), _deinterleaver(4)
 _interleave2_nt, _interleave4_nt = _interleaver(2, True), _interleaver(4, True)
 _deinterleave2_nt, _deinterleave4_nt = _deinterleaver(2, True), _deinterleaver(4, True)
 
+
+@_intrinsic
+def _prefetch_rows(typingctx: Any, address: Any, step: Any, length: Any, rows: Any) -> Any:
+    """Hint the cache to fetch ``rows`` rows of ``length`` bytes (at most a line), ``step`` bytes apart, for reading:
+    the first and the last byte of each (a row off the line grid spans two lines)."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        byte = ir.IntType(8).as_pointer()
+        kind = ir.FunctionType(ir.VoidType(), [byte, _I32, _I32, _I32])
+        fetch = builder.module.declare_intrinsic("llvm.prefetch", [byte], kind)  # (llvmlite mangles the name)
+        hints = [ir.Constant(_I32, 0), ir.Constant(_I32, 3), ir.Constant(_I32, 1)]  # read, keep, data
+        last = builder.sub(args[2], ir.Constant(_I64, 1))
+        with cgutils.for_range(builder, args[3]) as loop:
+            row = builder.add(args[0], builder.mul(loop.index, args[1]))
+            for at in (row, builder.add(row, last)):
+                builder.call(fetch, [builder.inttoptr(at, byte), *hints])
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, types.intp, types.intp), codegen

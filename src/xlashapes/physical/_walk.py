@@ -31,6 +31,7 @@ from ._intrinsics import (
     _interleave4_nt,
     _jit,
     _lanes,
+    _prefetch_rows,
     _put,
     _side,
     _stream,
@@ -75,8 +76,9 @@ def shifted_rows(
     Squares of one line a side are transposed into a scratch that keeps the last two of each destination row;
     each row's next whole line (at its own offset) is then streamed out of it. The rows are taken
     ``SHIFTED_ROWS`` at a time, the squares across them one line's worth of source rows at a time (a few long
-    source streams); the rows' partial first and last lines, and the rows and columns left over, are stored
-    plainly.
+    source streams), the next square down prefetched meanwhile; a block's rows go out once the next block's square
+    is stored (reading a line just stored at another offset would wait for the store). The rows' partial first
+    and last lines, and the rows and columns left over, are stored plainly.
     """
     width = _width(pad)
     line = LINE // width
@@ -86,12 +88,16 @@ def shifted_rows(
         u_last = min(end, u_first + SHIFTED_ROWS)
         for t in range(squares):
             s = src + t * line * si * width
-            for u0 in range(u_first, u_last, line):
-                rows = scratch + (u0 - u_first) * 2 * LINE
-                _transpose(rows + LINE, 2 * line, s + u0 * width, si, pad)  # the new square: second halves
+            for u0 in range(u_first, u_last + line, line):  # each block's rows go out one block later
+                if u0 < u_last:
+                    _prefetch_rows(s + line * si * width + u0 * width, si * width, LINE, line)  # next square
+                    _transpose(scratch + (u0 - u_first) * 2 * LINE + LINE, 2 * line, s + u0 * width, si, pad)
+                if u0 == u_first:
+                    continue
+                rows = scratch + (u0 - line - u_first) * 2 * LINE
                 for r in range(line):
                     row = rows + r * 2 * LINE
-                    out = dst + (u0 + r) * du * width
+                    out = dst + (u0 - line + r) * du * width
                     shift = ((-out) % LINE) // width  # elements before the row's first line boundary
                     if shift == 0:
                         _stream(out + t * LINE, row + LINE)
@@ -115,10 +121,14 @@ def shifted_rows(
 
 
 @_jit
-def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int) -> None:
+def _block(
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int
+) -> None:
     """``dst[u*du + i*di] = src[u + i*si]`` for ``u < big``, ``i < small`` (addresses in bytes, steps in elements).
 
     With ``stream``, whole destination lines at line-aligned addresses are written with streaming stores.
+    ``ahead`` (0: none) is the source of the next block, of the same shape: each square's counterpart there is
+    prefetched while the square is moved, so that the next block starts on cached lines.
     """
     width = _width(pad)
     aligned = stream and dst % LINE == 0
@@ -187,6 +197,8 @@ def _block(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int,
     for u in range(0, full_u, side):
         for i in range(0, full_i, side):
             d, s = dst + (u * du + i) * width, src + (u + i * si) * width
+            if ahead:  # the same square of the next block: its source lines on the way while this one moves
+                _prefetch_rows(ahead + (u + i * si) * width, si * width, side * width, side)
             if streamed:
                 _transpose_nt(d, du, s, si, pad)
             elif side == 8:
@@ -221,7 +233,7 @@ def _wide_block(
     width = _width(pad)
     if big < 8 or small < 8:
         for f in range(count):
-            _block(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, stream)
+            _block(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, stream, _0)
         return
     full_u, full_i = big - big % 8, small - small % 8
     for f0 in range(0, count, WIDE):
@@ -261,7 +273,7 @@ def strided_copy(
             axes[m] = k
             m += 1
     if m == 0:
-        _block(dst, src, pad, big, small, du, di, si, stream)
+        _block(dst, src, pad, big, small, du, di, si, stream, _0)
         if stream:
             _fence()
         return
@@ -280,13 +292,19 @@ def strided_copy(
     d_off, s_off = first * d_strides[a], first * s_strides[a]
     if first >= last:
         return
+    blocks = not rows and not wide
+    held = False  # a block runs once the next one is known: it prefetches that one's source as it goes
+    held_d, held_s = 0, 0
     while True:
         if rows:
             _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, stream)
         elif wide:
             _wide_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, wide, fs, stream)
         else:
-            _block(dst + d_off * width, src + s_off * width, pad, big, small, du, di, si, stream)
+            if held:
+                _block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
+                       src + s_off * width)
+            held, held_d, held_s = True, d_off, s_off
         j = m - 1
         while True:
             a = axes[j]
@@ -296,6 +314,8 @@ def strided_copy(
             if index[j] < (last if j == 0 else shape[a]):
                 break
             if j == 0:
+                if blocks and held:
+                    _block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream, _0)
                 if stream:
                     _fence()
                 return

@@ -292,8 +292,14 @@ def _transposer(side: int, nontemporal: bool = False) -> Any:
 
 
 def _squares(builder: Any, rows: list[Any]) -> list[Any]:
-    """Rows of a square block of vectors transposed with shufflevector (one stage per bit of the row index)."""
+    """Rows of a square block of vectors transposed with shufflevector (one stage per bit of the row index).
+
+    Squares of whole lines with 4 or more elements per 16 bytes (32 x 32 of 2-byte words, 16 x 16 of 4-byte ones)
+    take :func:`_lane_squares`; others swap the off-diagonal sub-blocks of each power-of-two size in turn.
+    """
     n = len(rows)
+    if n >= 16 and rows[0].type.element.width * n == 8 * LINE:
+        return _lane_squares(builder, rows)
     step = 1
     while step < n:
         low = _mask([t if not t & step else n + t - step for t in range(n)])
@@ -306,6 +312,56 @@ def _squares(builder: Any, rows: list[Any]) -> list[Any]:
         rows = swapped
         step *= 2
     return rows
+
+
+def _unpack_order(n: int, lane: int, group: int, high: bool) -> list[int]:
+    """The shufflevector order (over ``a ++ b``, ``n`` elements each) interleaving ``group``-element units of the low
+    (or high) halves of each ``lane``-element lane of ``a`` and ``b``: x86's unpack instructions."""
+    order: list[int] = []
+    for start in range(0, n, lane):
+        base = start + (lane // 2 if high else 0)
+        for k in range(0, lane // 2, group):
+            order += [base + k + e for e in range(group)] + [n + base + k + e for e in range(group)]
+    return order
+
+
+def _lane_squares(builder: Any, rows: list[Any]) -> list[Any]:
+    """A square of whole-line rows (4 lanes of 16 bytes) transposed: first within each lane, 16-byte blocks at a time,
+    by unpacks (``log2(lane)`` stages), then the lanes' blocks across each 4 rows by two block shuffles.
+
+    Every stage is a cheap in-lane or block shuffle (no general two-source word permutes); which row holds which
+    column at the end is followed by labels.
+    """
+    n = len(rows)
+    lane = n // 4
+    labels = [[(r, c) for c in range(n)] for r in range(n)]
+    group = 1
+    while group < lane:  # 16-byte blocks of `lane` rows transposed in place
+        rows, labels = list(rows), list(labels)
+        for first in range(0, n, lane):
+            for i in range(first, first + lane):
+                if i & group:
+                    continue
+                a, b = rows[i], rows[i + group]
+                pair = labels[i] + labels[i + group]
+                for target, high in ((i, False), (i + group, True)):
+                    order = _unpack_order(n, lane, group, high)
+                    rows[target] = builder.shuffle_vector(a, b, _mask(order))
+                    labels[target] = [pair[k] for k in order]
+        group *= 2
+    out: list[Any] = [None] * n
+    for m in range(lane):  # the 4 x 4 blocks of rows m, m + lane, ...: block (g, L) to (L, g)
+        picked = [(rows[g * lane + m], labels[g * lane + m]) for g in range(4)]
+        for _ in range(2):
+            shuffled = []
+            for (a, la), (b, lb) in ((picked[0], picked[1]), (picked[2], picked[3])):
+                for picks in ((0, 2, 4, 6), (1, 3, 5, 7)):
+                    order = [p * lane + e for p in picks for e in range(lane)]
+                    shuffled.append((builder.shuffle_vector(a, b, _mask(order)), [(la + lb)[k] for k in order]))
+            picked = [shuffled[0], shuffled[2], shuffled[1], shuffled[3]]
+        for vector, label in picked:
+            out[label[0][1]] = vector  # the row holding column c becomes row c
+    return out
 
 
 def _short_transposer(short: int) -> Any:

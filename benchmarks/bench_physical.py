@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import ml_dtypes
@@ -114,6 +115,10 @@ def matrix(args: argparse.Namespace) -> None:
     print(f"{'layout':32} {'MiB':>4} {'dir':>4} {'memcpy ms':>9} {'numpy':>6} " +
           " ".join(f"{'x' + str(t):>6}" for t in threads))
     for size in (int(s) for s in args.sizes.split(",")):
+        for count in (t for t in threads if t > 1):
+            print(f"memcpy of {size} MiB split over {count} threads / on one (wall): "
+                  f"{memcpy_scaling(size << 20, count, args.repeat):.2f} (below 1.0 only if one thread does not "
+                  "already use all the memory bandwidth; the x-columns are against one thread)")
         for name, text, n, _ in CASES:
             if args.only not in name:
                 continue
@@ -135,6 +140,19 @@ def matrix(args: argparse.Namespace) -> None:
             report(args, name, size, {"re": partial(relayout, data, source, target, out=out)}, x.nbytes, threads,
                    partial(print, end=""))
             del x, data, out
+
+
+def memcpy_scaling(nbytes: int, threads: int, repeat: int) -> float:
+    """Wall time of ``np.copyto`` of ``nbytes`` split over ``threads`` threads, over its time on one thread."""
+    src, dst = np.ones(nbytes, np.uint8), np.zeros(nbytes, np.uint8)
+    bounds = [nbytes * k // threads for k in range(threads + 1)]
+    with ThreadPoolExecutor(threads) as pool:
+        def split() -> None:
+            list(pool.map(lambda k: np.copyto(dst[bounds[k] : bounds[k + 1]], src[bounds[k] : bounds[k + 1]]),
+                          range(threads)))
+
+        one, many = best_times([partial(np.copyto, dst, src), split], repeat)
+    return many / one
 
 
 def empty(nbytes: int, unaligned: bool) -> np.ndarray:

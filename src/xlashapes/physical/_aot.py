@@ -47,7 +47,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from ._cache import kernels_directory
@@ -163,7 +163,7 @@ def _numba_version() -> str | None:
         return None
     if spec is None or not spec.submodule_search_locations:
         return None
-    folder = list(spec.submodule_search_locations)[0]
+    folder = next(iter(spec.submodule_search_locations))
     try:
         with open(os.path.join(folder, "_version.py"), "rb") as source:
             return hashlib.sha256(source.read()).hexdigest()[:16]
@@ -418,7 +418,7 @@ def engine_loaded() -> bool:
     return bool(_ENGINE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def numba_module(module: str) -> Any:
     """The numba kernel module ``xlashapes.physical.<module>`` (imports numba); its constants are kept on disk."""
     loaded = importlib.import_module(f"{__package__}.{module}")

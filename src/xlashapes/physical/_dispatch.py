@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from .._ints import checked_int
-from . import _aot
 from ..errors import ShapeError
+from . import _aot
 
 NUMBA_BYTES = 1 << 20
 """Arrays at least this large go through the compiled kernels (smaller ones never import numba)."""
@@ -47,7 +47,8 @@ def run_settings(limit: int, threads: Any, nbytes: int = 0) -> Run:
     count = checked_int(threads, "threads (xlashapes.physical.THREADS)")
     if count < 1:
         raise ShapeError(f"threads must be >= 1, got {count}")
-    first = NUMBA_BYTES if numba_loaded() or _aot.engine_loaded() or nbytes >= FIRST_NUMBA_BYTES else max(NUMBA_BYTES, FIRST_NUMBA_BYTES)
+    loaded = numba_loaded() or _aot.engine_loaded()
+    first = NUMBA_BYTES if loaded or nbytes >= FIRST_NUMBA_BYTES else max(NUMBA_BYTES, FIRST_NUMBA_BYTES)
     return Run(limit, count, first, STREAM_BYTES, THREAD_BYTES)
 
 

@@ -92,11 +92,11 @@ def native_entry(dispatcher: Any, args: tuple[Any, ...]) -> tuple[str, list[str]
     from numba import typeof  # the caller has loaded numba: this costs nothing
 
     try:
-        signature = tuple(typeof(value) for value in args)
+        signature = tuple(typeof(value) for value in args)  # type: ignore[no-untyped-call]
         result = dispatcher.overloads.get(signature)
         if result is None:
             return None
-        code = bytes(result.library._get_compiled_object())
+        code = _object_code(dispatcher, signature, result)
         kind = result.target_context.call_conv.get_function_type(result.fndesc.restype, result.fndesc.argtypes)
         words = [_word(str(t)) for t in kind.args[2:]]
         symbol = str(result.fndesc.llvm_func_name)
@@ -105,6 +105,20 @@ def native_entry(dispatcher: Any, args: tuple[Any, ...]) -> tuple[str, list[str]
     if len(words) != len(flattened(args)) or "" in words:
         return None
     return symbol, words, code
+
+
+def _object_code(dispatcher: Any, signature: tuple[Any, ...], result: Any) -> bytes:
+    """The object code of one compiled overload: kept by its library when numba compiled it in this process; when
+    numba loaded it from its cache (the engine then took the library's copy), read again from numba's cache file."""
+    try:
+        return bytes(result.library._get_compiled_object())
+    except RuntimeError:  # loaded from numba's cache: the object is in its data file
+        cache = dispatcher._cache
+        data = cache._cache_file.load(cache._index_key(signature, result.target_context.codegen()))
+        name, kind, payload = data[0]
+        if kind != "object":
+            raise ValueError(f"{name}: numba kept {kind}, not object code") from None
+        return bytes(payload[0])
 
 
 def _word(text: str) -> str:

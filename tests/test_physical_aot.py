@@ -93,13 +93,20 @@ def witnesses(report: dict[str, Any]) -> set[tuple[str, str]]:
 
 
 def copy_numba_files(source: Path, target: Path) -> None:
-    """numba's cache files of ``source`` missing from ``target`` copied there (never the kept objects)."""
+    """numba's cache files under ``source`` that ``target`` lacks or holds in another version, copied there whole
+    (a temporary file, then a rename); never the kept objects."""
     if not source.is_dir():
         return
-    target.mkdir(parents=True, exist_ok=True)
-    for path in source.iterdir():
-        if path.is_file() and path.suffix in (".nbi", ".nbc") and not (target / path.name).exists():
-            shutil.copy2(path, target / path.name)
+    for path in source.rglob("*"):
+        relative = path.relative_to(source)
+        if not path.is_file() or path.suffix not in (".nbi", ".nbc") or relative.parts[0].startswith("aot-"):
+            continue
+        copy = target / relative
+        if copy.exists() and copy.read_bytes() == path.read_bytes():
+            continue
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy.with_name(copy.name + ".tmp"))
+        os.replace(copy.with_name(copy.name + ".tmp"), copy)
 
 
 @pytest.fixture(scope="module")

@@ -35,16 +35,13 @@ keep, are the very code the numba path runs, and report errors as a status the c
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import importlib
 import importlib.util
 import json
 import os
-import platform
 import struct
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from functools import cache, lru_cache
@@ -56,10 +53,8 @@ from ._entries import ENTRIES, flattened, native_entry, signature_key
 MAGIC = b"xlashapes-aot-1\n"
 """First bytes of a kept object file (then one line of JSON header, then the object code)."""
 
-_WORD_TYPES: dict[str, Any] = {
-    "i8": ctypes.c_uint8, "i16": ctypes.c_uint16, "i32": ctypes.c_uint32, "i64": ctypes.c_int64,
-    "ptr": ctypes.c_void_p, "float": ctypes.c_float, "double": ctypes.c_double,
-}
+_WORD_TYPES = {"i8": "c_uint8", "i16": "c_uint16", "i32": "c_uint32", "i64": "c_int64", "ptr": "c_void_p",
+               "float": "c_float", "double": "c_double"}  # ctypes' names (ctypes is imported on first load)
 _NRT = ("NRT_MemInfo_alloc_aligned", "NRT_MemInfo_alloc_safe_aligned", "NRT_MemInfo_call_dtor", "NRT_Free",
         "NRT_Allocate")
 # a minimal numba runtime: meminfo {refct, dtor, dtor_info, data, size, external allocator} and data in one block
@@ -138,6 +133,8 @@ def host_key() -> dict[str, str] | None:
     """What kept machine code must have been built for: the host CPU and features (llvmlite), the llvmlite,
     numba and Python versions, the machine; None without llvmlite or numba."""
     try:
+        import platform
+
         import llvmlite
         import llvmlite.binding as llvm
 
@@ -208,6 +205,8 @@ def save_constants(module: str, values: dict[str, int]) -> bool:
 
 def _write(path: str, data: bytes) -> bool:
     """``data`` into ``path`` whole (a temporary file in the same folder, then a rename); False on any error."""
+    import tempfile
+
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
@@ -240,16 +239,20 @@ class Native:
     """One loaded overload: ``native(args)`` runs it and returns numba's status (0: done)."""
 
     def __init__(self, address: int, words: list[str]) -> None:
-        types = [_WORD_TYPES[word] for word in words]
+        import ctypes
+
+        types = [getattr(ctypes, _WORD_TYPES[word]) for word in words]
         self.function = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, *types)(address)
         self.count = len(words)
+        self.slots = ctypes.c_int64 * 8  # the return slot and the exception slot (fresh for each call: threads)
+        self.address_of = ctypes.addressof
 
     def __call__(self, args: tuple[Any, ...]) -> int:
         words = flattened(args)
         if len(words) != self.count:
             return -1
-        slots = (ctypes.c_int64 * 8)()  # the return slot and the exception slot
-        base = ctypes.addressof(slots)
+        slots = self.slots()
+        base = self.address_of(slots)
         return int(self.function(base, base + 32, *words))
 
 
@@ -333,6 +336,8 @@ class _Engine:
     """One MCJIT engine for the host, holding the minimal runtime and every loaded object."""
 
     def __init__(self) -> None:
+        import ctypes
+
         import llvmlite.binding as llvm
 
         llvm.initialize_native_target()
@@ -342,6 +347,7 @@ class _Engine:
         self.machine = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                                     features=llvm.get_host_cpu_features().flatten(),
                                                     codemodel="jitdefault", jit=True)
+        self.ctypes = ctypes
         self.process = ctypes.CDLL(None)
         for name in ("malloc", "free"):
             self._from_process(name)
@@ -363,7 +369,7 @@ class _Engine:
     def _from_process(self, name: str) -> bool:
         """Make ``name`` resolve to the process's own symbol (C library, Python API); False when it has none."""
         try:
-            address = ctypes.cast(self.process[name], ctypes.c_void_p).value
+            address = self.ctypes.cast(self.process[name], self.ctypes.c_void_p).value
         except AttributeError:
             return False
         if not address:

@@ -114,6 +114,19 @@ define ptr @NRT_Allocate(i64 %size) {
 _TRAPPED = ("numba_", "NRT_")  # numba helpers only a CPython wrapper calls: they get a trap
 
 
+NO_AOT_VARIABLE = "XLASHAPES_NO_AOT"
+"""Set to anything but empty or 0: kept machine code is neither loaded nor written (numba's path, as before)."""
+
+
+def aot_enabled() -> bool:
+    """False when ``XLASHAPES_NO_AOT`` turns kept machine code off.
+
+    >>> isinstance(aot_enabled(), bool)
+    True
+    """
+    return os.environ.get(NO_AOT_VARIABLE, "").strip() in ("", "0")
+
+
 def numba_available() -> bool:
     """True when numba can be imported (found on the path, not blocked), without importing it.
 
@@ -184,6 +197,8 @@ def _object_path(folder: str, module: str, name: str, key: str) -> str:
 
 def save(module: str, name: str, key: str, dispatcher: Any, args: tuple[Any, ...]) -> bool:
     """Write the object code of the overload ``dispatcher`` just ran for ``args``; False when none was written."""
+    if not aot_enabled():
+        return False
     folder = aot_directory()
     native = native_entry(dispatcher, args)
     host = host_key()
@@ -258,6 +273,8 @@ class Native:
 
 def load(module: str, name: str, key: str) -> Native | None:
     """The kept overload of one entry for the argument-types ``key``, loaded; None when there is none usable."""
+    if not aot_enabled():
+        return None
     folder = aot_directory()
     host = host_key()
     if folder is None or host is None or not key:
@@ -498,7 +515,7 @@ def entries(module: str) -> Entries | None:
     cannot load. Kept machine code is used where there is some; else numba's module is imported at once."""
     if not numba_available():
         return None
-    if constants(module) is None:  # nothing kept yet: numba now, as before (and None if it cannot load)
+    if not aot_enabled() or constants(module) is None:  # nothing kept: numba now, as before (None if it cannot load)
         try:
             numba_module(module)
         except (ImportError, OSError):

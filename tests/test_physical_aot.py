@@ -117,7 +117,10 @@ def kept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]
     suite = Path(_cache.kernels_directory())
     copy_numba_files(suite, cache / _cache.kernels_digest())
     first = run_worker(cache)
-    copy_numba_files(cache / _cache.kernels_digest(), suite)
+    try:
+        copy_numba_files(cache / _cache.kernels_digest(), suite)
+    except OSError:  # the suite's cache is not writable: the later tests compile for themselves
+        pass
     return cache, first
 
 

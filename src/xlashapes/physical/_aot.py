@@ -187,7 +187,12 @@ def _numba_version() -> str | None:
 
 
 def aot_directory() -> str | None:
-    """Where this host's kept objects for this version of the kernels are (None: no llvmlite or numba)."""
+    """Where this host's kept objects for this version of the kernels are (None: no llvmlite or numba).
+
+    >>> folder = aot_directory()
+    >>> folder is None or os.path.basename(folder).startswith("aot-")
+    True
+    """
     key = host_key()
     if key is None:
         return None
@@ -243,7 +248,11 @@ def _write(path: str, data: bytes) -> bool:
 
 
 def constants(module: str) -> dict[str, int] | None:
-    """The kept integer constants of a kernel module, or None."""
+    """The kept integer constants of a kernel module, or None.
+
+    >>> constants("_no_such_module") is None
+    True
+    """
     folder = aot_directory()
     if folder is None:
         return None
@@ -277,7 +286,11 @@ class Native:
 
 
 def load(module: str, name: str, key: str) -> Native | None:
-    """The kept overload of one entry for the argument-types ``key``, loaded; None when there is none usable."""
+    """The kept overload of one entry for the argument-types ``key``, loaded; None when there is none usable.
+
+    >>> load("_walk", "strided_copy", "no such key") is None
+    True
+    """
     if not aot_enabled():
         return None
     folder = aot_directory()
@@ -301,7 +314,11 @@ def load(module: str, name: str, key: str) -> Native | None:
 
 
 def _parsed(data: bytes, entry: str, key: str, host: dict[str, str]) -> tuple[str, list[str], bytes] | None:
-    """(symbol, words, code) of a kept file, when it is whole and made for this entry, key and host."""
+    """(symbol, words, code) of a kept file, when it is whole and made for this entry, key and host.
+
+    >>> _parsed(MAGIC + b'{"entry": "_walk.pack"}' + b"\\n", "_walk.pack", "", {}) is None
+    True
+    """
     if not data.startswith(MAGIC):
         return None
     end = data.find(b"\n", len(MAGIC))

@@ -348,11 +348,13 @@ def undefined_symbols(code: bytes) -> list[str] | None:
     True
     """
     try:
-        if code[:6] != b"\x7fELF\x02\x01":
+        if code[:6] != b"\x7fELF\x02\x01" or struct.unpack_from("<H", code, 0x10)[0] != 1:  # ET_REL
             return None
         (section_offset,) = struct.unpack_from("<Q", code, 0x28)
         size, count = struct.unpack_from("<HH", code, 0x3A)
         sections = [struct.unpack_from("<IIQQQQIIQQ", code, section_offset + k * size) for k in range(count)]
+        if size != 64 or not any(section[1] == 2 for section in sections):
+            return None
         names: list[str] = []
         for section in sections:
             if section[1] != 2:  # SHT_SYMTAB
@@ -426,12 +428,12 @@ class _Engine:
             for name in needed:
                 if name in self.defined or self._from_process(name):
                     continue
-                if not name.startswith(_TRAPPED):
+                if not name.startswith(_TRAPPED) or '"' in name or "\\" in name:
                     return None
                 traps.append(name)
             if traps:
                 text = "declare void @llvm.trap()\n" + "".join(
-                    f"define void @{name}() {{\n  call void @llvm.trap()\n  unreachable\n}}\n" for name in traps)
+                    f'define void @"{name}"() {{\n  call void @llvm.trap()\n  unreachable\n}}\n' for name in traps)
                 self.engine.add_module(self._module(text))
                 self.defined.update(traps)
             objects = self.llvm.ObjectFileRef.from_data(code)

@@ -208,28 +208,42 @@ def timed(runs: list[Callable[[], object]], repeat: int, clock: Callable[[], flo
 STARTUP = (
     "import time, resource; t = time.perf_counter(); import numpy as np, xlashapes as xs; "
     "x = np.zeros(({rows}, 1024), np.float32); s = xs.parse_shape('f32[{rows},1024]{{0,1:T(8,128)}}'); "
-    "b = xs.to_physical(x, s); xs.from_physical(b, s); import sys; "
-    "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 'numba' in sys.modules)"
+    "c = time.perf_counter(); b = xs.to_physical(x, s); xs.from_physical(b, s); first = time.perf_counter() - c; "
+    "total = time.perf_counter() - t; c = time.perf_counter(); b = xs.to_physical(x, s); xs.from_physical(b, s); "
+    "again = time.perf_counter() - c; import sys; "
+    "print(total, first, again, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 'numba' in sys.modules, "
+    "'llvmlite' in sys.modules)"
 )
 
 
 def startup() -> None:
-    """Print new-process times: small work (stays on NumPy), and 64 MiB on NumPy, compiled cold and warm."""
-    def run(rows: int, env: dict[str, str]) -> tuple[float, float, str]:
+    """Print new-process times: small work (stays on NumPy), and 64 MiB on NumPy, compiled cold and warm (kept
+    machine code loaded without numba, and numba's own cache with ``XLASHAPES_NO_AOT=1``).
+
+    Each row: the process's wall time up to the end of its first conversion (import included), that conversion's
+    time, a second identical conversion's, and the first one's extra cost over the second.
+    """
+    def run(rows: int, env: dict[str, str]) -> tuple[float, float, float, float, str]:
         out = subprocess.run([sys.executable, "-c", STARTUP.format(rows=rows)], env={**os.environ, **env},
                              capture_output=True, text=True, check=True).stdout.split()
-        return float(out[0]), float(out[1]) / 1024, "numba loaded" if out[2] == "True" else "no numba"
+        loaded = "numba" if out[4] == "True" else "llvmlite, no numba" if out[5] == "True" else "neither"
+        return float(out[0]), float(out[1]), float(out[2]), float(out[3]) / 1024, loaded
 
+    on = {NO_NUMBA: "0", "XLASHAPES_NO_AOT": "0"}
     with tempfile.TemporaryDirectory() as cache:
+        kept = {**on, "XLASHAPES_CACHE_DIR": cache}
         rows = [("4 MiB, XLASHAPES_NO_NUMBA=1", 1024, {NO_NUMBA: "1"}),
-                ("4 MiB, numba allowed", 1024, {NO_NUMBA: "0", "XLASHAPES_CACHE_DIR": cache}),
+                ("4 MiB, compiled allowed", 1024, kept),
                 ("64 MiB, XLASHAPES_NO_NUMBA=1", 16384, {NO_NUMBA: "1"}),
-                ("64 MiB, compiled, empty cache (cold)", 16384, {NO_NUMBA: "0", "XLASHAPES_CACHE_DIR": cache}),
-                ("64 MiB, compiled, filled cache (warm)", 16384, {NO_NUMBA: "0", "XLASHAPES_CACHE_DIR": cache})]
+                ("64 MiB, compiled, empty cache (cold)", 16384, kept),
+                ("64 MiB, compiled, warm, kept machine code", 16384, kept),
+                ("64 MiB, compiled, warm, numba (NO_AOT=1)", 16384, {**kept, "XLASHAPES_NO_AOT": "1"})]
         print("new process: import + to_physical + from_physical of f32[N,1024]{0,1:T(8,128)} (wall clock)")
+        print(f"  {'':44} {'total':>7} {'1st conv':>9} {'2nd conv':>9} {'extra':>7}   {'peak RSS':>9}   loaded")
         for name, count, env in rows:
-            seconds, rss, loaded = run(count, env)
-            print(f"  {name:40} {seconds:6.2f} s   peak RSS {rss:7.1f} MiB   {loaded}")
+            total, first, again, rss, loaded = run(count, env)
+            print(f"  {name:44} {total:6.2f}s {first:8.3f}s {again:8.3f}s {first - again:6.3f}s   "
+                  f"{rss:5.0f} MiB   {loaded}")
 
 
 RSS = (

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+from functools import lru_cache
 
 CACHE_VARIABLE = "XLASHAPES_CACHE_DIR"
 """Environment variable naming the directory of the compiled kernels' cache (numba's ``cache=True`` files)."""
@@ -20,3 +22,36 @@ def cache_directory() -> str:
         return os.path.abspath(os.path.expanduser(chosen))
     base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(os.path.abspath(base), "xlashapes")
+
+
+KERNEL_SOURCES = ("_intrinsics.py", "_kernels.py", "_walk.py")
+"""The kernel source files digested into the cache's subdirectory name (as ``_intrinsics.SOURCE_FILES``)."""
+
+
+@lru_cache(maxsize=1)
+def kernels_digest() -> str:
+    """``kernels-`` and a digest of the kernels' source files: each version of the sources gets its own cache
+    subdirectory (numba's cache checks a function's own file only, not the files of what it inlines). Computed
+    without importing numba, so that the ahead-of-time loader finds the same directory.
+
+    >>> kernels_digest().startswith("kernels-") and len(kernels_digest()) == 24
+    True
+    """
+    digest = hashlib.sha256()
+    folder = os.path.dirname(os.path.abspath(__file__))
+    for name in KERNEL_SOURCES:
+        try:
+            with open(os.path.join(folder, name), "rb") as source:
+                digest.update(source.read())
+        except OSError:
+            digest.update(name.encode())
+    return "kernels-" + digest.hexdigest()[:16]
+
+
+def kernels_directory() -> str:
+    """The cache subdirectory of this version of the kernel sources (numba's files and the machine-code objects).
+
+    >>> os.path.basename(kernels_directory()) == kernels_digest()
+    True
+    """
+    return os.path.join(cache_directory(), kernels_digest())

@@ -16,6 +16,7 @@ import numpy as np
 
 from .._ints import checked_int
 from ..errors import ShapeError
+from . import _aot
 
 NUMBA_BYTES = 1 << 20
 """Arrays at least this large go through the compiled kernels (smaller ones never import numba)."""
@@ -46,7 +47,8 @@ def run_settings(limit: int, threads: Any, nbytes: int = 0) -> Run:
     count = checked_int(threads, "threads (xlashapes.physical.THREADS)")
     if count < 1:
         raise ShapeError(f"threads must be >= 1, got {count}")
-    first = NUMBA_BYTES if numba_loaded() or nbytes >= FIRST_NUMBA_BYTES else max(NUMBA_BYTES, FIRST_NUMBA_BYTES)
+    loaded = numba_loaded() or _aot.engine_loaded()
+    first = NUMBA_BYTES if loaded or nbytes >= FIRST_NUMBA_BYTES else max(NUMBA_BYTES, FIRST_NUMBA_BYTES)
     return Run(limit, count, first, STREAM_BYTES, THREAD_BYTES)
 
 
@@ -69,7 +71,9 @@ def compiled_enabled() -> bool:
 
 
 def kernels() -> Any:
-    """The compiled kernels module, or None when numba is missing or ``XLASHAPES_NO_NUMBA`` forces NumPy."""
+    """The compiled 2-d kernels (``tiled_to_physical``, ``pack`` ...: :class:`._aot.Entries` of ``_kernels``), or
+    None when numba is missing or ``XLASHAPES_NO_NUMBA`` forces NumPy. Their kept machine code is used where this
+    process can load it (no numba import), else numba's."""
     if not compiled_enabled():
         return None
     return import_kernels()
@@ -77,16 +81,13 @@ def kernels() -> Any:
 
 @lru_cache(maxsize=1)
 def import_kernels() -> Any:
-    """Import :mod:`xlashapes.physical._kernels` (and numba) once; None without numba."""
-    try:
-        from . import _kernels as module
-    except (ImportError, OSError):  # no numba, or one that cannot load here: the NumPy path
-        return None
-    return module
+    """The entry points of :mod:`xlashapes.physical._kernels`, made once; None without numba."""
+    return _aot.entries("_kernels")
 
 
 def walker() -> Any:
-    """The generic compiled kernel's module, or None (as :func:`kernels`)."""
+    """The generic compiled kernel's entry points (``strided_copy``, ``shifted_rows``, ``SHIFTED_ROWS``), or None
+    (as :func:`kernels`)."""
     if not compiled_enabled():
         return None
     return import_walker()
@@ -94,12 +95,8 @@ def walker() -> Any:
 
 @lru_cache(maxsize=1)
 def import_walker() -> Any:
-    """Import :mod:`xlashapes.physical._walk` (and numba) once; None without numba."""
-    try:
-        from . import _walk as module
-    except (ImportError, OSError):
-        return None
-    return module
+    """The entry points of :mod:`xlashapes.physical._walk`, made once; None without numba."""
+    return _aot.entries("_walk")
 
 
 def scratch(nbytes: int) -> np.ndarray[Any, Any]:

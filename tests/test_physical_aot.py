@@ -1,0 +1,225 @@
+"""Kept machine code of the compiled kernels: written on first use, loaded by new processes without numba."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import xlashapes
+from xlashapes.physical import _aot, _cache, _entries
+
+pytest.importorskip("numba")
+pytest.importorskip("llvmlite")
+
+# One new process: every entry point and element width, both directions, 1 and 2 threads, outputs 16 bytes past a
+# cache line (so that legacy-padded rows go through shifted_rows); prints digests of the bytes and which entries
+# ran from kept machine code.
+WORKER = r"""
+import hashlib, json, sys
+import numpy as np
+import xlashapes as xs
+from xlashapes.physical import _dispatch as d
+d.NUMBA_BYTES = d.FIRST_NUMBA_BYTES = d.STREAM_BYTES = d.THREAD_BYTES = 0
+CASES = ["bf16[64,256]{1,0:T(8,128)(2,1)}", "s8[64,256]{1,0:T(8,128)(4,1)}", "s4[64,256]{1,0:T(8,128)(2,1)E(4)}",
+         "u4[64,256]{1,0:E(4)}", "u8[256,256]{0,1}", "u8[16,32,64]{1,2,0}", "bf16[64,256]{0,1}", "f32[64,256]{0,1}",
+         "f64[64,64]{0,1}", "s16[72,1030]{0,1:P(75,1040)}", "f32[72,1030]{0,1:P(75,1040)}",
+         "f64[72,1030]{0,1:P(75,1040)}"]
+def shape_of(text):
+    if ":P(" not in text:
+        return xs.parse_shape(text)
+    head, pad = text.split(":P(")
+    dims = [int(v) for v in head[head.index("[") + 1 : head.index("]")].split(",")]
+    padded = [int(v) for v in pad.rstrip(")}").split(",")]
+    return xs.make_shape(head[: head.index("[")], dims, layout=xs.Layout((0, 1), padded_dimensions=padded))
+def placed(n):
+    room = np.empty(n + 128, np.uint8)
+    start = -room.ctypes.data % 64 + 16
+    return room[start : start + n]
+digests = {}
+for text in CASES:
+    s = shape_of(text)
+    dtype = np.dtype(s.element_type.numpy_dtype)
+    n = int(np.prod(s.dimensions))
+    x = np.random.default_rng(len(text)).integers(0, 256, n * dtype.itemsize, np.uint8).view(dtype)
+    x = x.reshape(s.dimensions)
+    if s.element_type.bits < 8:
+        x = xs.from_physical(xs.to_physical(x, s), s)  # canonical sub-byte values
+    digest = hashlib.sha256()
+    for threads in (1, 2):
+        b = xs.to_physical(x, s, out=placed(s.byte_size()), threads=threads)
+        y = xs.from_physical(b, s, out=placed(x.nbytes).view(dtype).reshape(x.shape), threads=threads)
+        digest.update(b.tobytes())
+        digest.update(y.tobytes())
+    digests[text] = digest.hexdigest()
+native = {}
+for entries in (d.walker(), d.kernels()):
+    for name, entry in (vars(entries).items() if entries is not None else ()):
+        if hasattr(entry, "natives"):
+            native[name] = sorted(key for key, loaded in entry.natives.items() if loaded is not None)
+print(json.dumps({"digests": digests, "native": native, "numba": "numba" in sys.modules,
+                  "llvmlite": "llvmlite" in sys.modules}))
+"""
+# (entry, the witness's key) every entry and width the worker must run from kept code
+EXPECTED = {("strided_copy", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
+    ("shifted_rows", w) for w in ("<u2", "<u4", "<u8")} | {
+    (name, w) for name in ("tiled_to_physical", "tiled_from_physical") for w in ("|u1", "<u2")} | {
+    ("permute_blocks", "|u1"), ("pack", "i"), ("unpack", "i")}
+
+
+def run_worker(cache: Path, numba: bool = True) -> dict[str, Any]:
+    """The worker's report, in a new process with kernel cache ``cache`` (``numba=False``: the NumPy path)."""
+    source = os.path.dirname(os.path.dirname(os.path.abspath(xlashapes.__file__)))
+    env = {**os.environ, "XLASHAPES_CACHE_DIR": str(cache), "XLASHAPES_NO_NUMBA": "0" if numba else "1",
+           "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", WORKER], env=env, capture_output=True, text=True, timeout=300,
+                            check=True)
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def witnesses(report: dict[str, Any]) -> set[tuple[str, str]]:
+    """(entry, witness key) of what ran from kept machine code (the witness: the pad argument, else the first)."""
+    where = {"strided_copy": 2, "shifted_rows": 2, "tiled_to_physical": 3, "tiled_from_physical": 3,
+             "permute_blocks": 3, "pack": 0, "unpack": 0}
+    return {(name, key.split(",")[where[name]]) for name, keys in report["native"].items() for key in keys}
+
+
+def copy_numba_files(source: Path, target: Path) -> None:
+    """numba's cache files under ``source`` that ``target`` lacks or holds in another version, copied there whole
+    (a temporary file, then a rename); never the kept objects."""
+    if not source.is_dir():
+        return
+    for path in source.rglob("*"):
+        relative = path.relative_to(source)
+        if not path.is_file() or path.suffix not in (".nbi", ".nbc") or relative.parts[0].startswith("aot-"):
+            continue
+        copy = target / relative
+        if copy.exists() and copy.read_bytes() == path.read_bytes():
+            continue
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy.with_name(copy.name + ".tmp"))
+        os.replace(copy.with_name(copy.name + ".tmp"), copy)
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A fresh kernel cache (numba's files copied from this suite's, no kept objects) after a first process ran the
+    worker on numba; the suite's cache gets what that process compiled."""
+    cache = tmp_path_factory.mktemp("aot")
+    suite = Path(_cache.kernels_directory())
+    copy_numba_files(suite, cache / _cache.kernels_digest())
+    first = run_worker(cache)
+    try:
+        copy_numba_files(cache / _cache.kernels_digest(), suite)
+    except OSError:  # the suite's cache is not writable: the later tests compile for themselves
+        pass
+    return cache, first
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The worker's report on the NumPy path (``XLASHAPES_NO_NUMBA=1``)."""
+    return run_worker(tmp_path_factory.mktemp("numpy"), numba=False)
+
+
+def objects(cache: Path) -> list[Path]:
+    """The kept object files under ``cache``."""
+    return sorted(cache.glob("kernels-*/aot-*/*.o"))
+
+
+def test_first_use_keeps_the_machine_code_and_a_new_process_runs_it_without_numba(
+        kept: tuple[Path, dict[str, Any]], reference: dict[str, Any]) -> None:
+    cache, first = kept
+    assert first["numba"] and not any(first["native"].values())
+    names = {path.name.split(".")[1] for path in objects(cache)}
+    assert names == {name for names in _entries.ENTRIES.values() for name in names}
+    second = run_worker(cache)
+    assert not second["numba"]  # every call ran from the kept machine code
+    assert witnesses(second) >= EXPECTED
+    assert second["digests"] == first["digests"] == reference["digests"]
+
+
+def test_no_numba_variable_loads_neither_numba_nor_llvmlite(reference: dict[str, Any]) -> None:
+    assert not reference["numba"] and not reference["llvmlite"] and not reference["native"]
+
+
+def _rewritten(path: Path, change: str) -> None:
+    """A kept file damaged one way: truncated, one code byte flipped, or a header naming another key or host."""
+    data = path.read_bytes()
+    end = data.index(b"\n", len(_aot.MAGIC))
+    header, code = json.loads(data[len(_aot.MAGIC) : end]), data[end + 1 :]
+    if change == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+        return
+    if change == "flipped":
+        code = code[:100] + bytes([code[100] ^ 1]) + code[101:]
+    elif change == "key":
+        header["key"] += ",i"
+    elif change == "host":
+        header["host"] = {**header["host"], "cpu": "another"}
+    elif change == "not an object":  # a whole file whose code is not an object (its digest matches)
+        code = b"\x7fELF\x02\x01" + bytes(64)
+        header["size"], header["sha256"] = len(code), hashlib.sha256(code).hexdigest()
+    path.write_bytes(_aot.MAGIC + json.dumps(header).encode() + b"\n" + code)
+
+
+def test_damaged_objects_fall_back_to_numba_and_are_rewritten(kept: tuple[Path, dict[str, Any]],
+                                                              tmp_path: Path) -> None:
+    cache, first = kept
+    copy = tmp_path / "cache"
+    shutil.copytree(cache, copy)
+    damage = {"tiled_to_physical": "truncated", "strided_copy": "flipped", "pack": "key", "unpack": "host",
+              "permute_blocks": "not an object"}
+    damaged = [path for path in objects(copy) if path.name.split(".")[1] in damage]
+    for path in damaged:
+        _rewritten(path, damage[path.name.split(".")[1]])
+    report = run_worker(copy)
+    assert report["digests"] == first["digests"]  # no crash, the same bytes
+    assert report["numba"]
+    assert not {name for name, _ in witnesses(report)} & set(damage)
+    assert {name for name, _ in witnesses(report)} >= {"shifted_rows", "tiled_from_physical"}
+    again = run_worker(copy)  # the fallback wrote them whole again
+    assert not again["numba"] and witnesses(again) >= EXPECTED
+    assert again["digests"] == first["digests"]
+
+
+def test_an_object_needing_an_unknown_symbol_is_not_loaded(kept: tuple[Path, dict[str, Any]]) -> None:
+    cache, _ = kept
+    path = next(path for path in objects(cache) if ".pack." in path.name)
+    data = path.read_bytes()
+    code = data[data.index(b"\n", len(_aot.MAGIC)) + 1 :]
+    needed = _aot.undefined_symbols(code)
+    assert needed is not None and "memcpy" in needed and all("\0" not in name for name in needed)
+    renamed = code.replace(b"\0memcpy\0", b"\0memcpz\0")
+    assert _aot.undefined_symbols(renamed) == [name.replace("memcpy", "memcpz") for name in needed]
+    symbol = json.loads(data[len(_aot.MAGIC) : data.index(b"\n", len(_aot.MAGIC))])["symbol"]
+    assert _aot._engine().add(renamed, symbol) is None  # refused before MCJIT could abort on it
+    assert _aot.undefined_symbols(code[:40]) is None
+
+
+def test_signature_keys_name_the_overloads_numba_compiles() -> None:
+    import numpy as np
+
+    args = (1, 2, np.uint16(0), np.zeros(3, np.int64), (4, 5))
+    assert _entries.signature_key(args) == "i,i,<u2,A1<i8Cwa,(i,i)"
+    assert _entries.flattened(args)[:3] == [1, 2, 0]
+    assert len(_entries.flattened(args)) == 3 + 7 + 2  # an array is 7 words in 1-d, a pair 2
+    assert _entries.signature_key((np.zeros((2, 2), np.int64)[:, 0],)) == "A1<i8Awa"
+    assert _entries.signature_key(("text",)) == ""
+
+
+def test_the_kept_objects_share_the_numba_cache_directory() -> None:
+    from xlashapes.physical import _intrinsics
+
+    assert _cache.kernels_digest() == _intrinsics._SOURCES
+    assert _cache.KERNEL_SOURCES == _intrinsics.SOURCE_FILES
+    folder = _aot.aot_directory()
+    assert folder is not None and folder.startswith(_cache.kernels_directory() + os.sep)

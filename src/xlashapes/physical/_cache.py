@@ -25,7 +25,7 @@ def cache_directory() -> str:
 
 
 KERNEL_SOURCES = ("_intrinsics.py", "_kernels.py", "_walk.py")
-"""The kernel source files digested into the cache's subdirectory name (as ``_intrinsics.SOURCE_FILES``)."""
+"""The kernel source files digested into the cache's subdirectory name (numba's files and the kept objects)."""
 
 
 @lru_cache(maxsize=1)

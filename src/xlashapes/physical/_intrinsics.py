@@ -3,7 +3,6 @@ streaming stores, register transposes and row (de)interleaves), typed by an elem
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -15,7 +14,7 @@ from numba.core import cgutils as _cgutils
 from numba.core import config as _config
 from numba.extending import intrinsic
 
-from ._cache import cache_directory
+from ._cache import cache_directory, kernels_digest
 
 F = TypeVar("F", bound=Callable[..., Any])
 cgutils: Any = _cgutils
@@ -28,7 +27,6 @@ UNIT = 4096  # bytes a kernel writes at a time, so that reading and writing over
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
 _LINE_VECTOR = ir.VectorType(_I64, LINE // 8)
-SOURCE_FILES = ("_intrinsics.py", "_kernels.py", "_walk.py")  # digested for the cache
 
 
 def _cached(decorate: Callable[[F], Any], function: F) -> F:
@@ -45,21 +43,7 @@ def _cached(decorate: Callable[[F], Any], function: F) -> F:
         config.CACHE_DIR = saved
 
 
-def _sources_digest() -> str:
-    """A digest of the kernels' source files: numba's cache checks a function's own file only, not the files of
-    the functions it inlines, so each version of the sources gets its own cache directory."""
-    digest = hashlib.sha256()
-    folder = os.path.dirname(os.path.abspath(__file__))
-    for name in SOURCE_FILES:
-        try:
-            with open(os.path.join(folder, name), "rb") as source:
-                digest.update(source.read())
-        except OSError:
-            digest.update(name.encode())
-    return "kernels-" + digest.hexdigest()[:16]
-
-
-_SOURCES = _sources_digest()
+_SOURCES = kernels_digest()  # numba checks a function's own file only: each version of the sources its own folder
 
 
 def _writable(folder: str) -> str | None:

@@ -100,11 +100,11 @@ def shifted_rows(
                     out = dst + (u0 - line + r) * du * width
                     shift = ((-out) % LINE) // width  # elements before the row's first line boundary
                     if shift == 0:
-                        _copy(out + t * LINE, row + LINE, LINE)
+                        _stream(out + t * LINE, row + LINE)
                     elif t == 0:
                         _copy(out, row + LINE, shift * width)  # the partial first line
                     else:
-                        _copy(out + ((t - 1) * line + shift) * width, row + shift * width, LINE)
+                        _stream(out + ((t - 1) * line + shift) * width, row + shift * width)
                     _copy(row, row + LINE, LINE)  # the new half becomes the old one
         for u in range(u_first, u_last):
             out = dst + u * du * width

@@ -25,7 +25,8 @@ The modules: ``_geometry`` (checked inputs, outputs and the facts about a shape)
 ``_convert`` (the two directions and relayout), ``_chunks`` / ``_slabbed`` (work one slab of the most major dim
 at a time), ``files`` (``.npy`` files through a layout, larger than memory), ``_dispatch`` (when compiled code
 runs: thresholds, threads, the kernel cache), ``_compiled`` (the 2-d kernels' calls), ``_intrinsics`` (the numba
-building blocks), ``_kernels`` / ``_walk`` (the numba kernels) and ``_reference``.
+building blocks), ``_kernels`` / ``_walk`` (the numba kernels), ``_entries`` / ``_aot`` (their machine code kept
+on disk and loaded without numba) and ``_reference``.
 
 **Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
 environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba
@@ -40,10 +41,14 @@ destination lines (rows off the line grid are shifted onto it; rows at different
 go through ``shifted_rows``); the 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P > 1``: the TPU's 8- and 16-bit
 formats, pred made 0/1 and plain E(n) fields packed tile by tile on the way) and the blocked 2-d byte transpose are
 faster special cases; ``pack`` / ``unpack`` do E(1)/E(2)/E(4). Arrays these functions allocate start on a
-64-byte line (as XLA's buffers do), so that whole lines can be streamed into them. Each compiles once per
-element width on first use and is cached with numba's ``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else
-``$XDG_CACHE_HOME/xlashapes``, else ``~/.cache/xlashapes``. ``XLASHAPES_NO_NUMBA=1`` forces the NumPy path, which
-stays the reference: every compiled path gives its bytes exactly (the tests compare them).
+64-byte line (as XLA's buffers do), so that whole lines can be streamed into them. Transposing walks prefetch the
+next block's source lines while they move the current one; 2- and 4-byte squares of whole lines are transposed by
+in-lane unpacks and block shuffles. Each kernel compiles once per element width on first use and is cached with
+numba's ``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else ``$XDG_CACHE_HOME/xlashapes``, else
+``~/.cache/xlashapes``; its machine code is also kept there (keyed by the host CPU and the numba version), and a
+new process runs that through llvmlite alone, without importing numba (``_aot``; ``XLASHAPES_NO_AOT=1`` turns
+it off). ``XLASHAPES_NO_NUMBA=1`` forces the NumPy path, which stays the reference: every compiled path gives its
+bytes exactly (the tests compare them).
 
 **Large arrays.** ``out=`` takes preallocated arrays and memory maps; packed layouts, irregular ones and memory
 maps are converted one chunk of slabs at a time (bounded temporaries; pages handed back after each chunk), and

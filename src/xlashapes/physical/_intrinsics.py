@@ -249,28 +249,40 @@ def _store(builder: Any, value: Any, pointer: Any, nontemporal: bool) -> None:
     store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
 
 
-def _transposer(side: int, nontemporal: bool = False) -> Any:
+def _stores(builder: Any, pairs: list[tuple[Any, Any]], stream: Any) -> None:
+    """Store each (value, pointer): streamed when the run-time flag ``stream`` (an integer) is nonzero, else
+    plainly. The values are computed once; only the stores are in two versions (one variant to compile)."""
+    flag = builder.icmp_unsigned("!=", stream, ir.Constant(stream.type, 0))
+    with builder.if_else(flag) as (streamed, plain):
+        with streamed:
+            for value, pointer in pairs:
+                _store(builder, value, pointer, True)
+        with plain:
+            for value, pointer in pairs:
+                _store(builder, value, pointer, False)
+
+
+def _transposer(side: int) -> Any:
     """An intrinsic: element (j, i) of a square block at ``dst`` = element (i, j) at ``src``, in registers.
 
-    The block is ``side`` elements square (0: ``_side_of`` the element width). Row steps are in elements. Each
-    stage swaps the off-diagonal sub-blocks of one power-of-two size (one bit of the row index with the same bit of
-    the column index) with shufflevector.
+    The block is ``side`` elements square (0: ``_side_of`` the element width). Row steps are in elements; the
+    ``stream`` argument (nonzero: each destination row is a whole line on a line boundary) streams the rows out.
+    The stages are :func:`_squares`.
     """
 
     @_intrinsic
-    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, witness: Any) -> Any:
+    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any, witness: Any) -> Any:
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-            element, width = _element(context, signature.args[4])
+            element, width = _element(context, signature.args[5])
             n = side or _side_of(width)
             vector = ir.VectorType(element, n)
             rows = _squares(builder, [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector),
                                                    align=1) for i in range(n)])
-            for j in range(n):
-                target = _at(builder, _offset(builder, args[0], args[1], j, width), vector)
-                _store(builder, rows[j], target, nontemporal)
+            targets = [_at(builder, _offset(builder, args[0], args[1], j, width), vector) for j in range(n)]
+            _stores(builder, list(zip(rows, targets)), args[4])
             return context.get_dummy_value()
 
-        return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
+        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
     return transpose
 
@@ -376,62 +388,63 @@ _transpose = _transposer(0)
 _transpose_short_nt = _short_transposer(8)  # 8 destination rows of one line: streamed when a side is short
 _transpose8 = _transposer(8)
 _transpose16 = _transposer(16)
-_transpose_nt = _transposer(0, True)  # streaming: only where a row of the square is one line (4- and 8-byte words)
 
 
-def _interleaver(p: int, nontemporal: bool = False) -> Any:
+def _interleaver(p: int) -> Any:
     """An intrinsic: element ``c*p + k`` at ``dst`` = element ``c`` of row ``k``, for one line's worth of ``c``."""
-    # The rows are ``step`` elements apart; ``p`` lines are written.
+    # The rows are ``step`` elements apart; ``p`` lines are written (streamed when ``stream``: ``dst`` on a line).
 
     @_intrinsic
-    def interleave(typingctx: Any, dst: Any, src: Any, step: Any, witness: Any) -> Any:
+    def interleave(typingctx: Any, dst: Any, src: Any, step: Any, stream: Any, witness: Any) -> Any:
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-            element, width = _element(context, signature.args[3])
+            element, width = _element(context, signature.args[4])
             n = _lanes_of(width)
             vector = ir.VectorType(element, n)
             rows = [builder.load(_at(builder, _offset(builder, args[1], args[2], k, width), vector), align=1)
                     for k in range(p)]
             joined = _concatenated(builder, rows)
+            pairs = []
             for q in range(p):
                 order = [((q * n + t) % p) * n + (q * n + t) // p for t in range(n)]
                 line = builder.shuffle_vector(joined, ir.Constant(joined.type, None), _mask(order))
                 target = builder.add(args[0], ir.Constant(_I64, q * LINE))
-                _store(builder, line, _at(builder, target, vector), nontemporal)
+                pairs.append((line, _at(builder, target, vector)))
+            _stores(builder, pairs, args[3])
             return context.get_dummy_value()
 
-        return types.void(types.intp, types.intp, types.intp, witness), codegen
+        return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
 
     return interleave
 
 
-def _deinterleaver(p: int, nontemporal: bool = False) -> Any:
-    """An intrinsic, the inverse of ``_interleaver(p)``: row ``k`` (``step`` elements apart) gets elements ``c*p+k``."""
+def _deinterleaver(p: int) -> Any:
+    """An intrinsic, the inverse of ``_interleaver(p)``: row ``k`` (``step`` elements apart) gets elements ``c*p+k``
+    (streamed when ``stream``: every row then starts on a line)."""
 
     @_intrinsic
-    def deinterleave(typingctx: Any, dst: Any, step: Any, src: Any, witness: Any) -> Any:
+    def deinterleave(typingctx: Any, dst: Any, step: Any, src: Any, stream: Any, witness: Any) -> Any:
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-            element, width = _element(context, signature.args[3])
+            element, width = _element(context, signature.args[4])
             n = _lanes_of(width)
             vector = ir.VectorType(element, n)
             lines = [builder.load(_at(builder, builder.add(args[2], ir.Constant(_I64, q * LINE)), vector), align=1)
                      for q in range(p)]
             joined = _concatenated(builder, lines)
+            pairs = []
             for k in range(p):
                 order = _mask([t * p + k for t in range(n)])
                 row = builder.shuffle_vector(joined, ir.Constant(joined.type, None), order)
-                _store(builder, row, _at(builder, _offset(builder, args[0], args[1], k, width), vector), nontemporal)
+                pairs.append((row, _at(builder, _offset(builder, args[0], args[1], k, width), vector)))
+            _stores(builder, pairs, args[3])
             return context.get_dummy_value()
 
-        return types.void(types.intp, types.intp, types.intp, witness), codegen
+        return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
 
     return deinterleave
 
 
 _interleave2, _interleave4 = _interleaver(2), _interleaver(4)
 _deinterleave2, _deinterleave4 = _deinterleaver(2), _deinterleaver(4)
-# streaming variants: every store a whole line at a line-aligned address (the caller checks)
-_interleave2_nt, _interleave4_nt = _interleaver(2, True), _interleaver(4, True)
-_deinterleave2_nt, _deinterleave4_nt = _deinterleaver(2, True), _deinterleaver(4, True)
 
 
 @_intrinsic

@@ -136,9 +136,9 @@ def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c
                 s = src + g * p * step * width
                 for c in range(0, c_size, lanes):
                     if p == 2:
-                        _interleave2(d + c * 2 * width, s + c * width, step, pad)
+                        _interleave2(d + c * 2 * width, s + c * width, step, _0, pad)
                     else:
-                        _interleave4(d + c * 4 * width, s + c * width, step, pad)
+                        _interleave4(d + c * 4 * width, s + c * width, step, _0, pad)
             return
     for g in range(r_size // p):
         for c in range(c_size):
@@ -291,9 +291,9 @@ def _tiled_from(
                 elif n == c_size and c_size % lanes == 0 and (p == 2 or p == 4):
                     for c in range(0, c_size, lanes):
                         if p == 2:
-                            _deinterleave2(d + c * width, row_step, s + c * 2 * width, pad)
+                            _deinterleave2(d + c * width, row_step, s + c * 2 * width, _0, pad)
                         else:
-                            _deinterleave4(d + c * width, row_step, s + c * 4 * width, pad)
+                            _deinterleave4(d + c * width, row_step, s + c * 4 * width, _0, pad)
                 else:
                     for c in range(n):
                         for k in range(p):
@@ -394,7 +394,8 @@ def permute_blocks(src: int, out: int, scratch: int, pad: Any, shape: Any, strid
                 s = src + (src_offset + a0 * a_step + b0) * width
                 for i in range(0, full_a, side):
                     for j in range(0, full_b, side):
-                        _transpose(scratch + (j * lead + i) * width, lead, s + (i * a_step + j) * width, a_step, pad)
+                        d = scratch + (j * lead + i) * width
+                        _transpose(d, lead, s + (i * a_step + j) * width, a_step, _0, pad)
                 for i in range(na):
                     for j in range(full_b if i < full_a else 0, nb):
                         _put(scratch, j * lead + i, _get(s, i * a_step + j, pad))

@@ -20,15 +20,11 @@ from ._intrinsics import (
     LINE,
     _copy,
     _deinterleave2,
-    _deinterleave2_nt,
     _deinterleave4,
-    _deinterleave4_nt,
     _fence,
     _get,
     _interleave2,
-    _interleave2_nt,
     _interleave4,
-    _interleave4_nt,
     _jit,
     _lanes,
     _prefetch_rows,
@@ -38,7 +34,6 @@ from ._intrinsics import (
     _transpose,
     _transpose8,
     _transpose16,
-    _transpose_nt,
     _transpose_short_nt,
     _width,
 )
@@ -91,7 +86,7 @@ def shifted_rows(
             for u0 in range(u_first, u_last + line, line):  # each block's rows go out one block later
                 if u0 < u_last:
                     _prefetch_rows(s + line * si * width + u0 * width, si * width, LINE, line)  # next square
-                    _transpose(scratch + (u0 - u_first) * 2 * LINE + LINE, 2 * line, s + u0 * width, si, pad)
+                    _transpose(scratch + (u0 - u_first) * 2 * LINE + LINE, 2 * line, s + u0 * width, si, _0, pad)
                 if u0 == u_first:
                     continue
                 rows = scratch + (u0 - line - u_first) * 2 * LINE
@@ -152,14 +147,9 @@ def _block(
         for u in range(0, full, lanes):
             d = dst + u * small * width
             if small == 2:
-                if aligned:
-                    _interleave2_nt(d, src + u * width, si, pad)
-                else:
-                    _interleave2(d, src + u * width, si, pad)
-            elif aligned:
-                _interleave4_nt(d, src + u * width, si, pad)
+                _interleave2(d, src + u * width, si, aligned, pad)
             else:
-                _interleave4(d, src + u * width, si, pad)
+                _interleave4(d, src + u * width, si, aligned, pad)
         _scalar(dst, src, pad, big, small, du, di, si, full, small)
         return
     if si == big and (big == 2 or big == 4):  # rows de-interleaved: the same on the way in
@@ -167,14 +157,9 @@ def _block(
         for i in range(0, full, lanes):
             d, s = dst + i * width, src + i * big * width
             if big == 2:
-                if rows_aligned:
-                    _deinterleave2_nt(d, du, s, pad)
-                else:
-                    _deinterleave2(d, du, s, pad)
-            elif rows_aligned:
-                _deinterleave4_nt(d, du, s, pad)
+                _deinterleave2(d, du, s, rows_aligned, pad)
             else:
-                _deinterleave4(d, du, s, pad)
+                _deinterleave4(d, du, s, rows_aligned, pad)
         _scalar(dst, src, pad, big, small, du, di, si, big, full)
         return
     if rows_aligned and 8 <= big < lanes <= small and lanes > 8:  # short source rows: 8 x line blocks, streamed
@@ -199,14 +184,12 @@ def _block(
             d, s = dst + (u * du + i) * width, src + (u + i * si) * width
             if ahead:  # the same square of the next block: its source lines on the way while this one moves
                 _prefetch_rows(ahead + (u + i * si) * width, si * width, side * width, side)
-            if streamed:
-                _transpose_nt(d, du, s, si, pad)
-            elif side == 8:
-                _transpose8(d, du, s, si, pad)
+            if side == 8:
+                _transpose8(d, du, s, si, streamed, pad)
             elif side == 16:
-                _transpose16(d, du, s, si, pad)
+                _transpose16(d, du, s, si, streamed, pad)
             else:
-                _transpose(d, du, s, si, pad)
+                _transpose(d, du, s, si, streamed, pad)
     _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
 
 
@@ -242,7 +225,7 @@ def _wide_block(
             for f in range(f0, f1):
                 d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
                 for i in range(0, full_i, 8):
-                    _transpose8(d + i * width, du, s + i * si * width, si, pad)
+                    _transpose8(d + i * width, du, s + i * si * width, si, _0, pad)
         if full_u < big or full_i < small:
             for f in range(f0, f1):
                 _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, full_u,

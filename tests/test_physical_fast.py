@@ -44,6 +44,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     walk = dispatch.walker()
     monkeypatch.setattr(walk, "strided_copy", _counted(walk.strided_copy, "strided_copy", counter))
     monkeypatch.setattr(dispatch, "NUMBA_BYTES", 0)
+    monkeypatch.setattr(dispatch, "FIRST_NUMBA_BYTES", 0)  # (kept machine code: numba itself may never load here)
     monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
     yield counter
 

@@ -130,6 +130,7 @@ def compiled_everywhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str
 
     monkeypatch.setattr(walk, "strided_copy", counted)
     monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 0)
+    monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)  # (kept machine code: numba itself may never load here)
     monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
     yield counter
 
@@ -188,13 +189,16 @@ def test_transposes_of_every_width_through_the_generic_kernel(compiled_everywher
 def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
                                                    stream: bool) -> None:
     # 32x32 squares of 2-byte words streamed (line-aligned rows) or 16x16 (unaligned), 8 x line blocks streamed
-    # for short source rows (f32/bf16/u8 with 8..lanes-1 rows), blocks that continue short destination rows, and
+    # for short source rows (f32/bf16/u8 with 8..lanes-1 rows), blocks that continue short destination rows (in
+    # pairs when rows are half a line), and
     # legacy padding (rows off line boundaries), with edges in both dims
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0 if stream else 1 << 40)
     monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
     cases = ["bf16[64,96]{0,1}", "bf16[96,64]{0,1}", "s16[67,100]{0,1}", "bf16[40,33]{0,1}", "f16[20,64]{0,1}",
              "f32[3,8,8,16,8,16]{1,3,5,0,2,4}", "f32[2,12,16,40]{2,3,1,0}", "f32[9,37,16]{1,2,0}",
-             "u8[5,12,64]{1,2,0}", "bf16[3,10,64]{1,2,0}", "f32[300,257]{0,1}"]
+             "u8[5,12,64]{1,2,0}", "bf16[3,10,64]{1,2,0}", "f32[300,257]{0,1}",
+             # destination rows of half a line, blocks side by side: pairs of blocks make whole lines (odd counts too)
+             "bf16[3,8,8,16,16,16]{1,3,5,0,2,4}", "u8[2,8,8,16,32,16]{1,3,5,0,2,4}", "f32[3,8,7,16,8,16]{1,3,5,0,2,4}"]
     shapes = [xs.parse_shape(text) for text in cases]
     shapes.append(xs.make_shape("s16", [40, 301], layout=xs.Layout((0, 1), padded_dimensions=(43, 320))))
     for shape in shapes:

@@ -362,16 +362,18 @@ def _lane_squares(builder: Any, rows: list[Any]) -> list[Any]:
 
 def _short_transposer(short: int) -> Any:
     """An intrinsic: a block of ``short`` destination rows of one line each (``LINE / width`` elements), from as
-    many source rows of ``short`` elements; each line streamed out (``dst`` rows line-aligned)."""
+    many source rows of ``short`` elements; each line streamed out (``dst`` rows line-aligned). The first half of
+    the source rows starts at ``src``, the second at ``src2`` (``src + half * s_step`` for one strided block)."""
 
     @_intrinsic
-    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, witness: Any) -> Any:
+    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, src2: Any, s_step: Any, witness: Any) -> Any:
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-            element, width = _element(context, signature.args[4])
+            element, width = _element(context, signature.args[5])
             long = LINE // width
+            half = long // 2
             vector = ir.VectorType(element, short)
-            rows = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
-                    for i in range(long)]
+            rows = [builder.load(_at(builder, _offset(builder, args[2] if i < half else args[3], args[4], i % half,
+                                                      width), vector), align=1) for i in range(long)]
             squares = [_squares(builder, rows[k : k + short]) for k in range(0, long, short)]
             for j in range(short):
                 line = _concatenated(builder, [square[j] for square in squares])
@@ -379,7 +381,7 @@ def _short_transposer(short: int) -> Any:
                 _store(builder, line, target, True)
             return context.get_dummy_value()
 
-        return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
+        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
     return transpose
 

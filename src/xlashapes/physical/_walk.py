@@ -166,7 +166,8 @@ def _block(
         full_u, full_i = big - big % 8, small - small % lanes
         for u in range(0, full_u, 8):
             for i in range(0, full_i, lanes):
-                _transpose_short_nt(dst + (u * du + i) * width, du, src + (u + i * si) * width, si, pad)
+                s = src + (u + i * si) * width
+                _transpose_short_nt(dst + (u * du + i) * width, du, s, s + lanes // 2 * si * width, si, pad)
         _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
         return
     side = _side(pad)
@@ -212,17 +213,24 @@ def _wide_block(
 ) -> None:
     """``count`` blocks side by side in the destination (block ``f`` at ``dst + f*small`` elements, ``src + f*fs``):
     short destination rows (tiled transposes read back) written a band of 8 rows at a time across many blocks, so
-    that each row gets one long run instead of ``count`` scattered pieces."""
+    that each row gets one long run instead of ``count`` scattered pieces; rows of half a line, two blocks at a
+    time, whole lines streamed."""
     width = _width(pad)
     if big < 8 or small < 8:
         for f in range(count):
             _block(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, stream, _0)
         return
     full_u, full_i = big - big % 8, small - small % 8
+    # rows of half a line, on lines: two blocks side by side make one line of each row, streamed out
+    pairs = stream and dst % LINE == 0 and (du * width) % LINE == 0 and 2 * small * width == LINE
     for f0 in range(0, count, WIDE):
         f1 = min(count, f0 + WIDE)
+        paired = f0 + (f1 - f0) // 2 * 2 if pairs else f0
         for u in range(0, full_u, 8):
-            for f in range(f0, f1):
+            for f in range(f0, paired, 2):
+                s = src + (f * fs + u) * width
+                _transpose_short_nt(dst + (u * du + f * small) * width, du, s, s + fs * width, si, pad)
+            for f in range(paired, f1):
                 d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
                 for i in range(0, full_i, 8):
                     _transpose8(d + i * width, du, s + i * si * width, si, _0, pad)

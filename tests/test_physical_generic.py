@@ -253,12 +253,15 @@ def test_line_shifted_and_swept_transposes(compiled_everywhere: Counter[str], mo
     ("bf16", (64, 1027), (64, 1030)),
 ])
 @pytest.mark.parametrize("offset", [16])
+@pytest.mark.parametrize("block", [64, _copy.SHIFTED_ROWS])
 def test_legacy_padding_rows_shifted_onto_lines(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
                                                 etype: str, dims: tuple[int, int], padded: tuple[int, int],
-                                                offset: int) -> None:
+                                                offset: int, block: int) -> None:
     # long rows a whole number of elements but not of lines apart (legacy padding): each row streamed from its own
-    # line boundary, its partial first and last lines and the left-over rows and columns stored plainly
+    # line boundary, its partial first and last lines and the left-over rows and columns stored plainly; the rows
+    # taken `block` at a time (64: several blocks here)
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_copy, "SHIFTED_ROWS", block)
     walk = _dispatch.walker()
     shifted = Counter[int]()
     monkeypatch.setattr(walk, "shifted_rows", _counting(walk.shifted_rows, shifted))

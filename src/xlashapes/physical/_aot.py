@@ -221,7 +221,7 @@ def save(module: str, name: str, key: str, dispatcher: Any, args: tuple[Any, ...
 
 
 def save_constants(module: str, values: dict[str, int]) -> bool:
-    """Write a kernel module's integer constants (``SHIFTED_ROWS`` ...) for namespaces that never import it."""
+    """Write a kernel module's integer constants (``WIDE`` ...) for namespaces that never import it."""
     folder = aot_directory()
     if folder is None:
         return False
@@ -518,7 +518,7 @@ class Entry:
 
 class Entries:
     """A kernel module's entry points (:class:`Entry`) under the module's names; its other attributes
-    (``SHIFTED_ROWS`` ...) from the kept constants, else from the numba module itself."""
+    (``WIDE`` ...) from the kept constants, else from the numba module itself."""
 
     def __init__(self, module: str) -> None:
         self._module = module

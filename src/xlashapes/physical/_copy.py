@@ -171,14 +171,18 @@ def _shifted_rows(
     line = LINE // pad.itemsize  # elements of one line: rows go to the threads a square at a time
 
     def part(bounds: tuple[int, int]) -> None:
-        room = np.empty(walk.SHIFTED_ROWS * 2 * LINE + LINE, np.uint8)
+        room = np.empty(SHIFTED_ROWS * 2 * LINE + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         last = big if bounds[1] * line >= big - big % line else bounds[1] * line
-        walk.shifted_rows(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch)
+        walk.shifted_rows(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, SHIFTED_ROWS)
 
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 
 
+SHIFTED_ROWS = 2048  # destination rows a shifted-rows transpose takes at a time, a multiple of 64 (2 lines each
+# in its scratch: 256 KiB, in L2); each pass reads as many words of each source row it visits (4 KiB of 2-byte
+# words: runs long enough for the hardware prefetcher; 256 rows (512 bytes) with software prefetching read half
+# as fast)
 SHIFT_BYTES = 1024  # shortest destination rows worth a line shift (the thin edges go the slow way)
 SWEEP_BYTES = 2048  # bytes of each source row a transposing copy reads before moving to the next rows (0: off)
 

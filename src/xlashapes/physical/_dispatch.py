@@ -86,7 +86,7 @@ def import_kernels() -> Any:
 
 
 def walker() -> Any:
-    """The generic compiled kernel's entry points (``strided_copy``, ``shifted_rows``, ``SHIFTED_ROWS``), or None
+    """The generic compiled kernel's entry points (``strided_copy``, ``shifted_rows``), or None
     (as :func:`kernels`)."""
     if not compiled_enabled():
         return None

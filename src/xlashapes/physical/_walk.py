@@ -57,35 +57,32 @@ def _scalar(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int
                 _put(dst, u * du + i * di, _get(src, u + i * si, pad))
 
 
-SHIFTED_ROWS = 256  # destination rows a shifted-rows transpose keeps lines of (2 lines each in its scratch)
-
-
 @_jit
 def shifted_rows(
-    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, first: int, last: int, scratch: int
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, first: int, last: int, scratch: int,
+    block: int,
 ) -> None:
     """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small``, for long destination
     rows that sit at different offsets in their lines (legacy padding), 2-, 4- or 8-byte words; the part ending at
-    ``big`` also does the rows after the last whole square. ``scratch``: ``SHIFTED_ROWS * 2`` lines, aligned.
+    ``big`` also does the rows after the last whole square. ``scratch``: ``block * 2`` lines, aligned.
 
     Squares of one line a side are transposed into a scratch that keeps the last two of each destination row;
-    each row's next whole line (at its own offset) is then streamed out of it. The rows are taken
-    ``SHIFTED_ROWS`` at a time, the squares across them one line's worth of source rows at a time (a few long
-    source streams), the next square down prefetched meanwhile; a block's rows go out once the next block's square
-    is stored (reading a line just stored at another offset would wait for the store). The rows' partial first
-    and last lines, and the rows and columns left over, are stored plainly.
+    each row's next whole line (at its own offset) is then streamed out of it. The rows are taken ``block`` at a
+    time (a multiple of a line's elements), the squares across them one line's worth of source rows at a time (a
+    few long source streams); a block's rows go out once the next block's square is stored (reading a line just
+    stored at another offset would wait for the store). The rows' partial first and last lines, and the rows and
+    columns left over, are stored plainly.
     """
     width = _width(pad)
     line = LINE // width
     full_u, squares = big - big % line, small // line
     end = min(last, full_u)
-    for u_first in range(first, end, SHIFTED_ROWS):
-        u_last = min(end, u_first + SHIFTED_ROWS)
+    for u_first in range(first, end, block):
+        u_last = min(end, u_first + block)
         for t in range(squares):
             s = src + t * line * si * width
             for u0 in range(u_first, u_last + line, line):  # each block's rows go out one block later
                 if u0 < u_last:
-                    _prefetch_rows(s + line * si * width + u0 * width, si * width, LINE, line)  # next square
                     _transpose(scratch + (u0 - u_first) * 2 * LINE + LINE, 2 * line, s + u0 * width, si, _0, pad)
                 if u0 == u_first:
                     continue

@@ -78,7 +78,7 @@ def run_worker(cache: Path, numba: bool = True) -> dict[str, Any]:
     """The worker's report, in a new process with kernel cache ``cache`` (``numba=False``: the NumPy path)."""
     source = os.path.dirname(os.path.dirname(os.path.abspath(xlashapes.__file__)))
     env = {**os.environ, "XLASHAPES_CACHE_DIR": str(cache), "XLASHAPES_NO_NUMBA": "0" if numba else "1",
-           "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+           "XLASHAPES_NO_AOT": "0", "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run([sys.executable, "-c", WORKER], env=env, capture_output=True, text=True, timeout=300,
                             check=True)
     report: dict[str, Any] = json.loads(result.stdout)

@@ -36,6 +36,7 @@ FAST = settings(max_examples=150, deadline=None, suppress_health_check=list(Heal
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """Kernel calls counted by name; the kernels used for arrays of any size."""
+    monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
     kernels = dispatch.kernels()
     assert kernels is not None, "numba is installed but the kernels did not load"
     counter: Counter[str] = Counter()
@@ -45,7 +46,6 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     monkeypatch.setattr(walk, "strided_copy", _counted(walk.strided_copy, "strided_copy", counter))
     monkeypatch.setattr(dispatch, "NUMBA_BYTES", 0)
     monkeypatch.setattr(dispatch, "FIRST_NUMBA_BYTES", 0)  # (kept machine code: numba itself may never load here)
-    monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
     yield counter
 
 

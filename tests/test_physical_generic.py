@@ -118,6 +118,7 @@ def _other_layout(shape: xs.Shape, draw: st.DrawFn) -> xs.Shape:
 @pytest.fixture
 def compiled_everywhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """Compiled kernels for arrays of any size; calls of the generic kernel counted."""
+    monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
     walk = _dispatch.walker()
     if walk is None:
         pytest.skip("numba is not installed")
@@ -131,7 +132,6 @@ def compiled_everywhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str
     monkeypatch.setattr(walk, "strided_copy", counted)
     monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 0)
     monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)  # (kept machine code: numba itself may never load here)
-    monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
     yield counter
 
 

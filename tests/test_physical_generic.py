@@ -424,7 +424,8 @@ def test_cache_directory_follows_the_environment(monkeypatch: pytest.MonkeyPatch
     assert _cache.cache_directory() == str(tmp_path / "xlashapes")
 
 
-def test_numba_kernels_are_cached_in_the_cache_directory() -> None:
+def test_numba_kernels_are_cached_in_the_cache_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
     walk, kernels = _dispatch.walker(), _dispatch.kernels()
     if walk is None or kernels is None:
         pytest.skip("numba is not installed")

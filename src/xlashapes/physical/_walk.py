@@ -6,8 +6,9 @@ strided views of the same factors. This kernel does that copy in destination ord
 block of two axes: the destination's most minor one and the one that is contiguous in the source. Depending on
 their sizes and strides the block is a plain run (``memcpy``), a 2- or 4-way (de)interleave of rows, or a
 transpose in registers of 16x16 (or 8x8) squares; with line-aligned destination rows, squares whose rows are one
-line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other side is shorter than a line), are
-streamed; anything else is moved element by element.
+line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other side is shorter than a line, or
+two blocks side by side whose rows are half a line each), are streamed; anything else is moved element by element.
+Each transposing block prefetches the source of the next one while it moves its own.
 """
 
 from __future__ import annotations

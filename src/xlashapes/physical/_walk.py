@@ -88,23 +88,21 @@ def shifted_rows(
                 if u0 == u_first:
                     continue
                 rows = scratch + (u0 - line - u_first) * 2 * LINE
-                for r in range(line):
+                out = dst + (u0 - line) * du * width
+                for r in range(line):  # each row's line t-1 (from its own line boundary): old half, then new
                     row = rows + r * 2 * LINE
-                    out = dst + (u0 - line + r) * du * width
-                    shift = ((-out) % LINE) // width  # elements before the row's first line boundary
-                    if shift == 0:
-                        _stream(out + t * LINE, row + LINE)
-                    elif t == 0:
-                        _copy(out, row + LINE, shift * width)  # the partial first line
+                    shift = (-out) & (LINE - 1)  # bytes before the row's first line boundary
+                    if t:
+                        _stream(out + shift + (t - 1) * LINE, row + shift)
                     else:
-                        _stream(out + ((t - 1) * line + shift) * width, row + shift * width)
+                        _copy(out, row + LINE, shift)  # the partial first line
                     _copy(row, row + LINE, LINE)  # the new half becomes the old one
-        for u in range(u_first, u_last):
+                    out += du * width
+        for u in range(u_first, u_last if squares else u_first):  # the last line (partial, or whole on a line)
             out = dst + u * du * width
-            shift = ((-out) % LINE) // width
-            if shift:  # the partial last line, from the old half
-                row = scratch + (u - u_first) * 2 * LINE
-                _copy(out + ((squares - 1) * line + shift) * width, row + shift * width, (line - shift) * width)
+            shift = (-out) & (LINE - 1)
+            row = scratch + (u - u_first) * 2 * LINE
+            _copy(out + shift + (squares - 1) * LINE, row + shift, LINE - shift)
     if end > first:  # the columns after the last whole square
         _scalar(dst + first * du * width, src + first * width, pad, end - first, small, du, _1, si, end - first,
                 squares * line)

@@ -223,3 +223,45 @@ def test_the_kept_objects_share_the_numba_cache_directory() -> None:
     assert set(_cache.KERNEL_SOURCES) == {"_intrinsics.py", "_kernels.py", "_walk.py"}
     folder = _aot.aot_directory()
     assert folder is not None and folder.startswith(_cache.kernels_directory() + os.sep)
+
+
+def test_a_numba_that_cannot_be_imported_leaves_the_conversion_to_the_numpy_path(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # kept machine code let the process start without numba; a kernel with none kept needs numba, found on the path
+    # but failing to import (e.g. beside a NumPy release it does not support): the call is done again on NumPy
+    import numpy as np
+
+    from xlashapes.physical import _dispatch, pack_file, unpack_file
+
+    def unimportable(module: str) -> Any:
+        raise ImportError("numba needs another NumPy")
+
+    shape, transposed = "f32[64,256]{0,1:T(8,128)}", "f32[64,256]{1,0}"
+    x = np.arange(64 * 256, dtype=np.float32).reshape(64, 256)
+    monkeypatch.setenv("XLASHAPES_NO_NUMBA", "1")
+    expected = xlashapes.to_physical(x, shape)
+    expected_relayout = xlashapes.relayout(expected, shape, transposed)
+    monkeypatch.delenv("XLASHAPES_NO_NUMBA")
+    monkeypatch.setattr(_aot, "load", lambda *args: None)  # nothing kept for these calls
+    monkeypatch.setattr(_aot, "numba_module", unimportable)
+    monkeypatch.setattr(_aot, "_FAILED", [])
+    for name in ("_walk", "_kernels"):
+        entries = _aot.Entries(name)
+        monkeypatch.setattr(_dispatch, "import_walker" if name == "_walk" else "import_kernels", lambda e=entries: e)
+    monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 0)
+    monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)
+    assert _dispatch.walker() is not None and not _aot.numba_failed()
+    np.save(tmp_path / "x.npy", x)
+    calls = [
+        lambda: np.array_equal(xlashapes.to_physical(x, shape), expected),
+        lambda: np.array_equal(xlashapes.from_physical(expected, shape), x),
+        lambda: np.array_equal(xlashapes.relayout(expected, shape, transposed), expected_relayout),
+        lambda: pack_file(tmp_path / "x.npy", shape, tmp_path / "x.bin") == expected.nbytes and np.array_equal(
+            np.fromfile(tmp_path / "x.bin", np.uint8), expected),
+        lambda: unpack_file(tmp_path / "x.bin", shape, tmp_path / "y.npy") == expected.nbytes and np.array_equal(
+            np.load(tmp_path / "y.npy"), x),
+    ]
+    for call in calls:
+        monkeypatch.setattr(_aot, "_FAILED", [])
+        assert call()
+        assert _aot.numba_failed() and _dispatch.walker() is None and _dispatch.kernels() is None

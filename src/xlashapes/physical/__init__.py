@@ -68,7 +68,7 @@ from ..errors import ShapeError
 from ..shape import Shape
 from . import _slabbed as slabbed
 from ._convert import _read_physical, _relayout_direct, _write_physical
-from ._dispatch import run_settings
+from ._dispatch import run_settings, with_fallback
 from ._geometry import (
     _check_size,
     _check_total,
@@ -134,8 +134,12 @@ def to_physical(
     pad = _padding_storage(geometry, padding_value)
     buffer = _output_bytes(out, geometry.nbytes, limit, x)
     run = run_settings(limit, THREADS if threads is None else threads, max(x.nbytes, geometry.nbytes))
-    if not (wants_slabs(geometry, x, buffer) and write_in_slabs(x, geometry, pad, buffer, run)):
-        _write_physical(x, geometry, pad, buffer, run)
+
+    def write() -> None:
+        if not (wants_slabs(geometry, x, buffer) and write_in_slabs(x, geometry, pad, buffer, run)):
+            _write_physical(x, geometry, pad, buffer, run)
+
+    with_fallback(write)
     return out if isinstance(out, np.ndarray) else buffer
 
 
@@ -169,8 +173,12 @@ def from_physical(
     result = _logical_output(out, geometry, limit, data)
     run = run_settings(limit, THREADS if threads is None else threads, max(result.nbytes, geometry.nbytes))
     storage = result.view(geometry.storage)
-    if not (wants_slabs(geometry, data, result) and read_in_slabs(data, geometry, storage, run)):
-        _read_physical(data, geometry, storage, run)
+
+    def read() -> None:
+        if not (wants_slabs(geometry, data, result) and read_in_slabs(data, geometry, storage, run)):
+            _read_physical(data, geometry, storage, run)
+
+    with_fallback(read)
     return result
 
 
@@ -216,15 +224,20 @@ def relayout(
     result = _output_bytes(out, dst.nbytes, limit, data)
     run = run_settings(limit, THREADS if threads is None else threads, max(src.nbytes, dst.nbytes))
     big = max(src.nbytes, dst.nbytes) > slabbed.CHUNK_BYTES
-    if big and (src.packed or dst.packed) and relayout_in_slabs(data, src, dst, pad, result, run):
-        pass
-    elif not _relayout_direct(data, src, dst, pad, result, run) and not (
-        big and relayout_in_slabs(data, src, dst, pad, result, run)
-    ):
+
+    def copy() -> None:
+        if big and (src.packed or dst.packed) and relayout_in_slabs(data, src, dst, pad, result, run):
+            return
+        if _relayout_direct(data, src, dst, pad, result, run) or (
+            big and relayout_in_slabs(data, src, dst, pad, result, run)
+        ):
+            return
         _check_size(math.prod(src.dims) * src.storage.itemsize, limit, f"the logical array of {src_shape}")
         logical = np.empty(src.dims, src.storage)
         _read_physical(data, src, logical, run)
         _write_physical(logical, dst, pad, result, run)
+
+    with_fallback(copy)
     return out if isinstance(out, np.ndarray) else result
 
 

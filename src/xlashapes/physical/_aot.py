@@ -465,6 +465,23 @@ def engine_loaded() -> bool:
     return bool(_ENGINE)
 
 
+class Unavailable(RuntimeError):
+    """A kernel without kept machine code needed numba, and numba could not be imported (the call is done again on
+    the NumPy path: :func:`xlashapes.physical._dispatch.with_fallback`)."""
+
+
+_FAILED: list[bool] = []  # set once numba failed to import: the compiled paths are off from then on
+
+
+def numba_failed() -> bool:
+    """True once a kernel needed numba in this process and numba could not be imported.
+
+    >>> isinstance(numba_failed(), bool)
+    True
+    """
+    return bool(_FAILED)
+
+
 @cache
 def numba_module(module: str) -> Any:
     """The numba kernel module ``xlashapes.physical.<module>`` (imports numba); its constants are kept on disk."""
@@ -506,8 +523,13 @@ class Entry:
             save(self.module, self.name, key, function, args)
 
     def dispatcher(self) -> Callable[..., Any]:
-        """numba's dispatcher of this entry (imports numba)."""
-        function: Callable[..., Any] = getattr(numba_module(self.module), self.name)
+        """numba's dispatcher of this entry (imports numba); :class:`Unavailable` when numba cannot be imported."""
+        try:
+            module = numba_module(self.module)
+        except (ImportError, OSError) as error:  # found, but it cannot load here (e.g. a NumPy it does not support)
+            _FAILED.append(True)
+            raise Unavailable(f"numba cannot be imported: {error}") from error
+        function: Callable[..., Any] = getattr(module, self.name)
         return function
 
     def __getattr__(self, name: str) -> Any:

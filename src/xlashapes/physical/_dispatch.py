@@ -72,9 +72,9 @@ def compiled_enabled() -> bool:
 
 def kernels() -> Any:
     """The compiled 2-d kernels (``tiled_to_physical``, ``pack`` ...: :class:`._aot.Entries` of ``_kernels``), or
-    None when numba is missing or ``XLASHAPES_NO_NUMBA`` forces NumPy. Their kept machine code is used where this
-    process can load it (no numba import), else numba's."""
-    if not compiled_enabled():
+    None when numba is missing (or failed to import) or ``XLASHAPES_NO_NUMBA`` forces NumPy. Their kept machine
+    code is used where this process can load it (no numba import), else numba's."""
+    if not compiled_enabled() or _aot.numba_failed():
         return None
     return import_kernels()
 
@@ -88,7 +88,7 @@ def import_kernels() -> Any:
 def walker() -> Any:
     """The generic compiled kernel's entry points (``strided_copy``, ``shifted_rows``), or None
     (as :func:`kernels`)."""
-    if not compiled_enabled():
+    if not compiled_enabled() or _aot.numba_failed():
         return None
     return import_walker()
 
@@ -97,6 +97,19 @@ def walker() -> Any:
 def import_walker() -> Any:
     """The entry points of :mod:`xlashapes.physical._walk`, made once; None without numba."""
     return _aot.entries("_walk")
+
+
+def with_fallback(work: Callable[[], None]) -> None:
+    """``work()``; done again (on the NumPy path) if a kernel found numba unimportable on the way.
+
+    Every path writes the whole output, so the second run leaves no trace of the first.
+
+    >>> with_fallback(lambda: None)
+    """
+    try:
+        work()
+    except _aot.Unavailable:
+        work()  # kernels() and walker() are None now
 
 
 def scratch(nbytes: int) -> np.ndarray[Any, Any]:

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..shape import Shape
 from ._convert import _read_physical, _write_physical
-from ._dispatch import run_settings
+from ._dispatch import run_settings, with_fallback
 from ._geometry import _geometry, _logical_storage, _padding_storage, _resolved_shape
 from ._slabbed import Progress, read_in_slabs, release, write_in_slabs
 
@@ -62,11 +62,16 @@ def pack_file(
         out = np.memmap(out_path, dtype=np.uint8, mode="w+", shape=(geometry.nbytes,))
     except OSError as err:
         raise ShapeError(f"cannot write {os.fspath(out_path)!r}: {err.strerror or err}") from None
-    try:
-        if not write_in_slabs(storage, geometry, pad, out, run, progress):
-            _write_physical(storage, geometry, pad, out, run)
+    target = out  # (``out`` itself is deleted below, the map released)
+
+    def write() -> None:
+        if not write_in_slabs(storage, geometry, pad, target, run, progress):
+            _write_physical(storage, geometry, pad, target, run)
             if progress is not None:
                 progress(geometry.nbytes, geometry.nbytes)
+
+    try:
+        with_fallback(write)
         out.flush()
     finally:
         release(out)
@@ -101,10 +106,14 @@ def unpack_file(
         if geometry.nbytes and result.size:
             data = np.memmap(bin_path, dtype=np.uint8, mode="r")
             storage = result.view(geometry.storage)
-            if not read_in_slabs(data, geometry, storage, run, progress):
-                _read_physical(data, geometry, storage, run)
-                if progress is not None:
-                    progress(geometry.nbytes, geometry.nbytes)
+
+            def read() -> None:
+                if not read_in_slabs(data, geometry, storage, run, progress):
+                    _read_physical(data, geometry, storage, run)
+                    if progress is not None:
+                        progress(geometry.nbytes, geometry.nbytes)
+
+            with_fallback(read)
             release(data)
             del data
         result.flush()

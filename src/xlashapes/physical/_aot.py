@@ -221,7 +221,8 @@ def save(module: str, name: str, key: str, dispatcher: Any, args: tuple[Any, ...
 
 
 def save_constants(module: str, values: dict[str, int]) -> bool:
-    """Write a kernel module's integer constants (``WIDE`` ...) for namespaces that never import it."""
+    """Write a kernel module's integer constants: the file tells a later process that this module's kernels were
+    compiled here (so their kept machine code may be tried before numba is imported)."""
     folder = aot_directory()
     if folder is None:
         return False
@@ -539,8 +540,8 @@ class Entry:
 
 
 class Entries:
-    """A kernel module's entry points (:class:`Entry`) under the module's names; its other attributes
-    (``WIDE`` ...) from the kept constants, else from the numba module itself."""
+    """A kernel module's entry points (:class:`Entry`) under the module's names; its other attributes (none of
+    which the dispatch reads) from the numba module itself."""
 
     def __init__(self, module: str) -> None:
         self._module = module
@@ -550,9 +551,6 @@ class Entries:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "_module":
             raise AttributeError(name)
-        values = constants(self._module)
-        if values is not None and name in values:
-            return values[name]
         return getattr(numba_module(self._module), name)
 
 

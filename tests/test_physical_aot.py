@@ -20,18 +20,20 @@ pytest.importorskip("numba")
 pytest.importorskip("llvmlite")
 
 # One new process: every entry point and element width, both directions, 1 and 2 threads, outputs 16 bytes past a
-# cache line (so that legacy-padded rows go through shifted_rows); prints digests of the bytes and which entries
-# ran from kept machine code.
+# cache line (so that legacy-padded rows go through shifted_rows, long transposed rows are shifted and staged);
+# prints digests of the bytes and which entries ran from kept machine code.
 WORKER = r"""
 import hashlib, json, sys
 import numpy as np
 import xlashapes as xs
 from xlashapes.physical import _dispatch as d
+from xlashapes.physical import _copy
 d.NUMBA_BYTES = d.FIRST_NUMBA_BYTES = d.STREAM_BYTES = d.THREAD_BYTES = 0
+_copy.STAGE_SIDE = _copy.SHIFT_BYTES = 512  # (the staged transposes: rows of 512 bytes and up, shifted onto lines)
 CASES = ["bf16[64,256]{1,0:T(8,128)(2,1)}", "s8[64,256]{1,0:T(8,128)(4,1)}", "s4[64,256]{1,0:T(8,128)(2,1)E(4)}",
          "u4[64,256]{1,0:E(4)}", "u8[256,256]{0,1}", "u8[16,32,64]{1,2,0}", "bf16[64,256]{0,1}", "f32[64,256]{0,1}",
          "f64[64,64]{0,1}", "s16[72,1030]{0,1:P(75,1040)}", "f32[72,1030]{0,1:P(75,1040)}",
-         "f64[72,1030]{0,1:P(75,1040)}"]
+         "f64[72,1030]{0,1:P(75,1040)}", "u8[512,1024]{0,1}", "bf16[256,512]{0,1}", "f32[128,256]{0,1}"]
 def shape_of(text):
     if ":P(" not in text:
         return xs.parse_shape(text)
@@ -69,7 +71,7 @@ print(json.dumps({"digests": digests, "native": native, "numba": "numba" in sys.
 """
 # (entry, the witness's key) every entry and width the worker must run from kept code
 EXPECTED = {("strided_copy", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
-    ("shifted_rows", w) for w in ("<u2", "<u4", "<u8")} | {
+    ("shifted_rows", w) for w in ("<u2", "<u4", "<u8")} | {("staged_transpose", w) for w in ("|u1", "<u2", "<u4")} | {
     (name, w) for name in ("tiled_to_physical", "tiled_from_physical") for w in ("|u1", "<u2")} | {
     ("permute_blocks", "|u1"), ("pack", "i"), ("unpack", "i")}
 
@@ -87,8 +89,8 @@ def run_worker(cache: Path, numba: bool = True) -> dict[str, Any]:
 
 def witnesses(report: dict[str, Any]) -> set[tuple[str, str]]:
     """(entry, witness key) of what ran from kept machine code (the witness: the pad argument, else the first)."""
-    where = {"strided_copy": 2, "shifted_rows": 2, "tiled_to_physical": 3, "tiled_from_physical": 3,
-             "permute_blocks": 3, "pack": 0, "unpack": 0}
+    where = {"strided_copy": 2, "shifted_rows": 2, "staged_transpose": 2, "tiled_to_physical": 3,
+             "tiled_from_physical": 3, "permute_blocks": 3, "pack": 0, "unpack": 0}
     return {(name, key.split(",")[where[name]]) for name, keys in report["native"].items() for key in keys}
 
 

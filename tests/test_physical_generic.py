@@ -465,3 +465,57 @@ def test_terminal_progress_draws_a_bar_on_a_terminal() -> None:
     draw(4 << 20, 4 << 20)
     text = screen.getvalue()
     assert text.startswith("\rpack [") and " 25.0%" in text and "100.0%" in text and text.endswith("\n")
+
+
+@pytest.mark.parametrize("text", ["f32[256,300]{0,1}", "bf16[192,544]{0,1}", "u8[320,700]{0,1}", "u8[640,1024]{0,1}",
+                                  "s16[130,256]{0,1}"])
+@pytest.mark.parametrize("offset", [0, 16])
+def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str,
+                           offset: int) -> None:
+    # 2-d transposes onto destination rows of whole lines go through blocks of source rows staged in the cache:
+    # several blocks each way here, columns left over (300, 700), bytes as interleaved 2-byte words; off the line
+    # grid, the rows' middles are shifted onto it first
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_copy, "STAGE_SIDE", 256)
+    monkeypatch.setattr(_copy, "STAGE_ROWS", 128)
+    monkeypatch.setattr(_copy, "STAGE_COLS", 256)
+    monkeypatch.setattr(_copy, "SHIFT_BYTES", 256)
+    monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
+    walk = _dispatch.walker()
+    staged = Counter[int]()
+    monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
+    expected = numpy_path(to_physical, x, shape)
+    room = np.empty(len(expected) + 128, np.uint8)
+    start = -room.ctypes.data % 64 + offset
+    out = room[start : start + len(expected)]
+    assert to_physical(x, shape, out=out) is out
+    assert np.array_equal(out, expected), text
+    back_room = np.empty(x.nbytes + 128, np.uint8)
+    back_start = -back_room.ctypes.data % 64 + offset
+    back = back_room[back_start : back_start + x.nbytes].view(x.dtype).reshape(x.shape)
+    assert from_physical(expected, shape, out=back) is back
+    assert same_bits(back, x), text
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    assert np.array_equal(to_physical(x, shape, threads=3), expected), text  # destination rows split over threads
+    assert same_bits(from_physical(expected, shape, threads=2), x), text
+    assert sum(staged.values()) >= 3, text
+
+
+def test_byte_transposes_with_long_rows_go_to_the_staged_kernel(compiled_everywhere: Counter[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # the blocked byte kernel keeps the transposes whose sides are not whole lines; the others are staged
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_copy, "STAGE_SIDE", 256)
+    walk = _dispatch.walker()
+    staged = Counter[int]()
+    monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
+    for text, expect in (("s8[1024,2048]{0,1}", 2), ("s8[1000,2048]{0,1}", 0)):
+        shape = xs.parse_shape(text)
+        x = random_array("s8", shape.dimensions, 7)
+        buffer = to_physical(x, shape)
+        assert np.array_equal(buffer, numpy_path(to_physical, x, shape)), text
+        assert same_bits(from_physical(buffer, shape), x), text
+        assert sum(staged.values()) == expect, text
+        staged.clear()

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..layout import Layout
 from ..tiling import tiled_dimensions
+from . import _copy
 from . import _dispatch as dispatch
 from ._dispatch import Run, address
 from ._geometry import _canonicalize, _check_size, _Geometry
@@ -125,6 +126,7 @@ def _permute(
     dispatch.run_parts(blocks, dispatch.parts(int(shape[unit]), out.nbytes, run))
 
 
+
 def _compiled_choice(
     logical: np.ndarray[Any, Any], geometry: _Geometry, run: Run
 ) -> tuple[_Tiled | _Permuted, Any] | None:
@@ -139,13 +141,25 @@ def _compiled_choice(
         # no row interleave, or not the TPU's 8- and 16-bit formats: the generic kernel (reading in order, streaming
         # out) is as fast or faster, and one fewer compiled variant
         return None
-    if isinstance(plan, _Permuted) and (geometry.storage.itemsize > 1 or not _plain_transpose(geometry.dims,
-                                                                                                 plan.order)):
-        return None  # rank 3 and up, and 2- and 4-byte words: the generic kernel (its line sweeps)
+    if isinstance(plan, _Permuted) and (geometry.storage.itemsize > 1 or not _plain_transpose(geometry.dims, plan.order)
+                                        or _staged_sides(geometry.dims, plan.order)):
+        return None  # rank 3 and up, 2- and 4-byte words, long byte rows: the generic kernel (line sweeps, staging)
     kernels = dispatch.kernels() if plan is not None else None
     if plan is None or kernels is None:
         return None
     return plan, kernels
+
+
+def _staged_sides(dims: tuple[int, ...], order: tuple[int, ...]) -> bool:
+    """True when a plain transpose's two merged sides are whole lines of at least ``_copy.STAGE_SIDE`` bytes (bytes):
+    the generic kernel's staged transpose takes it, in either direction, when streamed.
+
+    >>> _staged_sides((8192, 4096), (0, 1)), _staged_sides((8191, 8191), (0, 1))
+    (True, False)
+    """
+    strides = _c_strides(dims)
+    shape, _, _ = _permutation([dims[d] for d in order], [strides[d] for d in order])
+    return all(n % 64 == 0 and n >= _copy.STAGE_SIDE for n in shape)
 
 
 def _plain_transpose(dims: tuple[int, ...], order: tuple[int, ...]) -> bool:

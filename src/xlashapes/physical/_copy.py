@@ -98,7 +98,7 @@ def _line_shift(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any]) -> int:
     """Elements to skip on every destination row so that the rest starts on a cache line, for a long transposing
     copy whose rows all sit at the same offset in their lines (0: nothing to gain)."""
     width = d.itemsize
-    if width == 1 or d.ndim < 2 or d.strides[-1] != width or s.strides[-1] == width:
+    if d.ndim < 2 or d.strides[-1] != width or s.strides[-1] == width:
         return 0
     if d.shape[-1] * width < SHIFT_BYTES:
         return 0
@@ -134,6 +134,10 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     order = [*outer, *([unit] if unit >= 0 else []), inner]
     shape, d_steps, s_steps = shape[order], d_steps[order], s_steps[order]
     unit = inner - 1 if unit >= 0 else -1
+    if unit == 0 and _stages(shape, d_steps, width, lines):
+        _staged(walk, dispatch.address(d), dispatch.address(s), np.zeros(1, _STORAGE[width])[0], shape, d_steps,
+                s_steps, d.nbytes, run)
+        return
     if unit >= 0 and d_steps[-1] == 1 and SWEEP_BYTES and lines:
         shape, d_steps, s_steps = _line_sweeps(shape, d_steps, s_steps, width)
         inner = len(shape) - 1
@@ -175,6 +179,39 @@ def _shifted_rows(
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         last = big if bounds[1] * line >= big - big % line else bounds[1] * line
         walk.shifted_rows(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, SHIFTED_ROWS)
+
+    dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
+
+
+STAGE_ROWS = 256  # bytes of each destination row a staged transpose writes per block (its source rows: as many words)
+STAGE_COLS = 2048  # bytes of each source row it reads per block (destination rows: as many words); 512 KiB staged
+STAGE_SIDE = 4096  # shortest sides (bytes) of a 2-d transpose worth staging
+STAGE_AHEAD = 2  # source rows a staged block prefetches ahead of the one it copies
+
+
+def _stages(shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], width: int, lines: bool) -> bool:
+    """True for a 2-d transpose (source-contiguous axis first) that the staged kernel takes: streamed destination
+    rows on the line grid, both sides at least ``STAGE_SIDE`` bytes."""
+    return lines and len(shape) == 2 and int(d_steps[1]) == 1 and width in (1, 2, 4) and min(
+        int(shape[0]), int(shape[1])) * width >= STAGE_SIDE
+
+
+def _staged(
+    walk: Any, target: int, source: int, pad: Any, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any],
+    s_steps: np.ndarray[Any, Any], nbytes: int, run: Run,
+) -> None:
+    """The staged transpose kernel over ``run``'s threads (each part whole lines of destination rows)."""
+    big, small, du, si = int(shape[0]), int(shape[1]), int(d_steps[0]), int(s_steps[1])
+    width = pad.itemsize
+    rows, cols = STAGE_ROWS // width, STAGE_COLS // width
+    line = LINE // width
+
+    def part(bounds: tuple[int, int]) -> None:
+        room = np.empty(STAGE_ROWS * (STAGE_COLS + LINE) + LINE, np.uint8)
+        scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
+        last = big if bounds[1] * line >= big - big % line else bounds[1] * line
+        walk.staged_transpose(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, rows, cols,
+                              STAGE_AHEAD)
 
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 ENTRIES = {
-    "_walk": ("strided_copy", "shifted_rows"),
+    "_walk": ("strided_copy", "shifted_rows", "staged_transpose"),
     "_kernels": ("tiled_to_physical", "tiled_from_physical", "permute_blocks", "pack", "unpack"),
 }
 """The kernels the dispatch calls, by module (the call sites' attribute names)."""

@@ -29,6 +29,7 @@ from ._intrinsics import (
     _jit,
     _lanes,
     _prefetch_rows,
+    _prefetch_run,
     _put,
     _side,
     _stream,
@@ -43,6 +44,7 @@ from ._kernels import _copy_out
 WIDE = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1 = np.int64(0), np.int64(1)
+_WORD = np.uint16(0)  # the witness of 2-byte words
 
 
 @_jit
@@ -310,3 +312,69 @@ def strided_copy(
             s_off -= index[j] * s_strides[a]
             index[j] = 0
             j -= 1
+
+
+@_jit
+def _stage(scratch: int, stride: int, src: int, pad: Any, rows: int, length: int, si: int, ahead: int) -> None:
+    """Copy ``rows`` source rows of ``length`` elements (``si`` apart) to scratch rows ``stride`` bytes apart, each
+    prefetching the one ``ahead`` rows on; bytes: pairs of rows interleaved into one row of 2-byte words (``length``
+    a multiple of a line)."""
+    width = _width(pad)
+    n = length * width
+    if width == 1:
+        for k in range(0, rows, 2):
+            at = src + k * si
+            if ahead and k + 2 * ahead < rows:
+                _prefetch_run(at + 2 * ahead * si, n // LINE + 1)
+                _prefetch_run(at + (2 * ahead + 1) * si, n // LINE + 1)
+            for u in range(0, n, LINE):
+                _interleave2(scratch + k // 2 * stride + 2 * u, at + u, si, _0, pad)
+        return
+    for k in range(rows):
+        at = src + k * si * width
+        if ahead and k + ahead < rows:
+            _prefetch_run(at + ahead * si * width, n // LINE + 1)
+        _copy(scratch + k * stride, at, n)
+
+
+@_jit
+def staged_transpose(
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, first: int, last: int, scratch: int,
+    rows: int, cols: int, ahead: int,
+) -> None:
+    """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small``: a 2-d transpose onto
+    destination rows on the line grid, through blocks of ``rows`` source rows x ``cols`` words (1-, 2-, 4-byte).
+
+    Each block's source rows are first copied to ``scratch`` (line-aligned, ``rows * (cols * width + LINE)``
+    bytes, in L2) one after the other, prefetched ``ahead`` rows on, so that memory is read in long runs, one at
+    a time; then squares of one line a side are transposed out of it, each destination row's lines streamed in
+    order. Bytes are staged as rows of 2-byte words (two source rows interleaved), whose squares are one line of
+    each destination row too. The columns and rows after the last whole line are moved element by element.
+    """
+    width = _width(pad)
+    line = LINE // width
+    stride = cols * max(width, 2) + LINE  # a line of slack per staged row keeps the squares' rows off one cache set
+    full_i = small - small % line
+    for u0 in range(first, last, cols):
+        c = min(cols, last - u0)
+        whole = c - c % line
+        for i0 in range(0, full_i, rows):
+            r = min(rows, full_i - i0)
+            _stage(scratch, stride, src + (u0 + i0 * si) * width, pad, r, whole, si, ahead)
+            if width == 1:  # 2-byte words of two destination bytes
+                for cb in range(0, whole, LINE // 2):
+                    for rb in range(0, r // 2, LINE // 2):
+                        _transpose(dst + (u0 + cb) * du + i0 + 2 * rb, du // 2, scratch + rb * stride + 2 * cb,
+                                   stride // 2, _1, _WORD)
+                continue
+            for cb in range(0, whole, line):
+                for rb in range(0, r, line):
+                    _transpose(dst + ((u0 + cb) * du + i0 + rb) * width, du, scratch + rb * stride + cb * width,
+                               stride // width, _1, pad)
+        if whole < c:
+            _scalar(dst + (u0 + whole) * du * width, src + (u0 + whole) * width, pad, c - whole, full_i, du, _1, si,
+                    _0, _0)
+    if full_i < small:
+        _scalar(dst + first * du * width, src + first * width, pad, last - first, small, du, _1, si, last - first,
+                full_i)
+    _fence()

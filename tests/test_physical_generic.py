@@ -468,13 +468,15 @@ def test_terminal_progress_draws_a_bar_on_a_terminal() -> None:
 
 
 @pytest.mark.parametrize("text", ["f32[256,300]{0,1}", "bf16[192,544]{0,1}", "u8[320,700]{0,1}", "u8[640,1024]{0,1}",
-                                  "s16[130,256]{0,1}"])
+                                  "s16[130,256]{0,1}", "bf16[301,299]{0,1}", "f32[130,517]{0,1}", "u8[517,450]{0,1}",
+                                  "s16[300,511]{0,1:P(301,512)}"])
 @pytest.mark.parametrize("offset", [0, 16])
 def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str,
                            offset: int) -> None:
-    # 2-d transposes onto destination rows of whole lines go through blocks of source rows staged in the cache:
-    # several blocks each way here, columns left over (300, 700), bytes as interleaved 2-byte words; off the line
-    # grid, the rows' middles are shifted onto it first
+    # long 2-d transposes go through blocks of source rows staged in the cache: several blocks each way here,
+    # columns left over (300, 700), bytes as interleaved 2-byte words; destination rows of whole lines off the
+    # line grid have their middles shifted onto it first; rows at other offsets (odd lengths, legacy padding) are
+    # written from their own line boundaries, each row's unfinished line carried from block to block
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     monkeypatch.setattr(_copy, "STAGE_SIDE", 256)
     monkeypatch.setattr(_copy, "STAGE_ROWS", 128)
@@ -484,7 +486,7 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     walk = _dispatch.walker()
     staged = Counter[int]()
     monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
-    shape = xs.parse_shape(text)
+    shape = _legacy(text)
     x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
     expected = numpy_path(to_physical, x, shape)
     room = np.empty(len(expected) + 128, np.uint8)
@@ -503,15 +505,26 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     assert sum(staged.values()) >= 3, text
 
 
+def _legacy(text: str) -> xs.Shape:
+    """The shape of ``text``; ``...{0,1:P(a,b)}``: a ``{0,1}`` layout with padded dimensions (a, b)."""
+    if ":P(" not in text:
+        return xs.parse_shape(text)
+    plain, padded = text.split(":P(")
+    shape = xs.parse_shape(plain + "}")
+    sizes = tuple(int(v) for v in padded.rstrip(")}").split(","))
+    return xs.make_shape(str(shape.element_type), list(shape.dimensions),
+                         layout=xs.Layout((0, 1), padded_dimensions=sizes))
+
+
 def test_byte_transposes_with_long_rows_go_to_the_staged_kernel(compiled_everywhere: Counter[str],
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    # the blocked byte kernel keeps the transposes whose sides are not whole lines; the others are staged
+    # the blocked byte kernel keeps the transposes with a short side; the others are staged
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     monkeypatch.setattr(_copy, "STAGE_SIDE", 256)
     walk = _dispatch.walker()
     staged = Counter[int]()
     monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
-    for text, expect in (("s8[1024,2048]{0,1}", 2), ("s8[1000,2048]{0,1}", 0)):
+    for text, expect in (("s8[1024,2048]{0,1}", 2), ("s8[1000,2049]{0,1}", 2), ("s8[200,2048]{0,1}", 0)):
         shape = xs.parse_shape(text)
         x = random_array("s8", shape.dimensions, 7)
         buffer = to_physical(x, shape)

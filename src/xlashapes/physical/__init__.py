@@ -37,8 +37,12 @@ that has not loaded numba yet, and once it is loaded arrays from ``NUMBA_BYTES``
 imports numba. The kernels are few and general: ``_walk.strided_copy`` walks the factor views of *any* layout the
 plan covers, in both directions and for relayout (runs, row (de)interleaves and register transposes, streaming
 whole lines out); transposing walks read one line's worth of source rows ~2 KiB at a time and write whole
-destination lines (rows off the line grid are shifted onto it; rows at different offsets, as legacy padding makes,
-go through ``shifted_rows``); the 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P > 1``: the TPU's 8- and 16-bit
+destination lines (rows off the line grid are shifted onto it; short rows at different offsets, as legacy padding
+makes, go through ``shifted_rows``); long 2-d transposes (both sides 4 KiB and up: ``{0,1}`` of any size, legacy
+padding, bytes too) go through ``staged_transpose``, which copies blocks of source rows into the cache one long
+run at a time before transposing them out, each destination row's lines streamed from its own line boundary (a
+read pattern memory serves at close to ``memcpy`` speed, where reading a line's worth of rows at once is not);
+the 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P > 1``: the TPU's 8- and 16-bit
 formats, pred made 0/1 and plain E(n) fields packed tile by tile on the way) and the blocked 2-d byte transpose are
 faster special cases; ``pack`` / ``unpack`` do E(1)/E(2)/E(4). Arrays these functions allocate start on a
 64-byte line (as XLA's buffers do), so that whole lines can be streamed into them. Transposing walks prefetch the

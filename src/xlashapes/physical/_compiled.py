@@ -143,7 +143,7 @@ def _compiled_choice(
         return None
     if isinstance(plan, _Permuted) and (geometry.storage.itemsize > 1 or not _plain_transpose(geometry.dims, plan.order)
                                         or _staged_sides(geometry.dims, plan.order)):
-        return None  # rank 3 and up, 2- and 4-byte words, long byte rows: the generic kernel (line sweeps, staging)
+        return None  # rank 3 and up, 2- and 4-byte words, long byte sides: the generic kernel (line sweeps, staging)
     kernels = dispatch.kernels() if plan is not None else None
     if plan is None or kernels is None:
         return None
@@ -151,15 +151,15 @@ def _compiled_choice(
 
 
 def _staged_sides(dims: tuple[int, ...], order: tuple[int, ...]) -> bool:
-    """True when a plain transpose's two merged sides are whole lines of at least ``_copy.STAGE_SIDE`` bytes (bytes):
-    the generic kernel's staged transpose takes it, in either direction, when streamed.
+    """True when both merged sides of a plain transpose of bytes are at least ``_copy.STAGE_SIDE`` long: the generic
+    kernel's staged transpose takes it, in either direction, when streamed.
 
-    >>> _staged_sides((8192, 4096), (0, 1)), _staged_sides((8191, 8191), (0, 1))
+    >>> _staged_sides((8192, 4097), (0, 1)), _staged_sides((1000, 8192), (0, 1))
     (True, False)
     """
     strides = _c_strides(dims)
     shape, _, _ = _permutation([dims[d] for d in order], [strides[d] for d in order])
-    return all(n % 64 == 0 and n >= _copy.STAGE_SIDE for n in shape)
+    return all(n >= _copy.STAGE_SIDE for n in shape)
 
 
 def _plain_transpose(dims: tuple[int, ...], order: tuple[int, ...]) -> bool:

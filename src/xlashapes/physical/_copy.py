@@ -134,9 +134,10 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     order = [*outer, *([unit] if unit >= 0 else []), inner]
     shape, d_steps, s_steps = shape[order], d_steps[order], s_steps[order]
     unit = inner - 1 if unit >= 0 else -1
-    if unit == 0 and _stages(shape, d_steps, width, lines):
+    mode = _stages(dispatch.address(d), shape, d_steps, width, stream) if unit == 0 else 0
+    if mode:
         _staged(walk, dispatch.address(d), dispatch.address(s), np.zeros(1, _STORAGE[width])[0], shape, d_steps,
-                s_steps, d.nbytes, run)
+                s_steps, d.nbytes, run, mode)
         return
     if unit >= 0 and d_steps[-1] == 1 and SWEEP_BYTES and lines:
         shape, d_steps, s_steps = _line_sweeps(shape, d_steps, s_steps, width)
@@ -183,35 +184,43 @@ def _shifted_rows(
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 
 
-STAGE_ROWS = 256  # bytes of each destination row a staged transpose writes per block (its source rows: as many words)
-STAGE_COLS = 2048  # bytes of each source row it reads per block (destination rows: as many words); 512 KiB staged
+STAGE_ROWS = 256  # bytes of each destination row a staged transpose writes per block (its source rows: as many
+# words; a multiple of a line)
+STAGE_COLS = 2048  # bytes of each source row it reads per block (destination rows: as many words); 528 KiB staged
 STAGE_SIDE = 4096  # shortest sides (bytes) of a 2-d transpose worth staging
 STAGE_AHEAD = 2  # source rows a staged block prefetches ahead of the one it copies
 
 
-def _stages(shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], width: int, lines: bool) -> bool:
-    """True for a 2-d transpose (source-contiguous axis first) that the staged kernel takes: streamed destination
-    rows on the line grid, both sides at least ``STAGE_SIDE`` bytes."""
-    return lines and len(shape) == 2 and int(d_steps[1]) == 1 and width in (1, 2, 4) and min(
-        int(shape[0]), int(shape[1])) * width >= STAGE_SIDE
+def _stages(target: int, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], width: int, stream: int) -> int:
+    """How the staged kernel takes a streamed 2-d transpose (source-contiguous axis first) with both sides at least
+    ``STAGE_SIDE`` bytes: 1 straight onto destination rows on the line grid, 2 through staged rows (rows at other
+    offsets); 0 when it does not."""
+    if not stream or len(shape) != 2 or int(d_steps[1]) != 1 or width not in (1, 2, 4) or target % width:
+        return 0
+    if min(int(shape[0]), int(shape[1])) * width < STAGE_SIDE:
+        return 0
+    return 1 if target % LINE == 0 and int(d_steps[0]) * width % LINE == 0 else 2
 
 
 def _staged(
     walk: Any, target: int, source: int, pad: Any, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any],
-    s_steps: np.ndarray[Any, Any], nbytes: int, run: Run,
+    s_steps: np.ndarray[Any, Any], nbytes: int, run: Run, mode: int,
 ) -> None:
-    """The staged transpose kernel over ``run``'s threads (each part whole lines of destination rows)."""
+    """The staged transpose kernel over ``run``'s threads (each part whole lines of destination rows); ``mode`` as
+    :func:`_stages` gives it."""
     big, small, du, si = int(shape[0]), int(shape[1]), int(d_steps[0]), int(s_steps[1])
     width = pad.itemsize
     rows, cols = STAGE_ROWS // width, STAGE_COLS // width
     line = LINE // width
+    staged = STAGE_ROWS * (STAGE_COLS + LINE)
+    ring = (LINE // 2) * (STAGE_ROWS + LINE) + cols * LINE if mode == 2 else 0  # a band's rows, a line per row
 
     def part(bounds: tuple[int, int]) -> None:
-        room = np.empty(STAGE_ROWS * (STAGE_COLS + LINE) + LINE, np.uint8)
+        room = np.empty(staged + ring + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         last = big if bounds[1] * line >= big - big % line else bounds[1] * line
         walk.staged_transpose(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, rows, cols,
-                              STAGE_AHEAD)
+                              STAGE_AHEAD, scratch + staged if ring else 0)
 
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 

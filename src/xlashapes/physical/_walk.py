@@ -9,6 +9,9 @@ transpose in registers of 16x16 (or 8x8) squares; with line-aligned destination 
 line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other side is shorter than a line, or
 two blocks side by side whose rows are half a line each), are streamed; anything else is moved element by element.
 Each transposing block prefetches the source of the next one while it moves its own.
+
+Long 2-d transposes have a kernel of their own, ``staged_transpose`` (blocks of source rows copied into the cache
+first, then transposed out), and so do long rows at different offsets in their lines, ``shifted_rows``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ._intrinsics import (
     _interleave4,
     _jit,
     _lanes,
+    _move_line,
     _prefetch_rows,
     _prefetch_run,
     _put,
@@ -338,40 +342,93 @@ def _stage(scratch: int, stride: int, src: int, pad: Any, rows: int, length: int
 
 
 @_jit
+def _emit(out: int, row: int, n: int, carry: int, first: int, last: int) -> None:
+    """Write the ``n`` bytes staged at ``row + LINE`` to ``out``, one destination row's piece: its whole lines streamed
+    from the row's own line boundary, with the bytes before ``out`` in that line (the carry: the tail the row's
+    previous piece left at the end of the line at ``carry``); the partial first line of a ``first`` piece and the
+    tail of a ``last`` one stored plainly, any other tail kept at ``carry`` (``n`` at least a line)."""
+    head = out & (LINE - 1)
+    start = row + LINE - head
+    total = head + n
+    k = 0
+    if first:
+        if head:
+            k = LINE
+            _copy(out, row + LINE, min(LINE - head, n))
+    else:
+        _move_line(row, carry)
+    base = out - head
+    while k + LINE <= total:
+        _stream(base + k, start + k)
+        k += LINE
+    if last:
+        _copy(base + k, start + k, max(0, total - k))
+    else:
+        _move_line(carry, start + total - LINE)  # the tail ends the carry's line
+
+
+@_jit
+def _square(to: int, step: int, at: int, stride: int, stream: int, pad: Any) -> None:
+    """A square of one line a side transposed from staged rows at ``at`` (``stride`` bytes apart) to rows ``step``
+    bytes apart at ``to``; bytes as 2-byte words (two staged source rows interleaved)."""
+    width = _width(pad)
+    if width == 1:
+        _transpose(to, step // 2, at, stride // 2, stream, _WORD)
+    else:
+        _transpose(to, step // width, at, stride // width, stream, pad)
+
+
+@_jit
 def staged_transpose(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, first: int, last: int, scratch: int,
-    rows: int, cols: int, ahead: int,
+    rows: int, cols: int, ahead: int, ring: int,
 ) -> None:
-    """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small``: a 2-d transpose onto
-    destination rows on the line grid, through blocks of ``rows`` source rows x ``cols`` words (1-, 2-, 4-byte).
+    """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small``: a 2-d transpose with
+    streamed destination rows, through blocks of ``rows`` source rows x ``cols`` words (1-, 2-, 4-byte).
 
     Each block's source rows are first copied to ``scratch`` (line-aligned, ``rows * (cols * width + LINE)``
     bytes, in L2) one after the other, prefetched ``ahead`` rows on, so that memory is read in long runs, one at
-    a time; then squares of one line a side are transposed out of it, each destination row's lines streamed in
-    order. Bytes are staged as rows of 2-byte words (two source rows interleaved), whose squares are one line of
-    each destination row too. The columns and rows after the last whole line are moved element by element.
+    a time. Squares of one line a side are then transposed out of it, a band of destination rows at a time, each
+    row's lines in order: streamed straight to rows on the line grid; or, with ``ring`` (scratch of two lines per
+    row of a band, then one line per row of a block: rows at any offset, as legacy padding and odd row lengths
+    make them), into the ring's second lines, whence each row's next whole line, from its own line boundary, is
+    streamed; the line a block leaves unfinished waits for the next block, and the rows' partial first and last
+    lines are stored plainly. Bytes are staged as rows of 2-byte words (two source rows interleaved), whose squares
+    are one line of each destination row too. The columns and rows after the last whole line are moved element
+    by element.
     """
     width = _width(pad)
     line = LINE // width
+    band = LINE // max(width, 2)  # destination rows a square covers
     stride = cols * max(width, 2) + LINE  # a line of slack per staged row keeps the squares' rows off one cache set
+    ring_step = rows * width + LINE
+    carry = ring + band * ring_step
     full_i = small - small % line
+    if ring and width > 1:  # the rows' last partial square too (its staged rows past the end unused)
+        full_i = small
     for u0 in range(first, last, cols):
         c = min(cols, last - u0)
         whole = c - c % line
         for i0 in range(0, full_i, rows):
             r = min(rows, full_i - i0)
-            _stage(scratch, stride, src + (u0 + i0 * si) * width, pad, r, whole, si, ahead)
-            if width == 1:  # 2-byte words of two destination bytes
-                for cb in range(0, whole, LINE // 2):
-                    for rb in range(0, r // 2, LINE // 2):
-                        _transpose(dst + (u0 + cb) * du + i0 + 2 * rb, du // 2, scratch + rb * stride + 2 * cb,
-                                   stride // 2, _1, _WORD)
-                continue
-            for cb in range(0, whole, line):
-                for rb in range(0, r, line):
-                    _transpose(dst + ((u0 + cb) * du + i0 + rb) * width, du, scratch + rb * stride + cb * width,
-                               stride // width, _1, pad)
-        if whole < c:
+            _stage(scratch, stride, src + (u0 + i0 * si) * width, pad, r, whole if width == 1 else c, si, ahead)
+            if width > 1 and whole < c:  # the block's last columns, element by element out of the cache
+                _scalar(dst + ((u0 + whole) * du + i0) * width, scratch + whole * width, pad, c - whole, r, du, _1,
+                        stride // width, _0, _0)
+            for cb in range(0, whole, band):
+                at = scratch + (cb * 2 if width == 1 else cb * width)
+                if not ring:
+                    for rb in range(0, r, line):
+                        _square(dst + ((u0 + cb) * du + i0 + rb) * width, du * width,
+                                at + rb // (2 if width == 1 else 1) * stride, stride, _1, pad)
+                    continue
+                for rb in range(0, r, line):  # the band's lines of this block, after each row's carry
+                    _square(ring + LINE + rb * width, ring_step, at + rb // (2 if width == 1 else 1) * stride, stride,
+                            _0, pad)
+                for k in range(band):
+                    _emit(dst + ((u0 + cb + k) * du + i0) * width, ring + k * ring_step, r * width,
+                          carry + (cb + k) * LINE, i0 == 0, i0 + r >= full_i)
+        if width == 1 and whole < c:
             _scalar(dst + (u0 + whole) * du * width, src + (u0 + whole) * width, pad, c - whole, full_i, du, _1, si,
                     _0, _0)
     if full_i < small:

@@ -58,6 +58,9 @@ CASES = (
     ("f32 T(4,128) (4 rows)", "f32[{N},4,1024]{{2,1,0:T(4,128)}}", 4096, TPU),
     ("f32 {0,1} transpose", "f32[{N},4096]{{0,1}}", 4096, OTHER),
     ("bf16 {0,1} transpose", "bf16[{N},8192]{{0,1}}", 4096, OTHER),
+    ("bf16 {0,1} odd sides", "bf16[{N},8191]{{0,1}}", 4095, OTHER),
+    ("s8 {0,1} transpose", "s8[{N},8192]{{0,1}}", 8192, OTHER),
+    ("u8 {0,1} odd sides", "u8[{N},8191]{{0,1}}", 8194, OTHER),
     ("bf16 rank-3 transpose", "bf16[{N},128,256]{{1,2,0}}", 1024, OTHER),
     ("f32 rank-6 transpose", "f32[{N},8,8,16,8,16]{{1,3,5,0,2,4}}", 128, OTHER),
     ("f32 tiled transpose", "f32[{N},4096]{{0,1:T(8,128)}}", 4096, OTHER),
@@ -73,7 +76,7 @@ NO_NUMBA = "XLASHAPES_NO_NUMBA"
 def shape_of(text: str, n: int) -> xs.Shape:
     """The benchmark shape with its scaled dim ``n`` (legacy padding added where the name says so)."""
     shape = xs.parse_shape(text.format(N=n))
-    if "8191]" in text and "{" not in text.format(N=n).split("]")[-1]:
+    if "8191]" in text and "{" not in text.format(N=n).split("]")[-1]:  # (no layout given: legacy padding)
         layout = xs.Layout((0, 1), padded_dimensions=(n + 3, 8192))
         shape = xs.make_shape(str(shape.element_type), list(shape.dimensions), layout=layout)
     return shape

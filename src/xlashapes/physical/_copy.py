@@ -213,14 +213,14 @@ def _staged(
     rows, cols = STAGE_ROWS // width, STAGE_COLS // width
     line = LINE // width
     staged = STAGE_ROWS * (STAGE_COLS + LINE)
-    ring = (LINE // 2) * (STAGE_ROWS + LINE) + cols * LINE if mode == 2 else 0  # a band's rows, a line per row
+    ring = (LINE // 2) * (STAGE_ROWS + LINE) + cols * LINE  # a band's rows, then a line per row
 
     def part(bounds: tuple[int, int]) -> None:
         room = np.empty(staged + ring + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         last = big if bounds[1] * line >= big - big % line else bounds[1] * line
         walk.staged_transpose(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, rows, cols,
-                              STAGE_AHEAD, scratch + staged if ring else 0)
+                              STAGE_AHEAD, scratch + staged, int(mode == 2))
 
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 

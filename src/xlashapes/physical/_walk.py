@@ -319,26 +319,39 @@ def strided_copy(
 
 
 @_jit
-def _stage(scratch: int, stride: int, src: int, pad: Any, rows: int, length: int, si: int, ahead: int) -> None:
+def _stage(
+    scratch: int, stride: int, src: int, pad: Any, rows: int, length: int, si: int, ahead: int, limit: int
+) -> None:
     """Copy ``rows`` source rows of ``length`` elements (``si`` apart) to scratch rows ``stride`` bytes apart, each
-    prefetching the one ``ahead`` rows on; bytes: pairs of rows interleaved into one row of 2-byte words (``length``
-    a multiple of a line)."""
+    prefetching the one ``ahead`` rows on; bytes: pairs of rows interleaved into one row of 2-byte words (an odd
+    last row paired with nothing), a line at a time, the last partial line too where the bytes after it (up to
+    ``limit``, the end of the source) can be read."""
     width = _width(pad)
     n = length * width
-    if width == 1:
-        for k in range(0, rows, 2):
-            at = src + k * si
-            if ahead and k + 2 * ahead < rows:
-                _prefetch_run(at + 2 * ahead * si, n // LINE + 1)
-                _prefetch_run(at + (2 * ahead + 1) * si, n // LINE + 1)
-            for u in range(0, n, LINE):
-                _interleave2(scratch + k // 2 * stride + 2 * u, at + u, si, _0, pad)
+    if width > 1:
+        for k in range(rows):
+            at = src + k * si * width
+            if ahead and k + ahead < rows:
+                _prefetch_run(at + ahead * si * width, n // LINE + 1)
+            _copy(scratch + k * stride, at, n)
         return
-    for k in range(rows):
-        at = src + k * si * width
-        if ahead and k + ahead < rows:
-            _prefetch_run(at + ahead * si * width, n // LINE + 1)
-        _copy(scratch + k * stride, at, n)
+    for k in range(0, rows, 2):
+        whole = n - n % LINE
+        at, to = src + k * si, scratch + k // 2 * stride
+        if k + 1 == rows:  # (the high bytes are not read)
+            for u in range(n):
+                _put(to, 2 * u, _get(at, u, pad))
+            continue
+        if ahead and k + 2 * ahead < rows:
+            _prefetch_run(at + 2 * ahead * si, n // LINE + 1)
+            _prefetch_run(at + (2 * ahead + 1) * si, n // LINE + 1)
+        if whole < n and at + si + whole + LINE <= limit:
+            whole += LINE
+        for u in range(0, whole, LINE):
+            _interleave2(to + 2 * u, at + u, si, _0, pad)
+        for u in range(whole, n):
+            _put(to, 2 * u, _get(at, u, pad))
+            _put(to, 2 * u + 1, _get(at + si, u, pad))
 
 
 @_jit
@@ -381,7 +394,7 @@ def _square(to: int, step: int, at: int, stride: int, stream: int, pad: Any) -> 
 @_jit
 def staged_transpose(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, first: int, last: int, scratch: int,
-    rows: int, cols: int, ahead: int, ring: int,
+    rows: int, cols: int, ahead: int, ring: int, shifted: int,
 ) -> None:
     """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small``: a 2-d transpose with
     streamed destination rows, through blocks of ``rows`` source rows x ``cols`` words (1-, 2-, 4-byte).
@@ -389,13 +402,12 @@ def staged_transpose(
     Each block's source rows are first copied to ``scratch`` (line-aligned, ``rows * (cols * width + LINE)``
     bytes, in L2) one after the other, prefetched ``ahead`` rows on, so that memory is read in long runs, one at
     a time. Squares of one line a side are then transposed out of it, a band of destination rows at a time, each
-    row's lines in order: streamed straight to rows on the line grid; or, with ``ring`` (scratch of two lines per
-    row of a band, then one line per row of a block: rows at any offset, as legacy padding and odd row lengths
-    make them), into the ring's second lines, whence each row's next whole line, from its own line boundary, is
-    streamed; the line a block leaves unfinished waits for the next block, and the rows' partial first and last
-    lines are stored plainly. Bytes are staged as rows of 2-byte words (two source rows interleaved), whose squares
-    are one line of each destination row too. The columns and rows after the last whole line are moved element
-    by element.
+    row's lines in order: streamed straight to rows on the line grid; or (``shifted``: rows at any offset, as
+    legacy padding and odd row lengths make them; and the partial bands and squares at the ends) into ``ring``
+    (scratch for a band's rows and a line each, then a line for each of ``cols`` rows), whence each row's whole
+    lines are streamed from its own line boundary (:func:`_emit`), the line a block leaves unfinished carried to
+    the next one. Bytes are staged as rows of 2-byte words (two source rows interleaved), whose squares are one
+    line of each destination row too.
     """
     width = _width(pad)
     line = LINE // width
@@ -403,21 +415,16 @@ def staged_transpose(
     stride = cols * max(width, 2) + LINE  # a line of slack per staged row keeps the squares' rows off one cache set
     ring_step = rows * width + LINE
     carry = ring + band * ring_step
-    full_i = small - small % line
-    if ring and width > 1:  # the rows' last partial square too (its staged rows past the end unused)
-        full_i = small
+    end = src + ((small - 1) * si + big) * width
     for u0 in range(first, last, cols):
         c = min(cols, last - u0)
-        whole = c - c % line
-        for i0 in range(0, full_i, rows):
-            r = min(rows, full_i - i0)
-            _stage(scratch, stride, src + (u0 + i0 * si) * width, pad, r, whole if width == 1 else c, si, ahead)
-            if width > 1 and whole < c:  # the block's last columns, element by element out of the cache
-                _scalar(dst + ((u0 + whole) * du + i0) * width, scratch + whole * width, pad, c - whole, r, du, _1,
-                        stride // width, _0, _0)
-            for cb in range(0, whole, band):
+        for i0 in range(0, small, rows):
+            r = min(rows, small - i0)
+            _stage(scratch, stride, src + (u0 + i0 * si) * width, pad, r, c, si, ahead, end)
+            for cb in range(0, c, band):
                 at = scratch + (cb * 2 if width == 1 else cb * width)
-                if not ring:
+                valid = min(band, c - cb)
+                if not shifted and valid == band and r % line == 0:
                     for rb in range(0, r, line):
                         _square(dst + ((u0 + cb) * du + i0 + rb) * width, du * width,
                                 at + rb // (2 if width == 1 else 1) * stride, stride, _1, pad)
@@ -425,13 +432,7 @@ def staged_transpose(
                 for rb in range(0, r, line):  # the band's lines of this block, after each row's carry
                     _square(ring + LINE + rb * width, ring_step, at + rb // (2 if width == 1 else 1) * stride, stride,
                             _0, pad)
-                for k in range(band):
+                for k in range(valid):
                     _emit(dst + ((u0 + cb + k) * du + i0) * width, ring + k * ring_step, r * width,
-                          carry + (cb + k) * LINE, i0 == 0, i0 + r >= full_i)
-        if width == 1 and whole < c:
-            _scalar(dst + (u0 + whole) * du * width, src + (u0 + whole) * width, pad, c - whole, full_i, du, _1, si,
-                    _0, _0)
-    if full_i < small:
-        _scalar(dst + first * du * width, src + first * width, pad, last - first, small, du, _1, si, last - first,
-                full_i)
+                          carry + (cb + k) * LINE, i0 == 0, i0 + r >= small)
     _fence()

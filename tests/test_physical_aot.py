@@ -29,7 +29,7 @@ import xlashapes as xs
 from xlashapes.physical import _dispatch as d
 from xlashapes.physical import _copy
 d.NUMBA_BYTES = d.FIRST_NUMBA_BYTES = d.STREAM_BYTES = d.THREAD_BYTES = 0
-_copy.STAGE_SIDE = _copy.SHIFT_BYTES = 512  # (the staged transposes: rows of 512 bytes and up, shifted onto lines)
+_copy.SHIFT_BYTES = 512  # (rows of 512 bytes and up shifted onto lines)
 CASES = ["bf16[64,256]{1,0:T(8,128)(2,1)}", "s8[64,256]{1,0:T(8,128)(4,1)}", "s4[64,256]{1,0:T(8,128)(2,1)E(4)}",
          "u4[64,256]{1,0:E(4)}", "u8[256,256]{0,1}", "u8[16,32,64]{1,2,0}", "bf16[64,256]{0,1}", "f32[64,256]{0,1}",
          "f64[64,64]{0,1}", "s16[72,1030]{0,1:P(75,1040)}", "f32[72,1030]{0,1:P(75,1040)}",
@@ -73,7 +73,7 @@ print(json.dumps({"digests": digests, "native": native, "numba": "numba" in sys.
 EXPECTED = {("strided_copy", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
     ("shifted_rows", w) for w in ("<u2", "<u4", "<u8")} | {("staged_transpose", w) for w in ("|u1", "<u2", "<u4")} | {
     (name, w) for name in ("tiled_to_physical", "tiled_from_physical") for w in ("|u1", "<u2")} | {
-    ("permute_blocks", "|u1"), ("pack", "i"), ("unpack", "i")}
+    ("pack", "i"), ("unpack", "i")}
 
 
 def run_worker(cache: Path, numba: bool = True) -> dict[str, Any]:
@@ -90,7 +90,7 @@ def run_worker(cache: Path, numba: bool = True) -> dict[str, Any]:
 def witnesses(report: dict[str, Any]) -> set[tuple[str, str]]:
     """(entry, witness key) of what ran from kept machine code (the witness: the pad argument, else the first)."""
     where = {"strided_copy": 2, "shifted_rows": 2, "staged_transpose": 2, "tiled_to_physical": 3,
-             "tiled_from_physical": 3, "permute_blocks": 3, "pack": 0, "unpack": 0}
+             "tiled_from_physical": 3, "pack": 0, "unpack": 0}
     return {(name, key.split(",")[where[name]]) for name, keys in report["native"].items() for key in keys}
 
 
@@ -179,7 +179,7 @@ def test_damaged_objects_fall_back_to_numba_and_are_rewritten(kept: tuple[Path, 
     copy = tmp_path / "cache"
     shutil.copytree(cache, copy)
     damage = {"tiled_to_physical": "truncated", "strided_copy": "flipped", "pack": "key", "unpack": "host",
-              "permute_blocks": "not an object"}
+              "staged_transpose": "not an object"}
     damaged = [path for path in objects(copy) if path.name.split(".")[1] in damage]
     for path in damaged:
         _rewritten(path, damage[path.name.split(".")[1]])

@@ -220,6 +220,7 @@ def test_line_shifted_and_swept_transposes(compiled_everywhere: Counter[str], mo
     # streamed transposes with long destination rows: on the line grid the walk reads a line's worth of source
     # rows at a time (line sweeps); off it, each row's head and tail go apart and the middle is shifted onto it
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_copy, "STAGE_SIDE", 1 << 40)  # (2-d transposes this long are staged otherwise)
     monkeypatch.setattr(_copy, "SWEEP_BYTES", 256)  # small arrays: sweeps cut like large ones
     monkeypatch.setattr(_copy, "SHIFT_BYTES", 512)
     sweeps, shifts = Counter[int](), Counter[int]()
@@ -261,6 +262,7 @@ def test_legacy_padding_rows_shifted_onto_lines(compiled_everywhere: Counter[str
     # line boundary, its partial first and last lines and the left-over rows and columns stored plainly; the rows
     # taken `block` at a time (64: several blocks here)
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_copy, "STAGE_SIDE", 1 << 40)  # (2-d transposes this long are staged otherwise)
     monkeypatch.setattr(_copy, "SHIFTED_ROWS", block)
     walk = _dispatch.walker()
     shifted = Counter[int]()
@@ -478,7 +480,6 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     # line grid have their middles shifted onto it first; rows at other offsets (odd lengths, legacy padding) are
     # written from their own line boundaries, each row's unfinished line carried from block to block
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
-    monkeypatch.setattr(_copy, "STAGE_SIDE", 256)
     monkeypatch.setattr(_copy, "STAGE_ROWS", 128)
     monkeypatch.setattr(_copy, "STAGE_COLS", 256)
     monkeypatch.setattr(_copy, "SHIFT_BYTES", 256)
@@ -516,17 +517,17 @@ def _legacy(text: str) -> xs.Shape:
                          layout=xs.Layout((0, 1), padded_dimensions=sizes))
 
 
-def test_byte_transposes_with_long_rows_go_to_the_staged_kernel(compiled_everywhere: Counter[str],
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    # the blocked byte kernel keeps the transposes with a short side; the others are staged
+def test_2d_transposes_with_sides_of_64_words_and_up_are_staged(compiled_everywhere: Counter[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # bytes from 64 on (as 2-byte words of two rows), wider words from 128 on; shorter sides: the walk's blocks
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
-    monkeypatch.setattr(_copy, "STAGE_SIDE", 256)
     walk = _dispatch.walker()
     staged = Counter[int]()
     monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
-    for text, expect in (("s8[1024,2048]{0,1}", 2), ("s8[1000,2049]{0,1}", 2), ("s8[200,2048]{0,1}", 0)):
+    for text, expect in (("s8[64,300]{0,1}", 2), ("s8[63,300]{0,1}", 0), ("bf16[128,130]{0,1}", 2),
+                         ("f32[127,300]{0,1}", 0)):
         shape = xs.parse_shape(text)
-        x = random_array("s8", shape.dimensions, 7)
+        x = random_array(str(shape.element_type), shape.dimensions, 7)
         buffer = to_physical(x, shape)
         assert np.array_equal(buffer, numpy_path(to_physical, x, shape)), text
         assert same_bits(from_physical(buffer, shape), x), text

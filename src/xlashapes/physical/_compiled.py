@@ -12,12 +12,11 @@ import numpy as np
 
 from ..layout import Layout
 from ..tiling import tiled_dimensions
-from . import _copy
 from . import _dispatch as dispatch
 from ._dispatch import Run, address
-from ._geometry import _canonicalize, _check_size, _Geometry
-from ._kernel_args import PermuteGeometry, TiledGeometry
-from ._packing import _elements, _pack, _unpack
+from ._geometry import _Geometry
+from ._kernel_args import TiledGeometry
+from ._packing import _pack, _unpack
 
 CHUNK_BYTES = 1 << 20  # unpacked sub-byte elements staged at a time: no temporary as large as the array,
 # and small enough to stay in the cache between the tile kernel and the packing
@@ -37,20 +36,13 @@ class _Tiled:
     batch: tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class _Permuted:
-    """An untiled, non-identity layout: a permutation of the logical dims (``order``, major to minor)."""
-
-    order: tuple[int, ...]
-
-
-def _compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | _Permuted | None:
+def _compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | None:
     """The kernel family covering ``layout`` exactly, or None."""
     return _cached_compiled_plan(dims, layout)  # layouts and shapes are hashable: normalized in their constructors
 
 
 @lru_cache(maxsize=1024)
-def _cached_compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | _Permuted | None:
+def _cached_compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | None:
     """``_compiled_plan`` through a cache."""
     rank = len(dims)
     if layout.padded_dimensions is not None or math.prod(dims) == 0 or rank == 0:
@@ -58,7 +50,7 @@ def _cached_compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | _Pe
     order = tuple(layout.major_to_minor)
     tiles = tuple(tuple(tile) for tile in layout.tiles)
     if not tiles:
-        return _Permuted(order) if order != tuple(range(rank)) else None
+        return None  # permutations: the generic kernel
     first = tiles[0]
     if len(tiles) > 2 or len(first) not in (1, 2) or min(first) < 1 or order[-1] != rank - 1:
         return None
@@ -84,96 +76,24 @@ def _c_strides(dims: Sequence[int]) -> list[int]:
     return strides
 
 
-def _permutation(
-    shape: Sequence[int], strides: Sequence[int]
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], int]:
-    """(shape, strides, axis to transpose with the last or -1) of a copy into a contiguous ``shape``, axes merged."""
-    axes: list[list[int]] = []
-    for n, step in zip(shape, strides):
-        if n == 1:
-            continue
-        if axes and axes[-1][1] == step * n:
-            axes[-1] = [axes[-1][0] * n, step]
-        else:
-            axes.append([n, step])
-    if not axes:
-        axes = [[1, 1]]
-    unit = -1
-    if axes[-1][1] != 1:
-        unit = next((k for k, axis in enumerate(axes) if axis[1] == 1), -1)
-    merged = np.array(axes, np.int64)
-    return np.ascontiguousarray(merged[:, 0]), np.ascontiguousarray(merged[:, 1]), unit
-
-
-def _permute(
-    kernels: Any, source: np.ndarray[Any, Any], out: np.ndarray[Any, Any], pad: Any, shape: np.ndarray[Any, Any],
-    steps: np.ndarray[Any, Any], sizes: tuple[int, int, int], unit: int, run: Run,
-) -> None:
-    """The blocked transpose kernel (``unit``, an axis other than the last, has source stride 1).
-
-    ``sizes`` = (elements, elements with tail padding, stream).
-    """
-    width = source.itemsize
-    count, total, stream = sizes
-    side = 8 if width == 8 else 16
-    size = max(side, 256 // width) * (64 + 64 // width) * width
-
-    def blocks(part: tuple[int, int]) -> None:
-        scratch = dispatch.scratch(size)
-        geometry = PermuteGeometry(count, total, stream, scratch.size, unit, *part)
-        kernels.permute_blocks(address(source), address(out), address(scratch), pad, shape, steps, geometry)
-
-    dispatch.run_parts(blocks, dispatch.parts(int(shape[unit]), out.nbytes, run))
-
-
-
 def _compiled_choice(
     logical: np.ndarray[Any, Any], geometry: _Geometry, run: Run
-) -> tuple[_Tiled | _Permuted, Any] | None:
+) -> tuple[_Tiled, Any] | None:
     """The kernel plan and the kernels module for converting ``logical``, or None when no compiled kernel applies."""
     # 8-byte elements (f64, s64, c64: not TPU formats) go through the generic kernel: fewer compiled variants
     if logical.nbytes < run.numba_bytes or geometry.storage.itemsize not in (1, 2, 4):
         return None
     if not logical.flags.c_contiguous:
         return None
-    plan = _compiled_plan(geometry.dims, geometry.layout)
-    if isinstance(plan, _Tiled) and (plan.tile[2] == 1 or geometry.storage.itemsize > 2):
+    plan = _compiled_plan(geometry.dims, geometry.layout)  # (permutations: the generic kernel)
+    if plan is not None and (plan.tile[2] == 1 or geometry.storage.itemsize > 2):
         # no row interleave, or not the TPU's 8- and 16-bit formats: the generic kernel (reading in order, streaming
         # out) is as fast or faster, and one fewer compiled variant
         return None
-    if isinstance(plan, _Permuted) and (geometry.storage.itemsize > 1 or not _plain_transpose(geometry.dims, plan.order)
-                                        or _staged_sides(geometry.dims, plan.order)):
-        return None  # rank 3 and up, 2- and 4-byte words, long byte sides: the generic kernel (line sweeps, staging)
     kernels = dispatch.kernels() if plan is not None else None
     if plan is None or kernels is None:
         return None
     return plan, kernels
-
-
-def _staged_sides(dims: tuple[int, ...], order: tuple[int, ...]) -> bool:
-    """True when both merged sides of a plain transpose of bytes are at least ``_copy.STAGE_SIDE`` long: the generic
-    kernel's staged transpose takes it, in either direction, when streamed.
-
-    >>> _staged_sides((8192, 4097), (0, 1)), _staged_sides((1000, 8192), (0, 1))
-    (True, False)
-    """
-    strides = _c_strides(dims)
-    shape, _, _ = _permutation([dims[d] for d in order], [strides[d] for d in order])
-    return all(n >= _copy.STAGE_SIDE for n in shape)
-
-
-def _plain_transpose(dims: tuple[int, ...], order: tuple[int, ...]) -> bool:
-    """True when an untiled layout is one 2-d transpose once adjacent dims are merged (the blocked kernel's case).
-
-    >>> _plain_transpose((4, 5, 6), (2, 0, 1)), _plain_transpose((4, 5, 6), (1, 0, 2))
-    (True, False)
-    """
-    strides = _c_strides(dims)
-    shape, _, unit = _permutation([dims[d] for d in order], [strides[d] for d in order])
-    physical = _c_strides([dims[d] for d in order])
-    position = {d: k for k, d in enumerate(order)}
-    back, _, back_unit = _permutation(dims, [physical[position[d]] for d in range(len(dims))])
-    return len(shape) == 2 and unit >= 0 and len(back) == 2 and back_unit >= 0
 
 
 def _tiled_geometry(plan: _Tiled, geometry: _Geometry, stream: int, row_bytes: int) -> TiledGeometry:
@@ -238,24 +158,7 @@ def _compiled_write(
     plan, kernels = chosen
     source = x.reshape(-1)
     item = pad.reshape(1)[0]
-    if isinstance(plan, _Tiled):
-        _tiled_write(kernels, plan, source, geometry, item, buffer, run)
-        return True
-    if geometry.packed:
-        _check_size(geometry.aligned, run.limit, "the unpacked elements")
-        target = np.empty(geometry.aligned, np.uint8)
-        stream = 0
-    else:
-        target = buffer
-        stream = int(buffer.nbytes >= run.stream_bytes)
-    strides = _c_strides(geometry.dims)
-    shape, steps, unit = _permutation([geometry.dims[d] for d in plan.order], [strides[d] for d in plan.order])
-    _permute(kernels, source, target, item, shape, steps, (math.prod(geometry.dims), geometry.aligned, stream), unit,
-             run)
-    if geometry.packed:
-        _pack(target, geometry, buffer, run)
-    elif geometry.etype.kind == "pred" or geometry.etype.bits < 8:
-        _canonicalize(buffer, geometry)
+    _tiled_write(kernels, plan, source, geometry, item, buffer, run)
     return True
 
 
@@ -322,33 +225,23 @@ def _compiled_read(
     stream = int(result.nbytes >= run.stream_bytes)
     dims = geometry.dims
     item = np.zeros(1, geometry.storage)[0]
-    if isinstance(plan, _Tiled):
-        strip = _strip_elements(plan)
-        units = geometry.count // strip
-        batch = _batch(plan, dims)
-        bits = _fused_bits(plan, geometry)
-        if bits:  # canonical bytes (and unpacked fields) tile by tile in the kernel
-            source = data if bits < 8 else data.view(geometry.storage)
-            _tiled_from(kernels, plan, source, geometry, item, out, (0, units), stream, batch, run,
-                        (bits, _canon(geometry)))
-            return True
-        chunks = _packed_chunks(units, strip, geometry.bits, CHUNK_BYTES)
-        staging = np.empty((chunks[0][1] - chunks[0][0]) * strip, np.uint8)
-        for first, last in chunks:
-            source = staging[: (last - first) * strip]
-            start = first * strip * geometry.bits // 8
-            _unpack(data[start : start + -(-source.size * geometry.bits // 8)], geometry, source,
-                    replace(run, numba_bytes=0))
-            _tiled_from(kernels, plan, source, geometry, item, out, (first, last), stream, batch, run, (8, 0))
+    strip = _strip_elements(plan)
+    units = geometry.count // strip
+    batch = _batch(plan, dims)
+    bits = _fused_bits(plan, geometry)
+    if bits:  # canonical bytes (and unpacked fields) tile by tile in the kernel
+        source = data if bits < 8 else data.view(geometry.storage)
+        _tiled_from(kernels, plan, source, geometry, item, out, (0, units), stream, batch, run,
+                    (bits, _canon(geometry)))
         return True
-    source = _elements(data, geometry, run, "the unpacked elements")
-    physical = [dims[d] for d in plan.order]
-    strides = _c_strides(physical)
-    position = {d: k for k, d in enumerate(plan.order)}
-    shape, steps, unit = _permutation(dims, [strides[position[d]] for d in range(len(dims))])
-    _permute(kernels, source, out, item, shape, steps, (target.size, target.size, stream), unit, run)
-    if not geometry.packed and (geometry.etype.kind == "pred" or geometry.etype.bits < 8):
-        _canonicalize(result, geometry)
+    chunks = _packed_chunks(units, strip, geometry.bits, CHUNK_BYTES)
+    staging = np.empty((chunks[0][1] - chunks[0][0]) * strip, np.uint8)
+    for first, last in chunks:
+        source = staging[: (last - first) * strip]
+        start = first * strip * geometry.bits // 8
+        _unpack(data[start : start + -(-source.size * geometry.bits // 8)], geometry, source,
+                replace(run, numba_bytes=0))
+        _tiled_from(kernels, plan, source, geometry, item, out, (first, last), stream, batch, run, (8, 0))
     return True
 
 

@@ -79,7 +79,8 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
     if walk is None:
         return False
     stream = int(STREAM and d.nbytes >= run.stream_bytes)
-    shift = _line_shift(d, s) if stream else 0
+    staged = d.ndim == 2 and s.strides[-1] != width and s.strides[0] == width and min(d.shape) >= _stage_side(width)
+    shift = _line_shift(d, s) if stream and not staged else 0  # (the staged kernel takes rows at any offset)
     if shift:  # destination lines off the line grid: a thin head, a middle of whole lines (streamed), a thin tail
         n = d.shape[-1]
         tail = (n - shift) % (LINE // width)
@@ -187,17 +188,26 @@ def _shifted_rows(
 STAGE_ROWS = 256  # bytes of each destination row a staged transpose writes per block (its source rows: as many
 # words; a multiple of a line)
 STAGE_COLS = 2048  # bytes of each source row it reads per block (destination rows: as many words); 528 KiB staged
-STAGE_SIDE = 4096  # shortest sides (bytes) of a 2-d transpose worth staging
+STAGE_SIDE = 64  # shortest side (elements; of 2-byte and wider words, twice that) of a 2-d transpose worth staging
 STAGE_AHEAD = 2  # source rows a staged block prefetches ahead of the one it copies
+
+
+def _stage_side(width: int) -> int:
+    """The shortest side (elements) of a 2-d transpose of ``width``-byte words that the staged kernel takes.
+
+    >>> _stage_side(1), _stage_side(4)
+    (64, 128)
+    """
+    return STAGE_SIDE * min(width, 2)
 
 
 def _stages(target: int, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], width: int, stream: int) -> int:
     """How the staged kernel takes a streamed 2-d transpose (source-contiguous axis first) with both sides at least
-    ``STAGE_SIDE`` bytes: 1 straight onto destination rows on the line grid, 2 through staged rows (rows at other
+    :func:`_stage_side` long: 1 straight onto destination rows on the line grid, 2 through staged rows (rows at other
     offsets); 0 when it does not."""
     if not stream or len(shape) != 2 or int(d_steps[1]) != 1 or width not in (1, 2, 4) or target % width:
         return 0
-    if min(int(shape[0]), int(shape[1])) * width < STAGE_SIDE:
+    if min(int(shape[0]), int(shape[1])) < _stage_side(width):
         return 0
     return 1 if target % LINE == 0 and int(d_steps[0]) * width % LINE == 0 else 2
 
@@ -263,7 +273,7 @@ def _line_sweeps(
     """
     line = 64 // width
     small, big, si = int(shape[-1]), int(shape[-2]), int(s_steps[-1])
-    if width == 1 or small <= line or small % line or big < 8:  # (bytes: squares of 16, not whole lines)
+    if small <= line or small % line or big < 8:
         return shape, d_steps, s_steps
     axes = [[int(n), int(d), int(s)] for n, d, s in zip(shape[:-2], d_steps[:-2], s_steps[:-2])]
     cut = [small // line, line * int(d_steps[-1]), line * si]

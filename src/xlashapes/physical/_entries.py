@@ -17,7 +17,7 @@ import numpy as np
 
 ENTRIES = {
     "_walk": ("strided_copy", "shifted_rows", "staged_transpose"),
-    "_kernels": ("tiled_to_physical", "tiled_from_physical", "permute_blocks", "pack", "unpack"),
+    "_kernels": ("tiled_to_physical", "tiled_from_physical", "pack", "unpack"),
 }
 """The kernels the dispatch calls, by module (the call sites' attribute names)."""
 

@@ -22,7 +22,6 @@ cgutils: Any = _cgutils
 LINE = 64  # bytes of one cache line: the unit of streaming stores
 # typed constants for calls: a literal 0 or 1 would make numba compile the callee once more for it
 _0, _1 = np.int64(0), np.int64(1)
-BAND = 64  # source rows a transpose reads at once (few enough for the hardware prefetcher to follow)
 UNIT = 4096  # bytes a kernel writes at a time, so that reading and writing overlap
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
@@ -384,6 +383,32 @@ def _short_transposer(short: int) -> Any:
         return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
     return transpose
+
+
+@_intrinsic
+def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any, witness: Any) -> Any:
+    """A square of one line a side of bytes (64 x 64) transposed in registers, as ``_transpose`` does (steps in
+    bytes): pairs of source rows interleaved into rows of 2-byte words, whose two 32 x 32 squares are then
+    transposed as words; each destination row is one line (streamed with ``stream``)."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        byte, word = ir.IntType(8), ir.IntType(16)
+        half, words = ir.VectorType(byte, LINE // 2), ir.VectorType(word, LINE // 2)
+        order = _mask([v for u in range(LINE // 2) for v in (u, LINE // 2 + u)])
+        for h in range(2):  # destination rows 32h .. 32h + 31: the source rows' half lines h
+            pairs = []
+            start = builder.add(args[2], ir.Constant(_I64, h * LINE // 2))
+            rows = [builder.load(_at(builder, _offset(builder, start, args[3], k, 1), half), align=1)
+                    for k in range(LINE)]
+            joined = [builder.bitcast(builder.shuffle_vector(rows[k], rows[k + 1], order), words)
+                      for k in range(0, LINE, 2)]
+            for u, column in enumerate(_squares(builder, joined)):
+                target = _at(builder, _offset(builder, args[0], args[1], h * LINE // 2 + u, 1), words)
+                pairs.append((column, target))
+            _stores(builder, pairs, args[4])
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
 
 _transpose = _transposer(0)

@@ -33,21 +33,3 @@ class TiledGeometry(NamedTuple):
     bits: int = 8
     canon: int = 0
 
-
-class PermuteGeometry(NamedTuple):
-    """A permuting copy into a contiguous destination: runs (or rows of ``axis``) [first, last).
-
-    ``elements`` and ``total`` are the elements without and with tail padding, ``scratch_bytes`` the scratch size,
-    ``axis`` the source-contiguous axis transposed with the last (-1: none).
-
-    >>> PermuteGeometry(6, 6, 0, 4096, -1, 0, 3).axis
-    -1
-    """
-
-    elements: int
-    total: int
-    stream: int
-    scratch_bytes: int
-    axis: int
-    first: int
-    last: int

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from ._intrinsics import (
-    BAND,
     LINE,
     UNIT,
     _0,
@@ -38,10 +37,8 @@ from ._intrinsics import (
     _move_line,
     _put,
     _put_word,
-    _side,
     _stream,
     _stream4,
-    _transpose,
     _width,
 )
 
@@ -324,7 +321,7 @@ def tiled_from_physical(src: int, out: int, scratch: int, pad: Any, geometry: An
     _tiled_from(src, out, scratch, pad, geometry, batch, geometry.tile_rows, geometry.tile_cols, geometry.interleave)
 
 
-# ----- permutations: a strided source into a contiguous destination ------------------------------------------------
+# ----- streamed copies ------------------------------------------------------------------------------------------------
 @_jit
 def _copy_out(out: int, scratch: int, n: int, stream: int) -> None:
     """Copy ``n`` bytes from scratch to ``out``: whole aligned lines streamed, the partial ends stored plainly."""
@@ -341,72 +338,6 @@ def _copy_out(out: int, scratch: int, n: int, stream: int) -> None:
         _stream(out + k, scratch + k)
         k += LINE
     _copy(out + k, scratch + k, n - k)
-
-
-@_jit
-def permute_blocks(src: int, out: int, scratch: int, pad: Any, shape: Any, strides: Any, geometry: Any) -> None:
-    """At ``out`` (contiguous): the array read at ``src`` with ``strides``, its last axis transposed with
-    ``geometry.axis`` (src stride 1)."""
-    # Batched over the other axes. Reads bands of BAND src rows a few lines at a time, transposes square blocks
-    # in registers into scratch and writes each destination row's piece out, on a column grid that puts the pieces
-    # on whole output lines. geometry: a PermuteGeometry; only rows [first, last) of the transposed axis are
-    # written, in every batch; the part ending with the last row also writes the tail padding.
-    count, total, b_axis = geometry.elements, geometry.total, geometry.axis
-    width = _width(pad)
-    side = _side(pad)
-    stream = geometry.stream
-    if out % width:
-        stream = 0
-    dims = shape.size
-    a_size, a_step = shape[dims - 1], strides[dims - 1]
-    b_size = shape[b_axis]
-    b_first, b_last = geometry.first, geometry.last
-    b_stride = 1
-    for k in range(b_axis + 1, dims):
-        b_stride *= shape[k]
-    b_block = max(side, 256 // width)
-    lead = BAND + LINE // width
-    batches = count // (a_size * b_size)
-    for batch in range(batches):
-        src_offset = 0
-        dst_offset = 0
-        rest = batch
-        dst_step = a_size
-        for k in range(dims - 2, -1, -1):
-            if k != b_axis:
-                digit = rest % shape[k]
-                rest //= shape[k]
-                src_offset += digit * strides[k]
-                dst_offset += digit * dst_step
-            dst_step *= shape[k]
-        first = min(a_size, ((-(out + dst_offset * width)) % LINE) // width) if stream else 0
-        for b in range(b_first, b_last):
-            d = out + (dst_offset + b * b_stride) * width
-            s = src + (src_offset + b) * width
-            for a in range(first):
-                _put(d, a, _get(s, a * a_step, pad))
-        for a0 in range(first, a_size, BAND):
-            na = min(BAND, a_size - a0)
-            full_a = na - na % side
-            for b0 in range(b_first, b_last, b_block):
-                nb = min(b_block, b_last - b0)
-                full_b = nb - nb % side
-                s = src + (src_offset + a0 * a_step + b0) * width
-                for i in range(0, full_a, side):
-                    for j in range(0, full_b, side):
-                        d = scratch + (j * lead + i) * width
-                        _transpose(d, lead, s + (i * a_step + j) * width, a_step, _0, pad)
-                for i in range(na):
-                    for j in range(full_b if i < full_a else 0, nb):
-                        _put(scratch, j * lead + i, _get(s, i * a_step + j, pad))
-                for j in range(nb):
-                    d = out + (dst_offset + (b0 + j) * b_stride + a0) * width
-                    _copy_out(d, scratch + j * lead * width, na * width, stream)
-    if b_last == b_size:
-        for k in range(count, total):
-            _put(out, k, pad)
-    if stream:
-        _fence()
 
 
 # ----- sub-byte packing --------------------------------------------------------------------------------------------

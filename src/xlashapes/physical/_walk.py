@@ -40,6 +40,7 @@ from ._intrinsics import (
     _transpose,
     _transpose8,
     _transpose16,
+    _transpose_bytes,
     _transpose_short_nt,
     _width,
 )
@@ -173,6 +174,8 @@ def _block(
         _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
         return
     side = _side(pad)
+    if width == 1 and rows_aligned and big >= LINE and small >= LINE:  # bytes: squares of whole lines, streamed
+        side = LINE
     if side > 16 and not rows_aligned:  # squares of whole lines only pay off when streamed
         side = 16
     if big < side or small < side:
@@ -187,7 +190,9 @@ def _block(
             d, s = dst + (u * du + i) * width, src + (u + i * si) * width
             if ahead:  # the same square of the next block: its source lines on the way while this one moves
                 _prefetch_rows(ahead + (u + i * si) * width, si * width, side * width, side)
-            if side == 8:
+            if side == LINE and width == 1:
+                _transpose_bytes(d, du, s, si, _1, pad)
+            elif side == 8:
                 _transpose8(d, du, s, si, streamed, pad)
             elif side == 16:
                 _transpose16(d, du, s, si, streamed, pad)

@@ -67,6 +67,7 @@ CASES = (
     ("f32 partial-rank T(128)", "f32[{N},4096]{{1,0:T(128)}}", 4096, OTHER),
     ("f32 * combined T(2,*,128)", "f32[{N},8,512]{{2,1,0:T(2,*,128)}}", 4096, OTHER),
     ("s16 legacy padding", "s16[{N},8191]", 4096, OTHER),  # padded_dimensions set below
+    ("u4 E(4) {0,1} transpose", "u4[{N},16384]{{0,1:E(4)}}", 4096, OTHER),
     ("u2 E(2) packing", "u2[{N},8192]{{1,0:E(2)}}", 8192, OTHER),
 )
 RELAYOUTS = (("relayout T(8,128) -> {0,1}", "f32[{N},4096]{{1,0:T(8,128)}}", "f32[{N},4096]{{0,1}}", 4096),)

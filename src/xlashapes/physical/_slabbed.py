@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ._chunks import Slabs, slabs
+from ._compiled import _compiled_plan
 from ._convert import _read_physical, _write_physical
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
@@ -81,7 +82,9 @@ def write_in_slabs(
     if cut is None:
         return False
     for rows, piece, start, end in _chunk_steps(cut):
-        part = np.ascontiguousarray(x[rows])
+        part = x[rows]  # (the generic kernel reads strided slabs; the 2-d tiled kernels want them contiguous)
+        if not part.flags.c_contiguous and _compiled_plan(piece.dims, piece.layout) is not None:
+            part = np.ascontiguousarray(part)
         _write_physical(part, piece, pad, buffer[start:end], run)
         release(buffer)
         release(x)

@@ -102,8 +102,9 @@ def read_in_slabs(
     if cut is None:
         return False
     for rows, piece, start, end in _chunk_steps(cut):
-        target = result[rows]
-        staged = target if target.flags.c_contiguous else np.empty(target.shape, target.dtype)
+        target = result[rows]  # (packed layouts the generic kernel takes: filled in place, strided or not)
+        direct = target.flags.c_contiguous or (piece.packed and _compiled_plan(piece.dims, piece.layout) is None)
+        staged = target if direct else np.empty(target.shape, target.dtype)
         _read_physical(data[start:end], piece, staged, run)
         if staged is not target:
             target[...] = staged

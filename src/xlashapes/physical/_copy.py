@@ -153,7 +153,10 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
 
     def part(bounds: tuple[int, int]) -> None:
         work = np.empty(2 * len(shape), np.int64)
-        walk.strided_copy(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream, work)
+        room = np.empty(STAGED_BLOCK + LINE, np.uint8)
+        scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
+        walk.strided_copy(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream, work,
+                          scratch, STAGED_BLOCK)
 
     units = int(shape[split]) if split >= 0 else 1
     dispatch.run_parts(part, dispatch.parts(units, d.nbytes, run) if split >= 0 else [(0, 1)])
@@ -237,6 +240,7 @@ def _staged(
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 
 
+STAGED_BLOCK = 1 << 14  # bytes of scratch (in L1) a walk's blocks take on their way to a destination off the line grid
 SHIFTED_ROWS = 2048  # destination rows a shifted-rows transpose takes at a time, a multiple of 64 (2 lines each
 # in its scratch: 256 KiB, in L2); each pass reads as many words of each source row it visits (4 KiB of 2-byte
 # words: runs long enough for the hardware prefetcher; 256 rows (512 bytes) with software prefetching read half

@@ -248,15 +248,32 @@ def _wide_block(
 
 
 @_jit
+def _any_block(
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int,
+    scratch: int, room: int,
+) -> None:
+    """``_block``; a streamed block whose rows continue each other (one contiguous run of at most ``room`` bytes)
+    at a destination off the line grid goes through ``scratch`` (on it) instead, whence its whole lines are
+    streamed out: only the run's partial first and last lines are stored plainly."""
+    n = big * small * _width(pad)
+    if stream and dst % LINE and di == 1 and du == small and 4 * LINE <= n <= room:
+        _block(scratch, src, pad, big, small, du, di, si, _0, ahead)
+        _copy_out(dst, scratch, n, _1)
+    else:
+        _block(dst, src, pad, big, small, du, di, si, stream, ahead)
+
+
+@_jit
 def strided_copy(
     dst: int, src: int, pad: Any, shape: Any, d_strides: Any, s_strides: Any, unit: int, first: int, last: int,
-    stream: int, work: Any,
+    stream: int, work: Any, scratch: int, room: int,
 ) -> None:
     """Copy between strided views at ``dst`` and ``src`` (axes in destination order, strides in elements).
 
     ``unit`` is the axis (not the last) with source stride 1, -1 for none; the outermost other axis only runs over
     [first, last), so that threads can split the work there. ``stream`` asks for streaming stores. ``work`` is
-    scratch of two int64 per axis (no allocation in the kernel).
+    scratch of two int64 per axis (no allocation in the kernel); ``scratch``, ``room`` bytes on a line, takes the
+    blocks bound for a destination off the line grid (:func:`_any_block`).
     """
     n = shape.size
     width = _width(pad)
@@ -271,7 +288,7 @@ def strided_copy(
             axes[m] = k
             m += 1
     if m == 0:
-        _block(dst, src, pad, big, small, du, di, si, stream, _0)
+        _any_block(dst, src, pad, big, small, du, di, si, stream, _0, scratch, room)
         if stream:
             _fence()
         return
@@ -300,8 +317,8 @@ def strided_copy(
             _wide_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, wide, fs, stream)
         else:
             if held:
-                _block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
-                       src + s_off * width)
+                _any_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
+                           src + s_off * width, scratch, room)
             held, held_d, held_s = True, d_off, s_off
         j = m - 1
         while True:
@@ -313,7 +330,8 @@ def strided_copy(
                 break
             if j == 0:
                 if blocks and held:
-                    _block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream, _0)
+                    _any_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream, _0,
+                               scratch, room)
                 if stream:
                     _fence()
                 return

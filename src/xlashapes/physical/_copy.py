@@ -79,7 +79,7 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
     if walk is None:
         return False
     stream = int(STREAM and d.nbytes >= run.stream_bytes)
-    staged = d.ndim == 2 and s.strides[-1] != width and s.strides[0] == width and min(d.shape) >= _stage_side(width)
+    staged = d.ndim == 2 and s.strides[-1] != width and s.strides[0] == width and _stage_fits(d.shape, width)
     shift = _line_shift(d, s) if stream and not staged else 0  # (the staged kernel takes rows at any offset)
     if shift:  # destination lines off the line grid: a thin head, a middle of whole lines (streamed), a thin tail
         n = d.shape[-1]
@@ -197,22 +197,21 @@ STAGE_SIDE = 64  # shortest side (elements; of 2-byte and wider words, twice tha
 STAGE_AHEAD = 2  # source rows a staged block prefetches ahead of the one it copies
 
 
-def _stage_side(width: int) -> int:
-    """The shortest side (elements) of a 2-d transpose of ``width``-byte words that the staged kernel takes.
+def _stage_fits(sides: Sequence[int] | np.ndarray[Any, Any], width: int) -> bool:
+    """True when the staged kernel takes a 2-d transpose of ``width``-byte words with these sides: 1-, 2- and 4-byte
+    words, sides of at least ``STAGE_SIDE`` elements (2-byte and wider words: twice that).
 
-    >>> _stage_side(1), _stage_side(4)
-    (64, 128)
+    >>> _stage_fits((64, 1000), 1), _stage_fits((64, 1000), 4), _stage_fits((512, 512), 8)
+    (True, False, False)
     """
-    return STAGE_SIDE * min(width, 2)
+    return width in (1, 2, 4) and min(int(n) for n in sides) >= STAGE_SIDE * min(width, 2)
 
 
 def _stages(target: int, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], width: int, stream: int) -> int:
-    """How the staged kernel takes a streamed 2-d transpose (source-contiguous axis first) with both sides at least
-    :func:`_stage_side` long: 1 straight onto destination rows on the line grid, 2 through staged rows (rows at other
+    """How the staged kernel takes a streamed 2-d transpose (source-contiguous axis first) that it fits
+    (:func:`_stage_fits`): 1 straight onto destination rows on the line grid, 2 through staged rows (rows at other
     offsets); 0 when it does not."""
-    if not stream or len(shape) != 2 or int(d_steps[1]) != 1 or width not in (1, 2, 4) or target % width:
-        return 0
-    if min(int(shape[0]), int(shape[1])) < _stage_side(width):
+    if not stream or len(shape) != 2 or int(d_steps[1]) != 1 or target % width or not _stage_fits(shape, width):
         return 0
     return 1 if target % LINE == 0 and int(d_steps[0]) * width % LINE == 0 else 2
 

@@ -494,7 +494,6 @@ def _prefetch_rows(typingctx: Any, address: Any, step: Any, length: Any, rows: A
     return types.void(types.intp, types.intp, types.intp, types.intp), codegen
 
 
-
 @_intrinsic
 def _prefetch_run(typingctx: Any, address: Any, lines: Any) -> Any:
     """Hint the cache to fetch ``lines`` lines from ``address`` on, for reading."""

@@ -1,9 +1,10 @@
 """Slow, independent checks started in the background when the session starts, so they use the second core.
 
 The suite's main process is single-threaded most of the time. Two jobs do not need it: mypy (``test_lint``
-waits for its verdict) and the first compilation of the numba kernels, which a background run of the compiled-
-kernel tests writes to the shared kernel cache before the main process reaches them (each test still runs and
-asserts in the main process; the background run only warms the cache, and its outcome is not used).
+waits for its verdict) and the first compilation of the numba kernels, which a background run of
+``kernel_worker`` (every entry point and element width) writes to the shared kernel cache before the main process
+reaches the compiled-kernel tests (each test still runs and asserts in the main process; the background run only
+warms the cache, and its outcome is not used).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL_TESTS = ("tests/test_physical_fast.py", "tests/test_physical_generic.py")
+KERNEL_TESTS = ("tests/test_physical.py", "tests/test_physical_aot.py", "tests/test_physical_fast.py",
+                "tests/test_physical_generic.py")
 
 _jobs: dict[str, subprocess.Popen[str]] = {}
 
@@ -58,6 +60,5 @@ def numba_wanted() -> bool:
 
 JOBS = {
     "mypy": ["-m", "mypy"],
-    "kernels": ["-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header",
-                *KERNEL_TESTS],
+    "kernels": [str(ROOT / "tests" / "kernel_worker.py")],
 }

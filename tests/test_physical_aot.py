@@ -19,58 +19,7 @@ from xlashapes.physical import _aot, _cache, _entries
 pytest.importorskip("numba")
 pytest.importorskip("llvmlite")
 
-# One new process: every entry point and element width, both directions, 1 and 2 threads, outputs 16 bytes past a
-# cache line (so that legacy-padded rows go through shifted_rows, long transposed rows are shifted and staged);
-# prints digests of the bytes and which entries ran from kept machine code.
-WORKER = r"""
-import hashlib, json, os, sys
-import numpy as np
-import xlashapes as xs
-from xlashapes.physical import _dispatch as d
-from xlashapes.physical import _copy
-d.NUMBA_BYTES = d.FIRST_NUMBA_BYTES = d.STREAM_BYTES = d.THREAD_BYTES = 0
-_copy.SHIFT_BYTES = 512  # (rows of 512 bytes and up shifted onto lines)
-CASES = ["bf16[64,256]{1,0:T(8,128)(2,1)}", "s8[64,256]{1,0:T(8,128)(4,1)}", "s4[64,256]{1,0:T(8,128)(2,1)E(4)}",
-         "u4[64,256]{1,0:E(4)}", "u8[256,256]{0,1}", "u8[16,32,64]{1,2,0}", "bf16[64,256]{0,1}", "f32[64,256]{0,1}",
-         "f64[64,64]{0,1}", "s16[72,1030]{0,1:P(75,1040)}", "f32[72,1030]{0,1:P(75,1040)}",
-         "f64[72,1030]{0,1:P(75,1040)}", "u8[512,1024]{0,1}", "bf16[256,512]{0,1}", "f32[128,256]{0,1}"]
-part, parts = (int(v) for v in os.environ.get("XLASHAPES_WORKER_PART", "0/1").split("/"))
-CASES = CASES[part::parts]
-def shape_of(text):
-    if ":P(" not in text:
-        return xs.parse_shape(text)
-    head, pad = text.split(":P(")
-    dims = [int(v) for v in head[head.index("[") + 1 : head.index("]")].split(",")]
-    padded = [int(v) for v in pad.rstrip(")}").split(",")]
-    return xs.make_shape(head[: head.index("[")], dims, layout=xs.Layout((0, 1), padded_dimensions=padded))
-def placed(n):
-    room = np.empty(n + 128, np.uint8)
-    start = -room.ctypes.data % 64 + 16
-    return room[start : start + n]
-digests = {}
-for text in CASES:
-    s = shape_of(text)
-    dtype = np.dtype(s.element_type.numpy_dtype)
-    n = int(np.prod(s.dimensions))
-    x = np.random.default_rng(len(text)).integers(0, 256, n * dtype.itemsize, np.uint8).view(dtype)
-    x = x.reshape(s.dimensions)
-    if s.element_type.bits < 8:
-        x = xs.from_physical(xs.to_physical(x, s), s)  # canonical sub-byte values
-    digest = hashlib.sha256()
-    for threads in (1, 2):
-        b = xs.to_physical(x, s, out=placed(s.byte_size()), threads=threads)
-        y = xs.from_physical(b, s, out=placed(x.nbytes).view(dtype).reshape(x.shape), threads=threads)
-        digest.update(b.tobytes())
-        digest.update(y.tobytes())
-    digests[text] = digest.hexdigest()
-native = {}
-for entries in (d.walker(), d.kernels()):
-    for name, entry in (vars(entries).items() if entries is not None else ()):
-        if hasattr(entry, "natives"):
-            native[name] = sorted(key for key, loaded in entry.natives.items() if loaded is not None)
-print(json.dumps({"digests": digests, "native": native, "numba": "numba" in sys.modules,
-                  "llvmlite": "llvmlite" in sys.modules}))
-"""
+WORKER = Path(__file__).with_name("kernel_worker.py")  # every entry point and element width in one process
 # (entry, the witness's key) every entry and width the worker must run from kept code
 EXPECTED = {("strided_copy", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
     ("shifted_rows", w) for w in ("<u2", "<u4", "<u8")} | {("staged_transpose", w) for w in ("|u1", "<u2", "<u4")} | {
@@ -84,7 +33,7 @@ def run_worker(cache: Path, numba: bool = True, processes: int = 1) -> dict[str,
     source = os.path.dirname(os.path.dirname(os.path.abspath(xlashapes.__file__)))
     env = {**os.environ, "XLASHAPES_CACHE_DIR": str(cache), "XLASHAPES_NO_NUMBA": "0" if numba else "1",
            "XLASHAPES_NO_AOT": "0", "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
-    runs = [subprocess.Popen([sys.executable, "-c", WORKER], env={**env, "XLASHAPES_WORKER_PART": f"{k}/{processes}"},
+    runs = [subprocess.Popen([sys.executable, str(WORKER)], env={**env, "XLASHAPES_WORKER_PART": f"{k}/{processes}"},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(processes)]
     reports = []
     for run in runs:

@@ -1,0 +1,81 @@
+"""Every compiled kernel's entry point and element width in one process, both directions, one and two threads.
+
+Outputs sit 16 bytes past a cache line (so that legacy-padded rows go through ``shifted_rows``, and long transposed
+rows are shifted and staged). Prints (JSON) the digests of the bytes and which entries ran from kept machine code.
+``test_physical_aot`` runs it in new processes; the suite also runs it in the background when the session starts,
+to fill the kernel cache before the main process needs the kernels (``background``).
+``XLASHAPES_WORKER_PART=k/n`` takes every n-th case from the k-th.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+import xlashapes as xs
+from xlashapes.physical import _copy
+from xlashapes.physical import _dispatch as dispatch
+
+CASES = ["bf16[64,256]{1,0:T(8,128)(2,1)}", "s8[64,256]{1,0:T(8,128)(4,1)}", "s4[64,256]{1,0:T(8,128)(2,1)E(4)}",
+         "u4[64,256]{1,0:E(4)}", "u8[256,256]{0,1}", "u8[16,32,64]{1,2,0}", "bf16[64,256]{0,1}", "f32[64,256]{0,1}",
+         "f64[64,64]{0,1}", "s16[72,1030]{0,1:P(75,1040)}", "f32[72,1030]{0,1:P(75,1040)}",
+         "f64[72,1030]{0,1:P(75,1040)}", "u8[512,1024]{0,1}", "bf16[256,512]{0,1}", "f32[128,256]{0,1}"]
+
+
+def shape_of(text: str) -> xs.Shape:
+    """The shape of ``text``; ``...{0,1:P(a,b)}``: a ``{0,1}`` layout with padded dimensions (a, b)."""
+    if ":P(" not in text:
+        return xs.parse_shape(text)
+    head, pad = text.split(":P(")
+    dims = [int(v) for v in head[head.index("[") + 1 : head.index("]")].split(",")]
+    padded = tuple(int(v) for v in pad.rstrip(")}").split(","))
+    return xs.make_shape(head[: head.index("[")], dims, layout=xs.Layout((0, 1), padded_dimensions=padded))
+
+
+def placed(n: int) -> np.ndarray[Any, Any]:
+    """``n`` bytes starting 16 bytes past a cache line."""
+    room = np.empty(n + 128, np.uint8)
+    start = -room.ctypes.data % 64 + 16
+    return room[start : start + n]
+
+
+def digest_of(text: str) -> str:
+    """The digest of the bytes both directions give for ``text``, with one and two threads."""
+    s = shape_of(text)
+    dtype = np.dtype(s.element_type.numpy_dtype)
+    n = int(np.prod(s.dimensions))
+    x = np.random.default_rng(len(text)).integers(0, 256, n * dtype.itemsize, np.uint8).view(dtype)
+    x = x.reshape(s.dimensions)
+    if s.element_type.bits < 8:
+        x = xs.from_physical(xs.to_physical(x, s), s)  # canonical sub-byte values
+    digest = hashlib.sha256()
+    for threads in (1, 2):
+        b = xs.to_physical(x, s, out=placed(s.byte_size()), threads=threads)
+        y = xs.from_physical(b, s, out=placed(x.nbytes).view(dtype).reshape(x.shape), threads=threads)
+        digest.update(b.tobytes())
+        digest.update(y.tobytes())
+    return digest.hexdigest()
+
+
+def report() -> dict[str, Any]:
+    """Digests of this process's share of the cases, the entries that ran from kept code, what was imported."""
+    dispatch.NUMBA_BYTES = dispatch.FIRST_NUMBA_BYTES = dispatch.STREAM_BYTES = dispatch.THREAD_BYTES = 0
+    _copy.SHIFT_BYTES = 512  # (rows of 512 bytes and up shifted onto lines)
+    part, parts = (int(v) for v in os.environ.get("XLASHAPES_WORKER_PART", "0/1").split("/"))
+    digests = {text: digest_of(text) for text in CASES[part::parts]}
+    native = {}
+    for entries in (dispatch.walker(), dispatch.kernels()):
+        for name, entry in vars(entries).items() if entries is not None else ():
+            if hasattr(entry, "natives"):
+                native[name] = sorted(key for key, loaded in entry.natives.items() if loaded is not None)
+    return {"digests": digests, "native": native, "numba": "numba" in sys.modules,
+            "llvmlite": "llvmlite" in sys.modules}
+
+
+if __name__ == "__main__":
+    print(json.dumps(report()))

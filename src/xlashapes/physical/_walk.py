@@ -44,7 +44,7 @@ from ._intrinsics import (
     _transpose_short_nt,
     _width,
 )
-from ._kernels import _copy_out
+from ._kernels import _copy_out, _lines
 
 WIDE = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
@@ -394,9 +394,9 @@ def _emit(out: int, row: int, n: int, carry: int, first: int, last: int) -> None
     else:
         _move_line(row, carry)
     base = out - head
-    while k + LINE <= total:
-        _stream(base + k, start + k)
-        k += LINE
+    whole = (total - k) // LINE * LINE
+    _lines(base + k, start + k, whole)
+    k += whole
     if last:
         _copy(base + k, start + k, max(0, total - k))
     else:

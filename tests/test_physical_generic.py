@@ -16,8 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xlashapes as xs
+import xlashapes.physical as physical
+from kernel_worker import shape_of  # tests/ is on sys.path
 from profiles import examples
-from test_physical import canonical_bits, random_array, same_bits  # tests/ is on sys.path
+from test_physical import canonical_bits, random_array, same_bits
 from xlashapes.layout import COMBINE_DIMENSION
 from xlashapes.physical import (
     _cache,
@@ -341,6 +343,23 @@ def test_slab_chunks_equal_one_pass(monkeypatch: pytest.MonkeyPatch, text: str, 
     assert np.array_equal(numpy_path(relayout, numpy_path(to_physical, x, other), other, shape), expected)
 
 
+@pytest.mark.parametrize("text", SLAB_CASES)
+def test_slab_chunks_on_the_compiled_paths(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
+                                           text: str) -> None:
+    # chunks of a few slabs through the kernels: transposed slabs (column blocks) read and written in place where
+    # the generic kernel takes them, copied whole for the 2-d tiled kernels
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, len(text))
+    expected = numpy_path(to_physical, x, shape)
+    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 700)
+    monkeypatch.setattr(_compiled, "CHUNK_BYTES", 700)
+    monkeypatch.setattr(physical, "wants_slabs", lambda *args: True)
+    assert np.array_equal(to_physical(x, shape), expected), text
+    assert same_bits(from_physical(expected, shape), x), text
+    if "{0,1" in text:  # transposed slabs: the generic kernel took them
+        assert compiled_everywhere["strided_copy"] > 0, text
+
+
 def test_memmaps_in_and_out_at_unaligned_offsets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 1000)
     for text in ("bf16[67,300]{1,0:T(8,128)(2,1)}", "s4[50,129]{0,1:T(8,128)(2,1)E(4)}", "f32[20,33,9]{0,2,1}"):
@@ -487,7 +506,7 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     walk = _dispatch.walker()
     staged = Counter[int]()
     monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
-    shape = _legacy(text)
+    shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
     expected = numpy_path(to_physical, x, shape)
     room = np.empty(len(expected) + 128, np.uint8)
@@ -504,17 +523,6 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     assert np.array_equal(to_physical(x, shape, threads=3), expected), text  # destination rows split over threads
     assert same_bits(from_physical(expected, shape, threads=2), x), text
     assert sum(staged.values()) >= 3, text
-
-
-def _legacy(text: str) -> xs.Shape:
-    """The shape of ``text``; ``...{0,1:P(a,b)}``: a ``{0,1}`` layout with padded dimensions (a, b)."""
-    if ":P(" not in text:
-        return xs.parse_shape(text)
-    plain, padded = text.split(":P(")
-    shape = xs.parse_shape(plain + "}")
-    sizes = tuple(int(v) for v in padded.rstrip(")}").split(","))
-    return xs.make_shape(str(shape.element_type), list(shape.dimensions),
-                         layout=xs.Layout((0, 1), padded_dimensions=sizes))
 
 
 def test_2d_transposes_with_sides_of_64_words_and_up_are_staged(compiled_everywhere: Counter[str],

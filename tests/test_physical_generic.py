@@ -272,23 +272,33 @@ def test_legacy_padding_rows_shifted_onto_lines(compiled_everywhere: Counter[str
     layout = xs.Layout((0, 1), padded_dimensions=padded)
     shape = xs.make_shape(etype, list(dims), layout=layout)
     x = random_array(etype, dims, offset + dims[1])
-    expected = numpy_path(to_physical, x, shape)
-    room = np.empty(len(expected) + 128, np.uint8)
-    start = -room.ctypes.data % 64 + offset
-    out = room[start : start + len(expected)]
-    assert to_physical(x, shape, out=out) is out
-    assert np.array_equal(out, expected), shape
-    back_room = np.empty(x.nbytes + 128, np.uint8)
-    back_start = -back_room.ctypes.data % 64 + offset
-    back = back_room[back_start : back_start + x.nbytes].view(x.dtype).reshape(x.shape)
-    assert from_physical(expected, shape, out=back) is back
-    assert same_bits(back, x), shape
+    expected = round_trip_off_the_grid(x, shape, offset)
     noise = np.random.default_rng(offset).integers(0, 256, size=len(expected), dtype=np.uint8)
     assert same_bits(from_physical(noise, shape), numpy_path(from_physical, noise, shape)), shape
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)  # rows split over threads a square at a time
     assert np.array_equal(to_physical(x, shape, threads=3), expected), shape
     assert same_bits(from_physical(expected, shape, threads=2), x), shape
     assert sum(shifted.values()) >= 4  # the shifted-rows kernel took the long rows (with and without out=)
+
+
+def off_the_grid(nbytes: int, offset: int) -> np.ndarray[Any, Any]:
+    """``nbytes`` of new memory starting ``offset`` bytes past a cache line."""
+    room = np.empty(nbytes + 128, np.uint8)
+    start = -room.ctypes.data % 64 + offset
+    return room[start : start + nbytes]
+
+
+def round_trip_off_the_grid(x: np.ndarray[Any, Any], shape: xs.Shape, offset: int) -> np.ndarray[Any, Any]:
+    """The NumPy path's bytes of ``x``, after checking that both directions give them (and ``x`` back) into
+    ``out=`` arrays ``offset`` bytes past a cache line."""
+    expected = numpy_path(to_physical, x, shape)
+    out = off_the_grid(len(expected), offset)
+    assert to_physical(x, shape, out=out) is out
+    assert np.array_equal(out, expected), shape
+    back = off_the_grid(x.nbytes, offset).view(x.dtype).reshape(x.shape)
+    assert from_physical(expected, shape, out=back) is back
+    assert same_bits(back, x), shape
+    return expected
 
 
 def _counting(function: Callable[..., Any], seen: Counter[Any]) -> Callable[..., Any]:
@@ -508,17 +518,7 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
-    expected = numpy_path(to_physical, x, shape)
-    room = np.empty(len(expected) + 128, np.uint8)
-    start = -room.ctypes.data % 64 + offset
-    out = room[start : start + len(expected)]
-    assert to_physical(x, shape, out=out) is out
-    assert np.array_equal(out, expected), text
-    back_room = np.empty(x.nbytes + 128, np.uint8)
-    back_start = -back_room.ctypes.data % 64 + offset
-    back = back_room[back_start : back_start + x.nbytes].view(x.dtype).reshape(x.shape)
-    assert from_physical(expected, shape, out=back) is back
-    assert same_bits(back, x), text
+    expected = round_trip_off_the_grid(x, shape, offset)
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
     assert np.array_equal(to_physical(x, shape, threads=3), expected), text  # destination rows split over threads
     assert same_bits(from_physical(expected, shape, threads=2), x), text

@@ -190,7 +190,8 @@ def _shifted_rows(
 
 STAGE_ROWS = 512  # bytes of each destination row a staged transpose writes per block (its source rows: as many
 # words; a multiple of a line)
-STAGE_COLS = 512  # bytes of each source row it reads per block (destination rows: as many words); 288 KiB staged
+STAGE_COLS = 512  # bytes of each source row it reads per block (destination rows: as many words; a multiple of a
+# line); 288 KiB staged
 # (bytes need rows of 512 and up: 256 x 2048 reads 2-byte words at 2.1x memcpy, 512 x 512 at 1.7-1.8x; wider words
 # are the same either way)
 STAGE_SIDE = 64  # shortest side (elements; of 2-byte and wider words, twice that) of a 2-d transpose worth staging

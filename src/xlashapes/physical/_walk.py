@@ -434,8 +434,10 @@ def staged_transpose(
     """
     width = _width(pad)
     line = LINE // width
-    band = LINE // max(width, 2)  # destination rows a square covers
-    stride = cols * max(width, 2) + LINE  # a line of slack per staged row keeps the squares' rows off one cache set
+    word = max(width, 2)  # bytes of a staged word (bytes: two source rows' bytes side by side)
+    pair = word // width  # source rows per staged row
+    band = LINE // word  # destination rows a square covers
+    stride = cols * word + LINE  # a line of slack per staged row keeps the squares' rows off one cache set
     ring_step = rows * width + LINE
     carry = ring + band * ring_step
     end = src + ((small - 1) * si + big) * width
@@ -445,16 +447,15 @@ def staged_transpose(
             r = min(rows, small - i0)
             _stage(scratch, stride, src + (u0 + i0 * si) * width, pad, r, c, si, ahead, end)
             for cb in range(0, c, band):
-                at = scratch + (cb * 2 if width == 1 else cb * width)
+                at = scratch + cb * word
                 valid = min(band, c - cb)
                 if not shifted and valid == band and r % line == 0:
                     for rb in range(0, r, line):
                         _square(dst + ((u0 + cb) * du + i0 + rb) * width, du * width,
-                                at + rb // (2 if width == 1 else 1) * stride, stride, _1, pad)
+                                at + rb // pair * stride, stride, _1, pad)
                     continue
                 for rb in range(0, r, line):  # the band's lines of this block, after each row's carry
-                    _square(ring + LINE + rb * width, ring_step, at + rb // (2 if width == 1 else 1) * stride, stride,
-                            _0, pad)
+                    _square(ring + LINE + rb * width, ring_step, at + rb // pair * stride, stride, _0, pad)
                 for k in range(valid):
                     _emit(dst + ((u0 + cb + k) * du + i0) * width, ring + k * ring_step, r * width,
                           carry + (cb + k) * LINE, i0 == 0, i0 + r >= small)

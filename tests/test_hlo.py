@@ -890,6 +890,15 @@ ENTRY e {
     assert info.value.line == 6
 
 
+def test_a_shape_verdict_is_reused_but_each_instruction_gets_its_own_problem() -> None:
+    lines = [f"  w{i} = f32[3,2]{{1,0}} add(a, a), metadata={{op_name=\"x{i}\"}}" for i in range(3)]
+    text = "HloModule m\nENTRY e {\n  a = f32[2,3]{1,0} parameter(0)\n" + "\n".join(lines) + (
+        "\n  ok = f32[2,3]{1,0} add(a, a), metadata={op_name=\"y\"}\n  ROOT r = f32[2,3]{1,0} add(a, a)\n}\n")
+    problems = xs.parse_hlo_module(text).problems()
+    assert [(p.line, p.message.split(":")[0]) for p in problems] == [(4, "w0"), (5, "w1"), (6, "w2")]
+    assert all("is not the broadcast of its operands" in p.message for p in problems)
+
+
 def test_real_dumps_satisfy_the_broadcasting_rules() -> None:
     for path in DUMPS:
         problems = xs.parse_hlo_module(path.read_text()).problems()

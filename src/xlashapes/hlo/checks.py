@@ -117,6 +117,8 @@ _MODULE_ATTRIBUTES = frozenset((
 
 _API_VERSIONS = frozenset(("API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
                            "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"))
+_UNREAD_ATTRIBUTES = frozenset(("metadata", "frontend_attributes"))
+"""Attributes that shape inference never reads (they differ on nearly every instruction of a real dump)."""
 _ALIAS_KINDS = frozenset(("may-alias", "must-alias"))
 _ENUMS = {
     "compare": {"direction": frozenset(("EQ", "NE", "GE", "GT", "LE", "LT"))},
@@ -127,13 +129,14 @@ _ENUMS = {
 class _Checker:
     """Collects the problems of one module."""
 
-    __slots__ = ("found", "module", "signatures", "source")
+    __slots__ = ("found", "module", "signatures", "source", "verdicts")
 
     def __init__(self, module: ModuleView, found: Sequence[tuple[int, str]]) -> None:
         self.module = module
         self.source = module.source
         self.found: list[tuple[int, str]] = list(found)
         self.signatures: dict[str, Signature | None] = {}
+        self.verdicts: dict[tuple[Any, ...], str | None] = {}  # shape rules by what they read: the problem or None
 
     def add(self, position: int, message: str) -> None:
         """Record a problem at ``position``."""
@@ -235,32 +238,22 @@ class _Checker:
 
     def shape_rules(self, instruction: InstructionView, defined: Mapping[str, InstructionView],
                     computations: Mapping[str, ComputationView]) -> None:
-        """The written shape against XLA's broadcasting rules and against the inferred shape."""
-        operands = [defined[name].shape for name in instruction.operands if name in defined]
+        """The written shape against XLA's broadcasting rules and against the inferred shape.
+
+        The verdict depends only on the opcode, operand and written shapes, attributes (op metadata aside) and the
+        called computations' signatures, so each distinct combination is checked once per module.
+        """
+        operands = tuple(defined[name].shape for name in instruction.operands if name in defined)
         if len(operands) != len(instruction.operands):
             return  # an undefined operand is reported already
-        opcode = instruction.opcode
-        try:
-            if opcode in BINARY_OPS and len(operands) == 2:
-                _check_binary_shape(instruction, operands[0], operands[1])
-            elif opcode == "broadcast" and len(operands) == 1 and "dimensions" in instruction.attributes:
-                _check_broadcast_shape(instruction, operands[0])
-            if opcode in _CHECKED_OPCODES:
-                self.inferred(instruction, operands, computations)
-        except (ShapeError, ParseError) as error:
-            self.add(instruction.position, f"{instruction.name}: {error}")
-
-    def inferred(self, instruction: InstructionView, operands: list[Shape],
-                 computations: Mapping[str, ComputationView]) -> None:
-        """ShapeError when the written shape is not one XLA's verifier accepts (inference's check_shape)."""
-        attributes = instruction.attributes
-        typed = {key: attributes.typed(key) for key in attributes}
-        called: dict[str, Signature] = {}
-        for name in instruction.called_computations:
-            signature = self.signature(name, computations)
-            if signature is not None:
-                called[name] = signature
-        check_shape(instruction.opcode, operands, instruction.shape, typed, called)
+        called = {name: self.signature(name, computations) for name in instruction.called_computations}
+        attributes = tuple(pair for pair in instruction.attributes.pairs() if pair[0] not in _UNREAD_ATTRIBUTES)
+        key = (instruction.opcode, operands, instruction.shape, attributes, tuple(called.items()))
+        if key not in self.verdicts:
+            self.verdicts[key] = _shape_problem(instruction, operands, called)
+        problem = self.verdicts[key]
+        if problem is not None:
+            self.add(instruction.position, f"{instruction.name}: {problem}")
 
     def instruction(self, instruction: InstructionView, names: set[str],
                     computations: Mapping[str, ComputationView]) -> bool:
@@ -393,6 +386,25 @@ def _has_index(shape: Shape, index: tuple[int, ...]) -> bool:
             return False
         shape = shape.tuple_shapes[i]
     return True
+
+
+def _shape_problem(instruction: InstructionView, operands: tuple[Shape, ...],
+                   called: Mapping[str, Signature | None]) -> str | None:
+    """What XLA's broadcasting rules and shape inference say against ``instruction``'s written shape, or None."""
+    opcode = instruction.opcode
+    try:
+        if opcode in BINARY_OPS and len(operands) == 2:
+            _check_binary_shape(instruction, operands[0], operands[1])
+        elif opcode == "broadcast" and len(operands) == 1 and "dimensions" in instruction.attributes:
+            _check_broadcast_shape(instruction, operands[0])
+        if opcode in _CHECKED_OPCODES:
+            attributes = instruction.attributes
+            typed = {key: attributes.typed(key) for key in attributes}
+            signatures = {name: signature for name, signature in called.items() if signature is not None}
+            check_shape(opcode, operands, instruction.shape, typed, signatures)
+    except (ShapeError, ParseError) as error:
+        return str(error)
+    return None
 
 
 def _check_binary_shape(instruction: InstructionView, lhs: Shape, rhs: Shape) -> None:

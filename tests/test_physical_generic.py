@@ -25,8 +25,10 @@ from xlashapes.physical import (
     _cache,
     _chunks,
     _compiled,
+    _convert,
     _copy,
     _dispatch,
+    _packing,
     _slabbed,
     from_physical,
     relayout,
@@ -523,6 +525,75 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     assert np.array_equal(to_physical(x, shape, threads=3), expected), text  # destination rows split over threads
     assert same_bits(from_physical(expected, shape, threads=2), x), text
     assert sum(staged.values()) >= 3, text
+
+
+@pytest.mark.parametrize("text", ["u4[256,768]{0,1:E(4)}", "s4[330,702]{0,1:E(4)}", "u2[512,520]{0,1:E(2)}",
+                                  "s2[300,1100]{0,1:E(2)}", "u4[768,256,1]{0,2,1:E(4)}"])
+@pytest.mark.parametrize("offset", [0, 16, 3])
+def test_packed_transposes_pack_and_unpack_on_the_way(compiled_everywhere: Counter[str],
+                                                       monkeypatch: pytest.MonkeyPatch, text: str, offset: int) -> None:
+    # a 2-d transpose of E(4) / E(2) fields goes through the staged kernel once, the fields packed as source rows
+    # are staged (to) or unpacked (from): no unpacked temporary, no separate packing pass
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_copy, "STAGE_ROWS", 128)
+    monkeypatch.setattr(_copy, "STAGE_COLS", 256)
+    passes = Counter[str]()  # packing passes outside the NumPy path
+
+    def counted(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            passes[name] += not os.environ.get("XLASHAPES_NO_NUMBA")
+            return function(*args)
+
+        return call
+
+    for module in (_packing, _convert):
+        monkeypatch.setattr(module, "_pack", counted("pack", _packing._pack))
+        monkeypatch.setattr(module, "_unpack", counted("unpack", _packing._unpack))
+    walk = _dispatch.walker()
+    staged = Counter[int]()
+    monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
+    expected = round_trip_off_the_grid(x, shape, offset)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    assert np.array_equal(to_physical(x, shape, threads=3), expected), text
+    assert same_bits(from_physical(expected, shape, threads=2), x), text
+    assert sum(staged.values()) >= 6, text
+    assert compiled_everywhere["strided_copy"] == 0 and not +passes, (text, passes)
+
+
+def test_packed_transposes_that_do_not_fit_the_staged_kernel_go_the_generic_way(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # rows that do not start on whole bytes, tiles, fields wider than the type, pred, short sides; slab chunks
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 16384)
+    monkeypatch.setattr(physical, "wants_slabs", lambda *args: True)
+    walk = _dispatch.walker()
+    fields = Counter[int]()  # staged transposes by their E(bits) (8: none)
+    original = walk.staged_transpose
+
+    def counted(*args: Any) -> Any:
+        fields[int(args[-2])] += 1
+        return original(*args)
+
+    monkeypatch.setattr(walk, "staged_transpose", counted)
+    for text, packed in (("u4[255,512]{0,1:E(4)}", False), ("u4[256,512]{0,1:T(8,128)(2,1)E(4)}", False),
+                         ("s4[256,512]{0,1:E(8)}", False), ("pred[256,512]{0,1:E(1)}", False),
+                         ("u4[256,40]{0,1:E(4)}", False), ("u4[256,512]{0,1:E(4)}", True)):
+        shape = xs.parse_shape(text)
+        x = random_array(str(shape.element_type), shape.dimensions, 5)
+        buffer = to_physical(x, shape)
+        assert np.array_equal(buffer, numpy_path(to_physical, x, shape)), text
+        assert same_bits(from_physical(buffer, shape), x), text
+        assert (fields[4] + fields[2] == 2 * len(_chunks_of(shape))) if packed else not fields[4] + fields[2], text
+        fields.clear()
+
+
+def _chunks_of(shape: xs.Shape) -> list[tuple[int, int]]:
+    """The slab chunks a conversion of ``shape`` goes through."""
+    cut = _chunks.slabs(shape, xs.layout.element_bits(shape.element_type, shape.layout))
+    assert cut is not None
+    return list(cut.chunks(_slabbed.CHUNK_BYTES))
 
 
 def test_2d_transposes_with_sides_of_64_words_and_up_are_staged(compiled_everywhere: Counter[str],

@@ -10,7 +10,7 @@ import numpy as np
 from ._compiled import _compiled_read, _compiled_write
 from ._dispatch import Run
 from ._geometry import _canonicalize, _check_size, _Geometry
-from ._packing import _elements, _pack, _unpack
+from ._packing import _elements, _pack, _packed_transpose, _unpack
 from ._plan import _common_boundaries, _fill_padding, _physical_view, _plain_chains, _Plan, _plan, _transfer
 from ._reference import _reference_elements, _reference_logical
 
@@ -25,6 +25,8 @@ def _write_physical(
     if geometry.packed:
         if plan is not None and plan.identity and x.flags.c_contiguous and geometry.count == geometry.aligned:
             _pack(x.reshape(-1), geometry, buffer, run)
+            return
+        if _packed_transpose(x, geometry, buffer, run, True):
             return
         _check_size(geometry.aligned, run.limit, "the unpacked elements")
         elements = np.empty(geometry.aligned, np.uint8)
@@ -69,6 +71,8 @@ def _read_physical(
     if geometry.packed:
         if plan is not None and plan.identity and result.flags.c_contiguous:
             _unpack(data, geometry, result.reshape(-1), run)
+            return
+        if _packed_transpose(result, geometry, data, run, False):
             return
     elements = _elements(data, geometry, run, "the unpacked elements")
     if plan is None:

@@ -219,10 +219,11 @@ def _stages(target: int, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, A
 
 def _staged(
     walk: Any, target: int, source: int, pad: Any, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any],
-    s_steps: np.ndarray[Any, Any], nbytes: int, run: Run, mode: int,
+    s_steps: np.ndarray[Any, Any], nbytes: int, run: Run, mode: int, bits: int = 8, packs: int = 0,
 ) -> None:
     """The staged transpose kernel over ``run``'s threads (each part whole lines of destination rows); ``mode`` as
-    :func:`_stages` gives it."""
+    :func:`_stages` gives it; ``bits``, ``packs``: E(bits) fields packed or unpacked on the way (``staged_transpose``).
+    """
     big, small, du, si = int(shape[0]), int(shape[1]), int(d_steps[0]), int(s_steps[1])
     width = pad.itemsize
     rows, cols = STAGE_ROWS // width, STAGE_COLS // width
@@ -235,7 +236,7 @@ def _staged(
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         last = big if bounds[1] * line >= big - big % line else bounds[1] * line
         walk.staged_transpose(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, rows, cols,
-                              STAGE_AHEAD, scratch + staged, int(mode == 2))
+                              STAGE_AHEAD, scratch + staged, int(mode == 2), bits, packs)
 
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 
@@ -304,21 +305,32 @@ def _normalized(
     dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Both views without size-1 axes, axes sorted by dst stride, axes contiguous in both merged."""
-    axes = sorted(
-        ((n, ds, ss) for n, ds, ss in zip(dst.shape, dst.strides, src.strides) if n != 1),
-        key=lambda axis: -abs(axis[1]),
+    merged = _merged_axes(dst.shape, dst.strides, src.strides)
+    shape = tuple(a[0] for a in merged)
+    return (
+        as_strided(dst, shape=shape, strides=tuple(a[1] for a in merged)),
+        as_strided(src, shape=shape, strides=tuple(a[2] for a in merged)),
     )
+
+
+def _merged_axes(
+    shape: Sequence[int], d_strides: Sequence[int], s_strides: Sequence[int]
+) -> list[tuple[int, int, int]]:
+    """(size, dst stride, src stride) of a copy's axes: size-1 axes dropped, sorted by dst stride, axes contiguous
+    in both merged.
+
+    >>> _merged_axes((2, 3, 4), (12, 4, 1), (1, 8, 2))
+    [(2, 12, 1), (12, 1, 2)]
+    """
+    axes = sorted(((n, ds, ss) for n, ds, ss in zip(shape, d_strides, s_strides) if n != 1),
+                  key=lambda axis: -abs(axis[1]))
     merged: list[tuple[int, int, int]] = []
     for n, ds, ss in axes:
         if merged and merged[-1][1] == ds * n and merged[-1][2] == ss * n:
             merged[-1] = (merged[-1][0] * n, ds, ss)
         else:
             merged.append((n, ds, ss))
-    shape = tuple(a[0] for a in merged)
-    return (
-        as_strided(dst, shape=shape, strides=tuple(a[1] for a in merged)),
-        as_strided(src, shape=shape, strides=tuple(a[2] for a in merged)),
-    )
+    return merged
 
 
 def _widened(

@@ -474,6 +474,79 @@ _interleave2, _interleave4 = _interleaver(2), _interleaver(4)
 _deinterleave2, _deinterleave4 = _deinterleaver(2), _deinterleaver(4)
 
 
+def _interleaved(builder: Any, low: Any, high: Any) -> Any:
+    """Two byte vectors of a line each joined element by element (``low[0], high[0], low[1], ...``): rows of 2-byte
+    words."""
+    order = _mask([v for u in range(low.type.count) for v in (u, low.type.count + u)])
+    return builder.shuffle_vector(low, high, order)
+
+
+def _packer(bits: int) -> Any:
+    """An intrinsic: a line of bytes from each of ``2 * 8 / bits`` rows (``step`` bytes apart) packed ``bits`` bits
+    per byte (E(bits), the first row in the low-order bits), the first half of the rows into the low bytes of two
+    lines of 2-byte words at ``dst``, the second half into their high bytes."""
+    per = 8 // bits
+
+    @_intrinsic
+    def pack(typingctx: Any, dst: Any, src: Any, step: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            line = ir.VectorType(ir.IntType(8), LINE)
+            rows = [builder.load(_at(builder, _offset(builder, args[1], args[2], q, 1), line), align=1)
+                    for q in range(2 * per)]
+            halves = []
+            for h in range(2):
+                value = None
+                for m in range(per):
+                    field = rows[h * per + m]
+                    if m < per - 1:  # (the last field's high bits are shifted out)
+                        field = builder.and_(field, ir.Constant(line, [(1 << bits) - 1] * LINE))
+                    if m:
+                        field = builder.shl(field, ir.Constant(line, [m * bits] * LINE))
+                    value = field if value is None else builder.or_(value, field)
+                halves.append(value)
+            words = _interleaved(builder, halves[0], halves[1])
+            builder.store(words, _at(builder, args[0], words.type), align=1)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp), codegen
+
+    return pack
+
+
+def _unpacker(bits: int) -> Any:
+    """An intrinsic: a line's worth of ``bits``-bit fields (E(bits), the first in the low-order bits) from each of two
+    rows of packed bytes (``step`` bytes apart), one field per byte, the first row's in the low bytes of two lines of
+    2-byte words at ``dst``, the second row's in their high bytes."""
+    per = 8 // bits
+
+    @_intrinsic
+    def unpack(typingctx: Any, dst: Any, src: Any, step: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            byte = ir.IntType(8)
+            packed = ir.VectorType(byte, LINE // per)
+            field = ir.Constant(packed, [(1 << bits) - 1] * (LINE // per))
+            order = _mask([(u % per) * (LINE // per) + u // per for u in range(LINE)])  # field m of byte b: u = b*per+m
+            halves = []
+            for k in range(2):
+                row = builder.load(_at(builder, _offset(builder, args[1], args[2], k, 1), packed), align=1)
+                fields = [row if m == 0 else builder.lshr(row, ir.Constant(packed, [m * bits] * (LINE // per)))
+                          for m in range(per)]
+                fields = [builder.and_(value, field) if m < per - 1 else value for m, value in enumerate(fields)]
+                halves.append(builder.shuffle_vector(_concatenated(builder, fields) if per > 1 else fields[0],
+                                                     ir.Constant(ir.VectorType(byte, LINE), None), order))
+            words = _interleaved(builder, halves[0], halves[1])
+            builder.store(words, _at(builder, args[0], words.type), align=1)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp), codegen
+
+    return unpack
+
+
+_pack_rows2, _pack_rows4 = _packer(2), _packer(4)
+_unpack_rows2, _unpack_rows4 = _unpacker(2), _unpacker(4)
+
+
 @_intrinsic
 def _prefetch_rows(typingctx: Any, address: Any, step: Any, length: Any, rows: Any) -> Any:
     """Hint the cache to fetch ``rows`` rows of ``length`` bytes (at most a line), ``step`` bytes apart, for reading:

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _copy
 from . import _dispatch as dispatch
 from ._dispatch import Run, address
 from ._geometry import _check_size, _Geometry
@@ -138,3 +139,54 @@ def _elements(data: np.ndarray[Any, Any], geometry: _Geometry, run: Run, what: s
     elements = np.empty(geometry.aligned, np.uint8)
     _unpack(data, geometry, elements, run)
     return elements
+
+
+def _packed_transpose(
+    logical: np.ndarray[Any, Any], geometry: _Geometry, physical: np.ndarray[Any, Any], run: Run, to: bool
+) -> bool:
+    """A 2-d transpose of E(2) or E(4) fields (``u4[m,n]{0,1:E(4)}``) in one pass, packed (``to`` the bytes) or
+    unpacked on the way through the staged transpose kernel, with no unpacked temporary; False when it does not
+    apply (or numba is missing)."""
+    sides = _packed_sides(logical, geometry, to)
+    target = physical if to else logical
+    walk = dispatch.walker() if sides is not None and target.nbytes >= run.numba_bytes else None
+    if sides is None or walk is None or target.nbytes < run.stream_bytes:
+        return False
+    big, small, du, si = sides
+    per = 8 // geometry.bits
+    if to:  # the kernel counts the destination's bytes: a source row of them is ``per`` rows of fields
+        small, du, si = small // per, du // per, si * per
+    if not _copy._stage_fits((big, small), 1):
+        return False
+    at = address(target)
+    mode = 1 if at % _copy.LINE == 0 and du % _copy.LINE == 0 else 2
+    shape, d_steps, s_steps = (np.array(v, np.int64) for v in ((big, small), (du, 1), (1, si)))
+    _copy._staged(walk, at, address(logical if to else physical), np.uint8(0), shape, d_steps, s_steps,
+                  target.nbytes, run, mode, geometry.bits, int(to))
+    return True
+
+
+def _packed_sides(logical: np.ndarray[Any, Any], geometry: _Geometry, to: bool) -> tuple[int, int, int, int] | None:
+    """(big, small, du, si) of the 2-d transpose between the logical array (byte per field) and the E(2) or E(4)
+    fields of ``geometry`` (``to`` them: destination rows of fields; else source rows), in elements, when it is one
+    the staged kernel can pack on the way: plain fields, no tiles or padding, rows on whole bytes."""
+    bits, layout = geometry.bits, geometry.layout
+    plain = geometry.etype.kind != "pred" and geometry.etype.bits == bits and bits in (2, 4)
+    whole = geometry.count == geometry.aligned and geometry.nbytes * 8 == geometry.count * bits
+    if not (plain and whole) or layout.tiles or layout.padded_dimensions is not None or logical.itemsize != 1:
+        return None
+    if any(step <= 0 for step in logical.strides):
+        return None
+    fields = [0] * len(geometry.dims)
+    step = 1
+    for d in layout.minor_to_major:
+        fields[d] = step
+        step *= geometry.dims[d]
+    pair = (fields, logical.strides) if to else (logical.strides, fields)
+    axes = _copy._merged_axes(geometry.dims, *pair)
+    if len(axes) != 2 or axes[0][2] != 1 or axes[1][1] != 1:
+        return None
+    (big, du, _), (small, _, si) = axes
+    per = 8 // bits
+    packed_rows = (du, small) if to else (si,)
+    return None if any(v % per for v in packed_rows) else (big, small, du, si)

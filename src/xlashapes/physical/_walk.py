@@ -32,6 +32,8 @@ from ._intrinsics import (
     _jit,
     _lanes,
     _move_line,
+    _pack_rows2,
+    _pack_rows4,
     _prefetch_rows,
     _prefetch_run,
     _put,
@@ -42,6 +44,8 @@ from ._intrinsics import (
     _transpose16,
     _transpose_bytes,
     _transpose_short_nt,
+    _unpack_rows2,
+    _unpack_rows4,
     _width,
 )
 from ._kernels import _copy_out, _lines
@@ -342,13 +346,52 @@ def strided_copy(
 
 
 @_jit
+def _staged_byte(at: int, u: int, sub: int, bits: int, packs: int, pad: Any) -> Any:
+    """Staged byte ``u`` of the source row at ``at`` (:func:`_stage`): the byte; ``packs``: the E(bits) fields of
+    byte ``u`` of the ``8 / bits`` rows ``sub`` bytes apart from ``at``, packed; else (``bits < 8``) field ``u`` of the
+    packed row."""
+    if bits == 8:
+        return _get(at, u, pad)
+    field, per = (1 << bits) - 1, 8 // bits
+    if packs:
+        value = 0
+        for m in range(per):
+            value |= (_get(at + m * sub, u, pad) & field) << (m * bits)
+        return np.uint8(value)
+    return np.uint8((_get(at, u // per, pad) >> (u % per * bits)) & field)
+
+
+@_jit
+def _stage_line(to: int, at: int, step: int, sub: int, bits: int, packs: int, pad: Any) -> None:
+    """A line of staged bytes (:func:`_stage`) of each of the rows at ``at`` and ``at + step`` interleaved into two
+    lines of 2-byte words at ``to``."""
+    if bits == 8:
+        _interleave2(to, at, step, _0, pad)
+    elif packs:
+        if bits == 4:
+            _pack_rows4(to, at, sub)
+        else:
+            _pack_rows2(to, at, sub)
+    elif bits == 4:
+        _unpack_rows4(to, at, step)
+    else:
+        _unpack_rows2(to, at, step)
+
+
+@_jit
 def _stage(
-    scratch: int, stride: int, src: int, pad: Any, rows: int, length: int, si: int, ahead: int, limit: int
+    scratch: int, stride: int, src: int, pad: Any, rows: int, length: int, si: int, ahead: int, limit: int,
+    bits: int, packs: int,
 ) -> None:
     """Copy ``rows`` source rows of ``length`` elements (``si`` apart) to scratch rows ``stride`` bytes apart, each
     prefetching the one ``ahead`` rows on; bytes: pairs of rows interleaved into one row of 2-byte words (an odd
     last row paired with nothing), a line at a time, the last partial line too where the bytes after it (up to
-    ``limit``, the end of the source) can be read."""
+    ``limit``, the end of the source) can be read.
+
+    Sub-byte fields (E(``bits``), ``bits`` < 8) are staged one per byte: ``packs``, each staged byte packs the
+    fields of ``8 / bits`` source rows of bytes (``si`` is the step of these groups, bytes); else the source rows
+    are packed (``si``: their step in bytes) and each staged byte is one of their fields.
+    """
     width = _width(pad)
     n = length * width
     if width > 1:
@@ -358,23 +401,28 @@ def _stage(
                 _prefetch_run(at + ahead * si * width, n // LINE + 1)
             _copy(scratch + k * stride, at, n)
         return
+    per = 8 // bits
+    sub = si // per if packs else si  # bytes between the rows read (a staged byte's rows when packing)
+    reads = per if packs else 1  # rows read per staged row
+    span = n if packs or per == 1 else -(-n // per)  # bytes read of each row
+    col = 1 if packs or per == 1 else per  # staged bytes per byte read
     for k in range(0, rows, 2):
         whole = n - n % LINE
         at, to = src + k * si, scratch + k // 2 * stride
         if k + 1 == rows:  # (the high bytes are not read)
             for u in range(n):
-                _put(to, 2 * u, _get(at, u, pad))
+                _put(to, 2 * u, _staged_byte(at, u, sub, bits, packs, pad))
             continue
         if ahead and k + 2 * ahead < rows:
-            _prefetch_run(at + 2 * ahead * si, n // LINE + 1)
-            _prefetch_run(at + (2 * ahead + 1) * si, n // LINE + 1)
-        if whole < n and at + si + whole + LINE <= limit:
+            for q in range(2 * reads):
+                _prefetch_run(at + 2 * ahead * si + q * sub, span // LINE + 1)
+        if col == 1 and whole < n and at + (2 * reads - 1) * sub + whole + LINE <= limit:
             whole += LINE
         for u in range(0, whole, LINE):
-            _interleave2(to + 2 * u, at + u, si, _0, pad)
+            _stage_line(to + 2 * u, at + u // col, si, sub, bits, packs, pad)
         for u in range(whole, n):
-            _put(to, 2 * u, _get(at, u, pad))
-            _put(to, 2 * u + 1, _get(at + si, u, pad))
+            _put(to, 2 * u, _staged_byte(at, u, sub, bits, packs, pad))
+            _put(to, 2 * u + 1, _staged_byte(at + si, u, sub, bits, packs, pad))
 
 
 @_jit
@@ -417,7 +465,7 @@ def _square(to: int, step: int, at: int, stride: int, stream: int, pad: Any) -> 
 @_jit
 def staged_transpose(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, first: int, last: int, scratch: int,
-    rows: int, cols: int, ahead: int, ring: int, shifted: int,
+    rows: int, cols: int, ahead: int, ring: int, shifted: int, bits: int, packs: int,
 ) -> None:
     """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small``: a 2-d transpose with
     streamed destination rows, through blocks of ``rows`` source rows x ``cols`` words (1-, 2-, 4-byte).
@@ -431,6 +479,11 @@ def staged_transpose(
     lines are streamed from its own line boundary (:func:`_emit`), the line a block leaves unfinished carried to
     the next one. Bytes are staged as rows of 2-byte words (two source rows interleaved), whose squares are one
     line of each destination row too.
+
+    Sub-byte fields (E(``bits``), ``bits`` < 8; bytes): ``packs``, the destination is packed and everything here
+    counts its bytes (``small``, ``du``), each of its source rows ``8 / bits`` rows of bytes (``si`` apart / ``8 /
+    bits``), packed as they are staged; else the source is packed (``si``, ``u``: in fields) and unpacked as it is
+    staged.
     """
     width = _width(pad)
     line = LINE // width
@@ -440,12 +493,16 @@ def staged_transpose(
     stride = cols * word + LINE  # a line of slack per staged row keeps the squares' rows off one cache set
     ring_step = rows * width + LINE
     carry = ring + band * ring_step
-    end = src + ((small - 1) * si + big) * width
+    per = 8 // bits
+    unpacks = per > 1 and not packs
+    step = si // per if unpacks else si  # between source rows, in the units of ``u``'s bytes
+    end = 0 if unpacks else src + ((small * (per if packs else 1) - 1) * (si // per if packs else si) + big) * width
     for u0 in range(first, last, cols):
         c = min(cols, last - u0)
         for i0 in range(0, small, rows):
             r = min(rows, small - i0)
-            _stage(scratch, stride, src + (u0 + i0 * si) * width, pad, r, c, si, ahead, end)
+            at = src + (u0 // per + i0 * step if unpacks else (u0 + i0 * si) * width)
+            _stage(scratch, stride, at, pad, r, c, step, ahead, end, bits, packs)
             for cb in range(0, c, band):
                 at = scratch + cb * word
                 valid = min(band, c - cb)

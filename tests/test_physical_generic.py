@@ -194,7 +194,7 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
                                                    stream: bool) -> None:
     # 32x32 squares of 2-byte words streamed (line-aligned rows) or 16x16 (unaligned), 8 x line blocks streamed
     # for short source rows (f32/bf16/u8 with 8..lanes-1 rows), blocks that continue short destination rows (in
-    # pairs when rows are half a line), and
+    # twos, fours or eights when rows are a half, a quarter or an eighth of a line), and
     # legacy padding (rows off line boundaries), with edges in both dims
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0 if stream else 1 << 40)
     monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
@@ -202,7 +202,10 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              "f32[3,8,8,16,8,16]{1,3,5,0,2,4}", "f32[2,12,16,40]{2,3,1,0}", "f32[9,37,16]{1,2,0}",
              "u8[5,12,64]{1,2,0}", "bf16[3,10,64]{1,2,0}", "f32[300,257]{0,1}",
              # destination rows of half a line, blocks side by side: pairs of blocks make whole lines (odd counts too)
-             "bf16[3,8,8,16,16,16]{1,3,5,0,2,4}", "u8[2,8,8,16,32,16]{1,3,5,0,2,4}", "f32[3,8,7,16,8,16]{1,3,5,0,2,4}"]
+             "bf16[3,8,8,16,16,16]{1,3,5,0,2,4}", "u8[2,8,8,16,32,16]{1,3,5,0,2,4}", "f32[3,8,7,16,8,16]{1,3,5,0,2,4}",
+             # rows of a quarter and an eighth of a line: four and eight blocks make whole lines (and leftovers)
+             "u8[2,16,8,7,16,64]{1,3,5,0,2,4}", "bf16[2,8,8,16,16,64]{1,3,5,0,2,4}",
+             "s8[2,8,8,12,32,64]{1,3,5,0,2,4}", "s8[2,8,8,16,9,64]{1,3,5,0,2,4}"]
     shapes = [xs.parse_shape(text) for text in cases]
     shapes.append(xs.make_shape("s16", [40, 301], layout=xs.Layout((0, 1), padded_dimensions=(43, 320))))
     for shape in shapes:

@@ -359,20 +359,25 @@ def _lane_squares(builder: Any, rows: list[Any]) -> list[Any]:
     return out
 
 
-def _short_transposer(short: int) -> Any:
+def _short_transposer(short: int, groups: int) -> Any:
     """An intrinsic: a block of ``short`` destination rows of one line each (``LINE / width`` elements), from as
-    many source rows of ``short`` elements; each line streamed out (``dst`` rows line-aligned). The first half of
-    the source rows starts at ``src``, the second at ``src2`` (``src + half * s_step`` for one strided block)."""
+    many source rows of ``short`` elements; each line streamed out (``dst`` rows line-aligned). The source rows
+    come in ``groups`` equal groups (each a part of every destination line), ``g_step`` bytes apart, the rows of a
+    group ``s_step`` elements apart (one strided block: ``g_step`` is the step of a group's worth of rows; blocks
+    side by side in the destination: the step between blocks)."""
 
     @_intrinsic
-    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, src2: Any, s_step: Any, witness: Any) -> Any:
+    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, g_step: Any, s_step: Any, witness: Any) -> Any:
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
             element, width = _element(context, signature.args[5])
             long = LINE // width
-            half = long // 2
+            rows_of_group = max(1, long // groups)
             vector = ir.VectorType(element, short)
-            rows = [builder.load(_at(builder, _offset(builder, args[2] if i < half else args[3], args[4], i % half,
-                                                      width), vector), align=1) for i in range(long)]
+            rows = []
+            for i in range(long):
+                start = _offset(builder, args[2], args[3], i // rows_of_group, 1)
+                rows.append(builder.load(_at(builder, _offset(builder, start, args[4], i % rows_of_group, width),
+                                             vector), align=1))
             squares = [_squares(builder, rows[k : k + short]) for k in range(0, long, short)]
             for j in range(short):
                 line = _concatenated(builder, [square[j] for square in squares])
@@ -412,7 +417,9 @@ def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: An
 
 
 _transpose = _transposer(0)
-_transpose_short_nt = _short_transposer(8)  # 8 destination rows of one line: streamed when a side is short
+_transpose_short_nt = _short_transposer(8, 2)  # 8 destination rows of one line: streamed when a side is short
+_transpose_short_nt4 = _short_transposer(8, 4)  # (rows of a quarter of a line, four blocks side by side)
+_transpose_short_nt8 = _short_transposer(8, 8)  # (rows of 8 bytes, eight blocks side by side)
 _transpose8 = _transposer(8)
 _transpose16 = _transposer(16)
 

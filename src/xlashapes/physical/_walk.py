@@ -44,6 +44,8 @@ from ._intrinsics import (
     _transpose16,
     _transpose_bytes,
     _transpose_short_nt,
+    _transpose_short_nt4,
+    _transpose_short_nt8,
     _unpack_rows2,
     _unpack_rows4,
     _width,
@@ -174,7 +176,7 @@ def _block(
         for u in range(0, full_u, 8):
             for i in range(0, full_i, lanes):
                 s = src + (u + i * si) * width
-                _transpose_short_nt(dst + (u * du + i) * width, du, s, s + lanes // 2 * si * width, si, pad)
+                _transpose_short_nt(dst + (u * du + i) * width, du, s, lanes // 2 * si * width, si, pad)
         _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
         return
     side = _side(pad)
@@ -220,28 +222,41 @@ def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int
 
 @_jit
 def _wide_block(
-    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
+    ahead: int,
 ) -> None:
     """``count`` blocks side by side in the destination (block ``f`` at ``dst + f*small`` elements, ``src + f*fs``):
     short destination rows (tiled transposes read back) written a band of 8 rows at a time across many blocks, so
-    that each row gets one long run instead of ``count`` scattered pieces; rows of half a line, two blocks at a
-    time, whole lines streamed."""
+    that each row gets one long run instead of ``count`` scattered pieces; rows of a half, a quarter or an eighth
+    of a line, two, four or eight blocks at a time, whole lines streamed. ``ahead`` (0: none) is the source of the
+    next wide block, of the same shape: each group's counterpart there is prefetched as the first band moves."""
     width = _width(pad)
     if big < 8 or small < 8:
         for f in range(count):
             _block(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, stream, _0)
         return
     full_u, full_i = big - big % 8, small - small % 8
-    # rows of half a line, on lines: two blocks side by side make one line of each row, streamed out
-    pairs = stream and dst % LINE == 0 and (du * width) % LINE == 0 and 2 * small * width == LINE
+    # rows of a half, a quarter or an eighth of a line, on lines: as many blocks side by side make one line of
+    # each row, streamed out
+    row = small * width
+    lined = stream and dst % LINE == 0 and (du * width) % LINE == 0 and row < LINE and LINE % row == 0
+    group = LINE // row if lined and small % 8 == 0 else 1  # blocks per line
     for f0 in range(0, count, WIDE):
         f1 = min(count, f0 + WIDE)
-        paired = f0 + (f1 - f0) // 2 * 2 if pairs else f0
+        grouped = f0 + (f1 - f0) // group * group if group > 1 else f0
         for u in range(0, full_u, 8):
-            for f in range(f0, paired, 2):
-                s = src + (f * fs + u) * width
-                _transpose_short_nt(dst + (u * du + f * small) * width, du, s, s + fs * width, si, pad)
-            for f in range(paired, f1):
+            for f in range(f0, grouped, group):
+                d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
+                if ahead and u == 0:
+                    for g in range(f, f + group):
+                        _prefetch_rows(ahead + g * fs * width, si * width, big * width, small)
+                if group == 2:
+                    _transpose_short_nt(d, du, s, fs * width, si, pad)
+                elif group == 4:
+                    _transpose_short_nt4(d, du, s, fs * width, si, pad)
+                else:
+                    _transpose_short_nt8(d, du, s, fs * width, si, pad)
+            for f in range(grouped, f1):
                 d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
                 for i in range(0, full_i, 8):
                     _transpose8(d + i * width, du, s + i * si * width, si, _0, pad)
@@ -311,16 +326,16 @@ def strided_copy(
     d_off, s_off = first * d_strides[a], first * s_strides[a]
     if first >= last:
         return
-    blocks = not rows and not wide
     held = False  # a block runs once the next one is known: it prefetches that one's source as it goes
     held_d, held_s = 0, 0
     while True:
         if rows:
             _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, stream)
-        elif wide:
-            _wide_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, wide, fs, stream)
         else:
-            if held:
+            if held and wide:
+                _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs, stream,
+                            src + s_off * width)
+            elif held:
                 _any_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
                            src + s_off * width, scratch, room)
             held, held_d, held_s = True, d_off, s_off
@@ -333,7 +348,10 @@ def strided_copy(
             if index[j] < (last if j == 0 else shape[a]):
                 break
             if j == 0:
-                if blocks and held:
+                if held and wide:
+                    _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs,
+                                stream, _0)
+                elif held:
                     _any_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream, _0,
                                scratch, room)
                 if stream:

@@ -42,7 +42,9 @@ through ``shifted_rows``); 2-d transposes with both sides 128 words and up (64 b
 padding) go through ``staged_transpose``, which copies blocks of source rows into the cache one long run at a time
 before transposing them out, each destination row's lines streamed from its own line boundary (a read pattern memory
 serves at close to ``memcpy`` speed, where reading a line's worth of rows at once is not); bytes are transposed as
-2-byte words of two interleaved rows, squares of whole lines. The 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P >
+2-byte words of two interleaved rows, squares of whole lines, and E(4) / E(2) fields (``u4[m,n]{0,1:E(4)}``) are
+packed or unpacked as the source rows are staged (four or eight rows' fields to one row of words), so a packed
+transpose is one pass with no unpacked temporary. The 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P >
 1``: the TPU's 8- and 16-bit formats, pred made 0/1 and plain E(n) fields packed tile by tile on the way) are faster
 special cases; ``pack`` / ``unpack`` do E(1)/E(2)/E(4). Arrays these functions allocate start on a 64-byte line (as
 XLA's buffers do), so that whole lines can be streamed into them. Transposing walks prefetch the next block's source

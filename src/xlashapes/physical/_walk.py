@@ -7,8 +7,9 @@ block of two axes: the destination's most minor one and the one that is contiguo
 their sizes and strides the block is a plain run (``memcpy``), a 2- or 4-way (de)interleave of rows, or a
 transpose in registers of 16x16 (or 8x8) squares; with line-aligned destination rows, squares whose rows are one
 line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other side is shorter than a line, or
-two blocks side by side whose rows are half a line each), are streamed; anything else is moved element by element.
-Each transposing block prefetches the source of the next one while it moves its own.
+two, four or eight blocks side by side whose rows are a half, a quarter or an eighth of a line), are streamed;
+anything else is moved element by element. Each transposing block prefetches the source of the next one while it
+moves its own.
 
 Long 2-d transposes have a kernel of their own, ``staged_transpose`` (blocks of source rows copied into the cache
 first, then transposed out), and so do long rows at different offsets in their lines, ``shifted_rows``.
@@ -229,7 +230,8 @@ def _wide_block(
     short destination rows (tiled transposes read back) written a band of 8 rows at a time across many blocks, so
     that each row gets one long run instead of ``count`` scattered pieces; rows of a half, a quarter or an eighth
     of a line, two, four or eight blocks at a time, whole lines streamed. ``ahead`` (0: none) is the source of the
-    next wide block, of the same shape: each group's counterpart there is prefetched as the first band moves."""
+    next wide block, of the same shape: its blocks' source rows are prefetched one block per group moved, over the
+    first bands."""
     width = _width(pad)
     if big < 8 or small < 8:
         for f in range(count):
@@ -247,9 +249,9 @@ def _wide_block(
         for u in range(0, full_u, 8):
             for f in range(f0, grouped, group):
                 d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
-                if ahead and u == 0:
-                    for g in range(f, f + group):
-                        _prefetch_rows(ahead + g * fs * width, si * width, big * width, small)
+                if ahead and u // 8 < group:  # one block's rows per call, over the first bands
+                    g = f + u // 8
+                    _prefetch_rows(ahead + g * fs * width, si * width, big * width, small)
                 if group == 2:
                     _transpose_short_nt(d, du, s, fs * width, si, pad)
                 elif group == 4:

@@ -111,8 +111,7 @@ def test_pathological_lines_take_linear_time(name: str) -> None:
     kind, unit, prefix, suffix = generators.PATHOLOGICAL[name]
     size = KNOWN_SLOW[name][1] if name in KNOWN_SLOW else SIZE  # known slow: a shorter line
     text = prefix + unit * (size // len(unit)) + suffix
-    gc.collect()
-    gc.disable()  # a collection of the whole session's heap is not the parser's time
+    gc.disable()  # a collection of the whole session's heap is not the parser's time (none runs while disabled)
     start = time.thread_time()  # the parser's own CPU time: not that of the threads jax keeps in this process
     try:
         generators.run_pathological((kind, text))

@@ -1,3 +1,4 @@
+import gc
 import sys
 from pathlib import Path
 
@@ -19,12 +20,16 @@ def xla():
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the background jobs the selected tests will want: mypy for test_lint, the kernel cache warm-up."""
+    """Start the background jobs the selected tests will want: mypy for test_lint, the kernel cache warm-up; then
+    move everything imported so far out of the collector's sight (``gc.freeze``): the full collections the tests'
+    garbage triggers then walk only what the tests made, not every module object of numpy, hypothesis and jax."""
     files = {item.nodeid.partition("::")[0] for item in session.items}
     if "tests/test_lint.py" in files:
         background.start("mypy", background.JOBS["mypy"])
     if files & set(background.KERNEL_TESTS) and background.numba_wanted() and len(files) > len(background.KERNEL_TESTS):
         background.start("kernels", background.JOBS["kernels"])
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

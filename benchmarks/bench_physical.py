@@ -63,6 +63,7 @@ CASES = (
     ("u8 {0,1} odd sides", "u8[{N},8191]{{0,1}}", 8194, OTHER),
     ("bf16 rank-3 transpose", "bf16[{N},128,256]{{1,2,0}}", 1024, OTHER),
     ("f32 rank-6 transpose", "f32[{N},8,8,16,8,16]{{1,3,5,0,2,4}}", 128, OTHER),
+    ("u8 3 channels to planes", "u8[{N},224,224,3]{{2,1,3,0}}", 446, OTHER),
     ("f32 tiled transpose", "f32[{N},4096]{{0,1:T(8,128)}}", 4096, OTHER),
     ("f32 partial-rank T(128)", "f32[{N},4096]{{1,0:T(128)}}", 4096, OTHER),
     ("f32 * combined T(2,*,128)", "f32[{N},8,512]{{2,1,0:T(2,*,128)}}", 4096, OTHER),

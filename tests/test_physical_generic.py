@@ -205,7 +205,11 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              "bf16[3,8,8,16,16,16]{1,3,5,0,2,4}", "u8[2,8,8,16,32,16]{1,3,5,0,2,4}", "f32[3,8,7,16,8,16]{1,3,5,0,2,4}",
              # rows of a quarter and an eighth of a line: four and eight blocks make whole lines (and leftovers)
              "u8[2,16,8,7,16,64]{1,3,5,0,2,4}", "bf16[2,8,8,16,16,64]{1,3,5,0,2,4}",
-             "s8[2,8,8,12,32,64]{1,3,5,0,2,4}", "s8[2,8,8,16,9,64]{1,3,5,0,2,4}"]
+             "s8[2,8,8,12,32,64]{1,3,5,0,2,4}", "s8[2,8,8,16,9,64]{1,3,5,0,2,4}",
+             # 3 channels to and from planes (NHWC <-> NCHW): rows (de)interleaved three at a time, the columns
+             # left over by a last line's worth overlapping the one before; shorter than a line: element by element
+             "u8[2,70,130,3]{2,1,3,0}", "bf16[2,3,70,130]{1,3,2,0}", "f32[2,3,33,20]{1,3,2,0}",
+             "f64[3,10,9,3]{2,1,3,0}", "u8[2,5,7,3]{2,1,3,0}", "s16[2,3,64,32]{1,3,2,0}"]
     shapes = [xs.parse_shape(text) for text in cases]
     shapes.append(xs.make_shape("s16", [40, 301], layout=xs.Layout((0, 1), padded_dimensions=(43, 320))))
     for shape in shapes:

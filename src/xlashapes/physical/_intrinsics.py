@@ -86,7 +86,10 @@ def _mask(values: list[int]) -> ir.Constant:
 
 
 def _concatenated(builder: Any, parts: list[Any]) -> Any:
-    """Equal vectors joined end to end (their count a power of 2)."""
+    """Equal vectors joined end to end (any count: undefined ones fill it up to a power of 2 at the end)."""
+    parts = list(parts)
+    while len(parts) & (len(parts) - 1):
+        parts.append(ir.Constant(parts[0].type, None))
     while len(parts) > 1:
         join = _mask(list(range(2 * parts[0].type.count)))
         parts = [builder.shuffle_vector(parts[i], parts[i + 1], join) for i in range(0, len(parts), 2)]
@@ -477,8 +480,8 @@ def _deinterleaver(p: int) -> Any:
     return deinterleave
 
 
-_interleave2, _interleave4 = _interleaver(2), _interleaver(4)
-_deinterleave2, _deinterleave4 = _deinterleaver(2), _deinterleaver(4)
+_interleave2, _interleave3, _interleave4 = _interleaver(2), _interleaver(3), _interleaver(4)
+_deinterleave2, _deinterleave3, _deinterleave4 = _deinterleaver(2), _deinterleaver(3), _deinterleaver(4)
 
 
 def _interleaved(builder: Any, low: Any, high: Any) -> Any:

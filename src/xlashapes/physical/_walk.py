@@ -25,10 +25,12 @@ from ._intrinsics import (
     LINE,
     _copy,
     _deinterleave2,
+    _deinterleave3,
     _deinterleave4,
     _fence,
     _get,
     _interleave2,
+    _interleave3,
     _interleave4,
     _jit,
     _lanes,
@@ -152,25 +154,35 @@ def _block(
         _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
     lanes = _lanes(pad)
-    if du == small and (small == 2 or small == 4):  # rows interleaved: T(...)(2,1), (4,1) on the way out
+    if du == small and 2 <= small <= 4:  # rows interleaved: T(...)(2,1), (4,1) on the way out; 3 channels
         full = big - big % lanes
-        for u in range(0, full, lanes):
-            d = dst + u * small * width
+        for u in range(0, full + lanes if lanes < big != full else full, lanes):
+            last = u >= full  # the columns left: the last line's worth again, overlapping (same values)
+            at = big - lanes if last else u
+            d = dst + at * small * width
             if small == 2:
-                _interleave2(d, src + u * width, si, aligned, pad)
+                _interleave2(d, src + at * width, si, aligned and not last, pad)
+            elif small == 3:
+                _interleave3(d, src + at * width, si, aligned and not last, pad)
             else:
-                _interleave4(d, src + u * width, si, aligned, pad)
-        _scalar(dst, src, pad, big, small, du, di, si, full, small)
+                _interleave4(d, src + at * width, si, aligned and not last, pad)
+        if big < lanes:
+            _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
-    if si == big and (big == 2 or big == 4):  # rows de-interleaved: the same on the way in
+    if si == big and 2 <= big <= 4:  # rows de-interleaved: the same on the way in
         full = small - small % lanes
-        for i in range(0, full, lanes):
-            d, s = dst + i * width, src + i * big * width
+        for i in range(0, full + lanes if lanes < small != full else full, lanes):
+            last = i >= full  # the columns left: the last line's worth again, overlapping (same values)
+            at = small - lanes if last else i
+            d, s = dst + at * width, src + at * big * width
             if big == 2:
-                _deinterleave2(d, du, s, rows_aligned, pad)
+                _deinterleave2(d, du, s, rows_aligned and not last, pad)
+            elif big == 3:
+                _deinterleave3(d, du, s, rows_aligned and not last, pad)
             else:
-                _deinterleave4(d, du, s, rows_aligned, pad)
-        _scalar(dst, src, pad, big, small, du, di, si, big, full)
+                _deinterleave4(d, du, s, rows_aligned and not last, pad)
+        if small < lanes:
+            _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
     if rows_aligned and 8 <= big < lanes <= small and lanes > 8:  # short source rows: 8 x line blocks, streamed
         full_u, full_i = big - big % 8, small - small % lanes

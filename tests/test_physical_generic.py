@@ -209,7 +209,11 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              # 3 channels to and from planes (NHWC <-> NCHW): rows (de)interleaved three at a time, the columns
              # left over by a last line's worth overlapping the one before; shorter than a line: element by element
              "u8[2,70,130,3]{2,1,3,0}", "bf16[2,3,70,130]{1,3,2,0}", "f32[2,3,33,20]{1,3,2,0}",
-             "f64[3,10,9,3]{2,1,3,0}", "u8[2,5,7,3]{2,1,3,0}", "s16[2,3,64,32]{1,3,2,0}"]
+             "f64[3,10,9,3]{2,1,3,0}", "u8[2,5,7,3]{2,1,3,0}", "s16[2,3,64,32]{1,3,2,0}",
+             # sides that are not a whole number of squares: one more square overlapping the last; rows of 9 and
+             # 12 elements (conv weights OIHW <-> HWIO, 12 channels) staged a scratch's worth of rows at a time
+             "f32[3,3,2,600]{1,0,3,2}", "f32[2,600,3,3]{1,0,3,2}", "u8[2,30,70,12]{2,1,3,0}",
+             "bf16[2,12,30,70]{1,3,2,0}"]
     shapes = [xs.parse_shape(text) for text in cases]
     shapes.append(xs.make_shape("s16", [40, 301], layout=xs.Layout((0, 1), padded_dimensions=(43, 320))))
     for shape in shapes:

@@ -202,22 +202,27 @@ def _block(
     if big < side or small < side:
         _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
-    full_u, full_i = big - big % side, small - small % side
+    # the rows and columns a whole number of squares leaves: one more square each way, overlapping the last
+    # (the same values again; off the line grid, so not streamed)
+    end_u = big if big % side == 0 else big - big % side + side
+    end_i = small if small % side == 0 else small - small % side + side
     streamed = rows_aligned and side == _side(pad) and side * width == LINE
-    for u in range(0, full_u, side):
-        for i in range(0, full_i, side):
+    for uu in range(0, end_u, side):
+        u = min(uu, big - side)
+        for ii in range(0, end_i, side):
+            i = min(ii, small - side)
+            on_lines = i == ii
             d, s = dst + (u * du + i) * width, src + (u + i * si) * width
             if ahead:  # the same square of the next block: its source lines on the way while this one moves
                 _prefetch_rows(ahead + (u + i * si) * width, si * width, side * width, side)
             if side == LINE and width == 1:
-                _transpose_bytes(d, du, s, si, _1, pad)
+                _transpose_bytes(d, du, s, si, _1 if on_lines else _0, pad)
             elif side == 8:
-                _transpose8(d, du, s, si, streamed, pad)
+                _transpose8(d, du, s, si, streamed and on_lines, pad)
             elif side == 16:
-                _transpose16(d, du, s, si, streamed, pad)
+                _transpose16(d, du, s, si, streamed and on_lines, pad)
             else:
-                _transpose(d, du, s, si, streamed, pad)
-    _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
+                _transpose(d, du, s, si, streamed and on_lines, pad)
 
 
 @_jit
@@ -285,13 +290,23 @@ def _any_block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int,
     scratch: int, room: int,
 ) -> None:
-    """``_block``; a streamed block whose rows continue each other (one contiguous run of at most ``room`` bytes)
-    at a destination off the line grid goes through ``scratch`` (on it) instead, whence its whole lines are
-    streamed out: only the run's partial first and last lines are stored plainly."""
-    n = big * small * _width(pad)
-    if stream and dst % LINE and di == 1 and du == small and 4 * LINE <= n <= room:
+    """``_block``; a streamed block whose rows continue each other (one contiguous run) goes through ``scratch``
+    (on a line, ``room`` bytes) instead, whence its whole lines are streamed out (only the run's partial first and
+    last lines are stored plainly), when its destination is off the line grid (a run of at most ``room`` bytes)
+    or its rows are not whole lines (rows of more than 4 elements: shorter ones are interleaved on the way out;
+    ``room`` bytes of rows at a time)."""
+    width = _width(pad)
+    n = big * small * width
+    run = stream and di == 1 and du == small and 4 * LINE <= n
+    if run and dst % LINE and n <= room:
         _block(scratch, src, pad, big, small, du, di, si, _0, ahead)
         _copy_out(dst, scratch, n, _1)
+    elif run and small > 4 and (small * width) % LINE and room >= small * width:
+        rows = room // (small * width)
+        for u in range(0, big, rows):
+            c = min(rows, big - u)
+            _block(scratch, src + u * width, pad, c, small, du, di, si, _0, ahead + u * width if ahead else _0)
+            _copy_out(dst + u * small * width, scratch, c * small * width, _1)
     else:
         _block(dst, src, pad, big, small, du, di, si, stream, ahead)
 

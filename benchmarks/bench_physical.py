@@ -65,6 +65,8 @@ CASES = (
     ("f32 rank-6 transpose", "f32[{N},8,8,16,8,16]{{1,3,5,0,2,4}}", 128, OTHER),
     ("u8 3 channels to planes", "u8[{N},224,224,3]{{2,1,3,0}}", 446, OTHER),
     ("f32 tiled transpose", "f32[{N},4096]{{0,1:T(8,128)}}", 4096, OTHER),
+    ("bf16 tiled transpose (2,1)", "bf16[{N},8192]{{0,1:T(8,128)(2,1)}}", 4096, OTHER),
+    ("bf16 rank-3 reversed {0,1,2}", "bf16[4,{N},2048]{{0,1,2}}", 4096, OTHER),
     ("f32 partial-rank T(128)", "f32[{N},4096]{{1,0:T(128)}}", 4096, OTHER),
     ("f32 * combined T(2,*,128)", "f32[{N},8,512]{{2,1,0:T(2,*,128)}}", 4096, OTHER),
     ("s16 legacy padding", "s16[{N},8191]", 4096, OTHER),  # padded_dimensions set below

@@ -68,6 +68,7 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
     others run in source order (largest source stride outermost), so the source is read in long runs and the
     destination, written with streaming stores when large, takes whole lines at a time.
     """
+    d, s = _word_runs(d, s)
     width = d.itemsize
     if width not in (1, 2, 4, 8) or d.ndim > 64:  # (no layout XLA accepts makes this many factor axes)
         return False
@@ -90,6 +91,27 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
         return True
     _walk(walk, d, s, run, stream)
     return True
+
+
+def _word_runs(
+    d: np.ndarray[Any, Any], s: np.ndarray[Any, Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """A short run contiguous in both (the last axis, 2, 4 or 8 bytes: the row pairs of ``(2,1)`` sub-tiles, the
+    quads of ``(4,1)``) viewed as one wider element, so that the kernel moves words, not runs, when every other
+    step is a whole number of them; else the views as they are.
+
+    >>> a = np.zeros((4, 8, 2), np.uint16)
+    >>> [v.shape for v in _word_runs(a.transpose(1, 0, 2), a.transpose(1, 0, 2))]
+    [(8, 4), (8, 4)]
+    """
+    if d.ndim < 2 or d.shape[-1] == 1:
+        return d, s
+    width = d.itemsize * d.shape[-1]
+    if d.strides[-1] != d.itemsize or s.strides[-1] != s.itemsize or width not in _STORAGE or width == d.itemsize:
+        return d, s
+    if any(step % width for step in (*d.strides[:-1], *s.strides[:-1])):
+        return d, s
+    return d.view(_STORAGE[width])[..., 0], s.view(_STORAGE[width])[..., 0]
 
 
 LINE = 64  # bytes of a cache line
@@ -280,7 +302,7 @@ def _line_sweeps(
     """
     line = 64 // width
     small, big, si = int(shape[-1]), int(shape[-2]), int(s_steps[-1])
-    if small <= line or small % line or big < 8:
+    if small <= line or small % line or big < 2:
         return shape, d_steps, s_steps
     axes = [[int(n), int(d), int(s)] for n, d, s in zip(shape[:-2], d_steps[:-2], s_steps[:-2])]
     cut = [small // line, line * int(d_steps[-1]), line * si]

@@ -367,14 +367,17 @@ def _short_transposer(short: int, groups: int) -> Any:
     many source rows of ``short`` elements; each line streamed out (``dst`` rows line-aligned). The source rows
     come in ``groups`` equal groups (each a part of every destination line), ``g_step`` bytes apart, the rows of a
     group ``s_step`` elements apart (one strided block: ``g_step`` is the step of a group's worth of rows; blocks
-    side by side in the destination: the step between blocks)."""
+    side by side in the destination: the step between blocks). ``groups`` 0: blocks of ``short`` rows side by
+    side, as many as fill a line. No code for an element width the shape does not fit (never called)."""
 
     @_intrinsic
     def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, g_step: Any, s_step: Any, witness: Any) -> Any:
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
             element, width = _element(context, signature.args[5])
             long = LINE // width
-            rows_of_group = max(1, long // groups)
+            rows_of_group = max(1, long // (groups or max(1, LINE // (short * width))))
+            if rows_of_group < short or long < 2 * short:
+                return context.get_dummy_value()
             vector = ir.VectorType(element, short)
             rows = []
             for i in range(long):
@@ -423,6 +426,8 @@ _transpose = _transposer(0)
 _transpose_short_nt = _short_transposer(8, 2)  # 8 destination rows of one line: streamed when a side is short
 _transpose_short_nt4 = _short_transposer(8, 4)  # (rows of a quarter of a line, four blocks side by side)
 _transpose_short_nt8 = _short_transposer(8, 8)  # (rows of 8 bytes, eight blocks side by side)
+_transpose_short4_nt, _transpose_short2_nt = _short_transposer(4, 2), _short_transposer(2, 2)  # 4 / 2 dest rows
+_side_by_side4, _side_by_side2 = _short_transposer(4, 0), _short_transposer(2, 0)  # blocks of 4 / 2 rows filling a line
 _transpose8 = _transposer(8)
 _transpose16 = _transposer(16)
 

@@ -41,11 +41,15 @@ from ._intrinsics import (
     _prefetch_run,
     _put,
     _side,
+    _side_by_side2,
+    _side_by_side4,
     _stream,
     _transpose,
     _transpose8,
     _transpose16,
     _transpose_bytes,
+    _transpose_short2_nt,
+    _transpose_short4_nt,
     _transpose_short_nt,
     _transpose_short_nt4,
     _transpose_short_nt8,
@@ -184,12 +188,20 @@ def _block(
         if small < lanes:
             _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
-    if rows_aligned and 8 <= big < lanes <= small and lanes > 8:  # short source rows: 8 x line blocks, streamed
-        full_u, full_i = big - big % 8, small - small % lanes
-        for u in range(0, full_u, 8):
+    if rows_aligned and 2 <= big < lanes <= small and lanes > 8:  # short source rows: 8 (4, 2) x line blocks
+        short = 8 if big >= 8 else 4 if big >= 4 else 2
+        full_u, full_i = big - big % short, small - small % lanes
+        for u in range(0, full_u, short):
             for i in range(0, full_i, lanes):
-                s = src + (u + i * si) * width
-                _transpose_short_nt(dst + (u * du + i) * width, du, s, lanes // 2 * si * width, si, pad)
+                d, s = dst + (u * du + i) * width, src + (u + i * si) * width
+                if ahead:  # the line after these rows' (the next blocks read along them)
+                    _prefetch_rows(ahead + (u + i * si) * width + LINE, si * width, _1, lanes)
+                if short == 8:
+                    _transpose_short_nt(d, du, s, lanes // 2 * si * width, si, pad)
+                elif short == 4:
+                    _transpose_short4_nt(d, du, s, lanes // 2 * si * width, si, pad)
+                else:
+                    _transpose_short2_nt(d, du, s, lanes // 2 * si * width, si, pad)
         _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
         return
     side = _side(pad)
@@ -250,6 +262,23 @@ def _wide_block(
     next wide block, of the same shape: its blocks' source rows are prefetched one block per group moved, over the
     first bands."""
     width = _width(pad)
+    if (small == 2 or small == 4) and big >= small and stream and dst % LINE == 0 and (du * width) % LINE == 0:
+        # rows of 2 or 4 elements (tiled transposes' short tiles read back): as many blocks as fill a line
+        group = LINE // (small * width)
+        grouped = count - count % group
+        full_u = big - big % small
+        for f in range(0, grouped, group):
+            for u in range(0, full_u, small):
+                d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
+                if small == 4:
+                    _side_by_side4(d, du, s, fs * width, si, pad)
+                else:
+                    _side_by_side2(d, du, s, fs * width, si, pad)
+        for f in range(count):
+            if f >= grouped or full_u < big:
+                first = _0 if f >= grouped else full_u  # (whole blocks left over, or the rows after full_u)
+                _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, first, small)
+        return
     if big < 8 or small < 8:
         for f in range(count):
             _block(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, stream, _0)
@@ -345,8 +374,15 @@ def strided_copy(
     if unit < 0 and di == 1 and si == 1 and m >= 2:  # runs: the innermost outer axis loops inside one call
         rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
         m -= 1
-    elif unit >= 0 and di == 1 and m >= 2 and d_strides[axes[m - 1]] == small and small * width < LINE:
+    elif unit >= 0 and di == 1 and d_strides[axes[m - 1]] == small and small * width < LINE:
         wide, fs = shape[axes[m - 1]], s_strides[axes[m - 1]]  # the blocks continue each other's rows
+        if m == 1:  # no other axis: one wide block of the blocks [first, last) (the threads' split)
+            if first < last:
+                _wide_block(dst + first * small * width, src + first * fs * width, pad, big, small, du, si,
+                            last - first, fs, stream, _0)
+            if stream:
+                _fence()
+            return
         m -= 1
     index = work[n : 2 * n]
     index[:] = 0

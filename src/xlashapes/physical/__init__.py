@@ -29,31 +29,32 @@ building blocks), ``_kernels`` / ``_walk`` (the numba kernels), ``_entries`` / `
 on disk and loaded without numba) and ``_reference``.
 
 **Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
-environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba
-and not a C extension: the package stays pure Python (one wheel for every platform, no compiler at install time),
-and numba is the only well-kept way to get vectorized machine code (shuffles, streaming stores) from Python; its
-cost is paid only by large conversions: arrays under ``FIRST_NUMBA_BYTES`` (64 MiB) never import it in a process
-that has not loaded numba yet, and once it is loaded arrays from ``NUMBA_BYTES`` (1 MiB) use it. Small work never
-imports numba. The kernels are few and general: ``_walk.strided_copy`` walks the factor views of *any* layout the
-plan covers, in both directions and for relayout (runs, row (de)interleaves and register transposes, streaming whole
-lines out); transposing walks read one line's worth of source rows ~2 KiB at a time and write whole destination
-lines (rows off the line grid are shifted onto it; short rows at different offsets, as legacy padding makes, go
-through ``shifted_rows``); 2-d transposes with both sides 128 words and up (64 bytes: ``{0,1}`` of any size, legacy
-padding) go through ``staged_transpose``, which copies blocks of source rows into the cache one long run at a time
-before transposing them out, each destination row's lines streamed from its own line boundary (a read pattern memory
-serves at close to ``memcpy`` speed, where reading a line's worth of rows at once is not); bytes are transposed as
-2-byte words of two interleaved rows, squares of whole lines, and E(4) / E(2) fields (``u4[m,n]{0,1:E(4)}``) are
-packed or unpacked as the source rows are staged (four or eight rows' fields to one row of words), so a packed
-transpose is one pass with no unpacked temporary. The 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P >
-1``: the TPU's 8- and 16-bit formats, pred made 0/1 and plain E(n) fields packed tile by tile on the way) are faster
-special cases; ``pack`` / ``unpack`` do E(1)/E(2)/E(4). Arrays these functions allocate start on a 64-byte line (as
-XLA's buffers do), so that whole lines can be streamed into them. Transposing walks prefetch the next block's source
-lines while they move the current one; 2- and 4-byte squares of whole lines are transposed by in-lane unpacks and
-block shuffles. Each kernel compiles once per element width on first use and is cached with numba's ``cache=True``
-in ``$XLASHAPES_CACHE_DIR``, else ``$XDG_CACHE_HOME/xlashapes``, else ``~/.cache/xlashapes``; its machine code is
-also kept there (keyed by the host CPU and the numba version), and a new process runs that through llvmlite alone,
-without importing numba (``_aot``; ``XLASHAPES_NO_AOT=1`` turns it off). ``XLASHAPES_NO_NUMBA=1`` forces the NumPy
-path, which stays the reference: every compiled path gives its bytes exactly (the tests compare them).
+environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba and
+not a C extension: the package stays pure Python (one wheel for every platform, no compiler at install time), and numba
+is the only well-kept way to get vectorized machine code (shuffles, streaming stores) from Python; its cost is paid only
+by large conversions: arrays under ``FIRST_NUMBA_BYTES`` (64 MiB) never import it in a process that has not loaded numba
+yet, and once it is loaded arrays from ``NUMBA_BYTES`` (1 MiB) use it. Small work never imports numba. The kernels are
+few and general: ``_walk.strided_copy`` walks the factor views of *any* layout the plan covers, in both directions and
+for relayout (runs; 2-, 3- and 4-way row (de)interleaves, as TPU sub-tiles and RGB channels make them; register
+transposes of blocks from 2 rows up; streaming whole lines out; a run contiguous on both sides, as a ``(2,1)``
+sub-tile's row pair, moves as one word); transposing walks read one line's worth of source rows ~2 KiB at a time and
+write whole destination lines (rows off the line grid are shifted onto it; short rows at different offsets, as legacy
+padding makes, go through ``shifted_rows``); 2-d transposes with both sides 128 words and up (64 bytes: ``{0,1}`` of any
+size, legacy padding) go through ``staged_transpose``, which copies blocks of source rows into the cache one long run at
+a time before transposing them out, each destination row's lines streamed from its own line boundary (a read pattern
+memory serves at close to ``memcpy`` speed, where reading a line's worth of rows at once is not); bytes are transposed
+as 2-byte words of two interleaved rows, squares of whole lines, and E(4) / E(2) fields (``u4[m,n]{0,1:E(4)}``) are
+packed or unpacked as the source rows are staged (four or eight rows' fields to one row of words), so a packed transpose
+is one pass with no unpacked temporary. The 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P > 1``: the TPU's 8- and
+16-bit formats, pred made 0/1 and plain E(n) fields packed tile by tile on the way) are faster special cases; ``pack`` /
+``unpack`` do E(1)/E(2)/E(4). Arrays these functions allocate start on a 64-byte line (as XLA's buffers do), so that
+whole lines can be streamed into them. Transposing walks prefetch the next block's source lines while they move the
+current one; 2- and 4-byte squares of whole lines are transposed by in-lane unpacks and block shuffles. Each kernel
+compiles once per element width on first use and is cached with numba's ``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else
+``$XDG_CACHE_HOME/xlashapes``, else ``~/.cache/xlashapes``; its machine code is also kept there (keyed by the host CPU
+and the numba version), and a new process runs that through llvmlite alone, without importing numba (``_aot``;
+``XLASHAPES_NO_AOT=1`` turns it off). ``XLASHAPES_NO_NUMBA=1`` forces the NumPy path, which stays the reference: every
+compiled path gives its bytes exactly (the tests compare them).
 
 **Large arrays.** ``out=`` takes preallocated arrays and memory maps; packed layouts, irregular ones and memory
 maps are converted one chunk of slabs at a time (bounded temporaries; pages handed back after each chunk), and

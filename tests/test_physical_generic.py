@@ -215,7 +215,8 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              "f32[3,3,2,600]{1,0,3,2}", "f32[2,600,3,3]{1,0,3,2}", "u8[2,30,70,12]{2,1,3,0}",
              "bf16[2,12,30,70]{1,3,2,0}",
              # rows of 2 or 4 elements: 2 or 4 source rows at a time, blocks side by side filling lines (the whole
-             # walk one wide block), (2,1) / (4,1) sub-tiles moved as 4-byte words
+             # walk one wide block), (2,1) / (4,1) sub-tiles moved as 4-byte words, whose tiles of 4 or 2 word rows
+             # go through squares spanning 4 or 8 tiles
              "bf16[4,96,160]{0,1,2}", "f32[2,64,300]{0,1,2}", "u8[4,64,200]{0,1,2}", "f64[4,64,64]{0,1,2}",
              "bf16[256,520]{0,1:T(8,128)(2,1)}", "s8[200,512]{0,1:T(8,128)(4,1)}", "f32[200,300]{0,1:T(4,128)}",
              "f32[130,300]{0,1:T(2,128)}"]

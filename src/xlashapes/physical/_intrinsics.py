@@ -422,6 +422,34 @@ def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: An
     return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
 
+def _grouped_transposer(rows: int) -> Any:
+    """An intrinsic: a square of ``_side_of(width)`` elements transposed in registers, as ``_transpose`` does, whose
+    destination rows come in groups of ``rows``: row ``j`` at ``dst + (j % rows) * d_step + (j // rows) * g_step``
+    (steps in elements). A source row of the square spans ``side / rows`` groups (tiles of a tiled transpose whose
+    sub-tile words leave them only ``rows`` rows each); ``stream``: every destination row is a whole line."""
+
+    @_intrinsic
+    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, g_step: Any, stream: Any,
+                  witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[6])
+            n = _side_of(width)
+            vector = ir.VectorType(element, n)
+            loaded = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
+                      for i in range(n)]
+            targets = []
+            for j in range(n):
+                row = _offset(builder, args[0], args[1], j % rows, width)
+                targets.append(_at(builder, _offset(builder, row, args[4], j // rows, width), vector))
+            _stores(builder, list(zip(_squares(builder, loaded), targets)), args[5])
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+    return transpose
+
+
+_transpose_groups2, _transpose_groups4 = _grouped_transposer(2), _grouped_transposer(4)
 _transpose = _transposer(0)
 _transpose_short_nt = _short_transposer(8, 2)  # 8 destination rows of one line: streamed when a side is short
 _transpose_short_nt4 = _short_transposer(8, 4)  # (rows of a quarter of a line, four blocks side by side)

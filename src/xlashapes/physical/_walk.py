@@ -48,6 +48,8 @@ from ._intrinsics import (
     _transpose8,
     _transpose16,
     _transpose_bytes,
+    _transpose_groups2,
+    _transpose_groups4,
     _transpose_short2_nt,
     _transpose_short4_nt,
     _transpose_short_nt,
@@ -315,6 +317,34 @@ def _wide_block(
 
 
 @_jit
+def _grouped_block(
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, dg: int, stream: int
+) -> None:
+    """``count`` blocks of ``big`` (2 or 4) source-contiguous rows that continue each other in the source (block
+    ``g`` at ``src + g*big``, ``dst + g*dg`` elements): tiled transposes whose sub-tiles are moved as words, each
+    tile only 2 or 4 rows of them. Squares of one line a side take as many blocks at once (whole source lines in,
+    whole destination lines out), a band of source rows across all the blocks at a time."""
+    width = _width(pad)
+    side = _side(pad)
+    per = side // big  # blocks a square spans
+    full_g, full_i = count - count % per, small - small % side
+    lined = stream and side * width == LINE and dst % LINE == 0 and (du * width) % LINE == 0 and (
+        dg * width) % LINE == 0
+    for i in range(0, full_i, side):
+        for g in range(0, full_g, per):
+            d, s = dst + (g * dg + i) * width, src + (g * big + i * si) * width
+            if big == 4:
+                _transpose_groups4(d, du, s, si, dg, lined, pad)
+            else:
+                _transpose_groups2(d, du, s, si, dg, lined, pad)
+    for g in range(count):
+        if g >= full_g:
+            _block(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, stream, _0)
+        elif full_i < small:  # (the columns after the last whole square)
+            _scalar(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, big, full_i)
+
+
+@_jit
 def _any_block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int,
     scratch: int, room: int,
@@ -371,8 +401,19 @@ def strided_copy(
         return
     rows, dr, sr = 0, 0, 0
     wide, fs = 0, 0
+    groups, dg = 0, 0
     if unit < 0 and di == 1 and si == 1 and m >= 2:  # runs: the innermost outer axis loops inside one call
         rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
+        m -= 1
+    elif unit >= 0 and di == 1 and (big == 2 or big == 4) and s_strides[axes[m - 1]] == big and small >= _side(pad):
+        groups, dg = shape[axes[m - 1]], d_strides[axes[m - 1]]  # blocks that continue each other's source rows
+        if m == 1:  # no other axis: one call for the blocks [first, last) (the threads' split)
+            if first < last:
+                _grouped_block(dst + first * dg * width, src + first * big * width, pad, big, small, du, si,
+                               last - first, dg, stream)
+            if stream:
+                _fence()
+            return
         m -= 1
     elif unit >= 0 and di == 1 and d_strides[axes[m - 1]] == small and small * width < LINE:
         wide, fs = shape[axes[m - 1]], s_strides[axes[m - 1]]  # the blocks continue each other's rows
@@ -396,6 +437,8 @@ def strided_copy(
     while True:
         if rows:
             _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, stream)
+        elif groups:
+            _grouped_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, groups, dg, stream)
         else:
             if held and wide:
                 _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs, stream,

@@ -450,6 +450,7 @@ def _grouped_transposer(rows: int) -> Any:
 
 
 _transpose_groups2, _transpose_groups4 = _grouped_transposer(2), _grouped_transposer(4)
+_transpose_groups8 = _grouped_transposer(8)
 _transpose = _transposer(0)
 _transpose_short_nt = _short_transposer(8, 2)  # 8 destination rows of one line: streamed when a side is short
 _transpose_short_nt4 = _short_transposer(8, 4)  # (rows of a quarter of a line, four blocks side by side)

@@ -50,6 +50,7 @@ from ._intrinsics import (
     _transpose_bytes,
     _transpose_groups2,
     _transpose_groups4,
+    _transpose_groups8,
     _transpose_short2_nt,
     _transpose_short4_nt,
     _transpose_short_nt,
@@ -320,10 +321,10 @@ def _wide_block(
 def _grouped_block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, dg: int, stream: int
 ) -> None:
-    """``count`` blocks of ``big`` (2 or 4) source-contiguous rows that continue each other in the source (block
-    ``g`` at ``src + g*big``, ``dst + g*dg`` elements): tiled transposes whose sub-tiles are moved as words, each
-    tile only 2 or 4 rows of them. Squares of one line a side take as many blocks at once (whole source lines in,
-    whole destination lines out), a band of source rows across all the blocks at a time."""
+    """``count`` blocks of ``big`` (2, 4 or 8) source-contiguous rows that continue each other in the source (block
+    ``g`` at ``src + g*big``, ``dst + g*dg`` elements): tiled transposes (``T(8,128)``, and those whose sub-tiles
+    are moved as words, each tile 4 or 2 rows of them). Squares of one line a side take as many blocks at once
+    (whole source lines in, whole destination lines out), a band of source rows across all the blocks at a time."""
     width = _width(pad)
     side = _side(pad)
     per = side // big  # blocks a square spans
@@ -333,7 +334,9 @@ def _grouped_block(
     for i in range(0, full_i, side):
         for g in range(0, full_g, per):
             d, s = dst + (g * dg + i) * width, src + (g * big + i * si) * width
-            if big == 4:
+            if big == 8:
+                _transpose_groups8(d, du, s, si, dg, lined, pad)
+            elif big == 4:
                 _transpose_groups4(d, du, s, si, dg, lined, pad)
             else:
                 _transpose_groups2(d, du, s, si, dg, lined, pad)
@@ -405,7 +408,8 @@ def strided_copy(
     if unit < 0 and di == 1 and si == 1 and m >= 2:  # runs: the innermost outer axis loops inside one call
         rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
         m -= 1
-    elif unit >= 0 and di == 1 and (big == 2 or big == 4) and s_strides[axes[m - 1]] == big and small >= _side(pad):
+    elif unit >= 0 and di == 1 and s_strides[axes[m - 1]] == big and small >= _side(pad) and (
+            big == 2 or big == 4 or (big == 8 and _side(pad) >= 16)):
         groups, dg = shape[axes[m - 1]], d_strides[axes[m - 1]]  # blocks that continue each other's source rows
         if m == 1:  # no other axis: one call for the blocks [first, last) (the threads' split)
             if first < last:

@@ -449,6 +449,35 @@ def _grouped_transposer(rows: int) -> Any:
     return transpose
 
 
+def _line_square_transposer(rows: int) -> Any:
+    """An intrinsic: a square of one line a side (``LINE / width`` elements, 2-, 4- and 8-byte words) transposed in
+    registers, whose source rows come in groups of ``rows``: row ``k`` at ``src + (k // rows) * g_step`` bytes ``+
+    (k % rows) * s_step`` elements (blocks of ``rows`` rows side by side in the destination, as many as fill a
+    line); each destination row (``d_step`` elements apart) is one line, streamed."""
+
+    @_intrinsic
+    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, g_step: Any, s_step: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[5])
+            n = LINE // width
+            if width == 1 or n % rows:
+                return context.get_dummy_value()  # (never called for bytes: no code)
+            vector = ir.VectorType(element, n)
+            loaded = []
+            for k in range(n):
+                start = _offset(builder, args[2], args[3], k // rows, 1)
+                loaded.append(builder.load(_at(builder, _offset(builder, start, args[4], k % rows, width), vector),
+                                           align=1))
+            for j, row in enumerate(_squares(builder, loaded)):
+                _store(builder, row, _at(builder, _offset(builder, args[0], args[1], j, width), vector), True)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+    return transpose
+
+
+_line_square2, _line_square4 = _line_square_transposer(2), _line_square_transposer(4)
 _transpose_groups2, _transpose_groups4 = _grouped_transposer(2), _grouped_transposer(4)
 _transpose_groups8 = _grouped_transposer(8)
 _transpose = _transposer(0)

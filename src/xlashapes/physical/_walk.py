@@ -34,6 +34,8 @@ from ._intrinsics import (
     _interleave4,
     _jit,
     _lanes,
+    _line_square2,
+    _line_square4,
     _move_line,
     _pack_rows2,
     _pack_rows4,
@@ -270,8 +272,16 @@ def _wide_block(
         group = LINE // (small * width)
         grouped = count - count % group
         full_u = big - big % small
+        side = _side(pad)
+        squares = big - big % side if width > 1 and side * width == LINE else 0  # whole lines of source rows
         for f in range(0, grouped, group):
-            for u in range(0, full_u, small):
+            for u in range(0, squares, side):
+                d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
+                if small == 4:
+                    _line_square4(d, du, s, fs * width, si, pad)
+                else:
+                    _line_square2(d, du, s, fs * width, si, pad)
+            for u in range(squares, full_u, small):
                 d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
                 if small == 4:
                     _side_by_side4(d, du, s, fs * width, si, pad)

@@ -419,7 +419,7 @@ def strided_copy(
         rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
         m -= 1
     elif unit >= 0 and di == 1 and s_strides[axes[m - 1]] == big and small >= _side(pad) and (
-            big == 2 or big == 4 or (big == 8 and _side(pad) >= 16)):
+            _side(pad) * width == LINE) and (big == 2 or big == 4 or (big == 8 and _side(pad) >= 16)):
         groups, dg = shape[axes[m - 1]], d_strides[axes[m - 1]]  # blocks that continue each other's source rows
         if m == 1:  # no other axis: one call for the blocks [first, last) (the threads' split)
             if first < last:

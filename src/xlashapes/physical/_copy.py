@@ -270,7 +270,8 @@ SHIFTED_ROWS = 2048  # destination rows a shifted-rows transpose takes at a time
 # as fast)
 SHIFT_BYTES = 1024  # shortest destination rows worth a line shift (the thin edges go the slow way)
 SWEEP_BYTES = 2048  # bytes of each source row a transposing copy reads before moving to the next rows (0: off)
-SHORT_SWEEP_ROWS = 256  # source rows a sweep reads at once when its blocks have fewer than 8 (their pages fit the TLB)
+SHORT_SWEEP_ROWS = 256  # source rows a sweep reads at once when its blocks have fewer than 8 (their pages fit the
+# TLB) or its source rows are at most 16 bytes apart
 
 
 def _divisor_near(n: int, target: int) -> int:
@@ -306,7 +307,9 @@ def _line_sweeps(
     if small <= line or small % line or big < 2:
         return shape, d_steps, s_steps
     axes = [[int(n), int(d), int(s)] for n, d, s in zip(shape[:-2], d_steps[:-2], s_steps[:-2])]
-    if big < 8:  # blocks of a few source rows: several lines of each destination row at a time (fewer calls)
+    if big < 8 or si * width <= 16:  # blocks of a few source rows, or of rows at most 16 bytes apart (8 bytes or
+        # 16-bit words): several lines of each destination row at a time (fewer, longer calls; measured: rows of 8
+        # 4-byte words are faster a line at a time)
         line *= _divisor_near(small // line, max(1, SHORT_SWEEP_ROWS // line))
     cut = [small // line, line * int(d_steps[-1]), line * si]
     at = next((k for k, axis in enumerate(axes) if axis[2] < cut[2]), len(axes))

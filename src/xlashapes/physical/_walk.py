@@ -199,7 +199,7 @@ def _block(
         for u in range(0, full_u, short):
             for i in range(0, full_i, lanes):
                 d, s = dst + (u * du + i) * width, src + (u + i * si) * width
-                if ahead:  # the line after these rows' (the next blocks read along them)
+                if ahead and si * width >= LINE:  # the line after these rows' (the next blocks read along them)
                     _prefetch_rows(ahead + (u + i * si) * width + LINE, si * width, _1, lanes)
                 if short == 8:
                     _transpose_short_nt(d, du, s, lanes // 2 * si * width, si, pad)

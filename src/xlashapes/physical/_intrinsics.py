@@ -264,26 +264,42 @@ def _stores(builder: Any, pairs: list[tuple[Any, Any]], stream: Any) -> None:
                 _store(builder, value, pointer, False)
 
 
-def _transposer(side: int) -> Any:
+def _transposer(side: int, rows: int = 0) -> Any:
     """An intrinsic: element (j, i) of a square block at ``dst`` = element (i, j) at ``src``, in registers.
 
     The block is ``side`` elements square (0: ``_side_of`` the element width). Row steps are in elements; the
     ``stream`` argument (nonzero: each destination row is a whole line on a line boundary) streams the rows out.
-    The stages are :func:`_squares`.
+    The stages are :func:`_squares`. With ``rows``, the destination rows come in groups of ``rows`` (tiles of a
+    tiled transpose whose sub-tile words leave them ``rows`` rows each): row ``j`` at ``dst + (j % rows) * d_step +
+    (j // rows) * g_step``, ``g_step`` an argument after ``s_step``.
     """
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        element, width = _element(context, signature.args[-1])
+        n = side or _side_of(width)
+        vector = ir.VectorType(element, n)
+        moved = _squares(builder, [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector),
+                                                align=1) for i in range(n)])
+        targets = []
+        for j in range(n):
+            if rows:
+                row = _offset(builder, args[0], args[1], j % rows, width)
+                targets.append(_at(builder, _offset(builder, row, args[4], j // rows, width), vector))
+            else:
+                targets.append(_at(builder, _offset(builder, args[0], args[1], j, width), vector))
+        _stores(builder, list(zip(moved, targets)), args[-2])
+        return context.get_dummy_value()
+
+    if rows:
+        @_intrinsic
+        def grouped(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, g_step: Any, stream: Any,
+                    witness: Any) -> Any:
+            return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+        return grouped
 
     @_intrinsic
     def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any, witness: Any) -> Any:
-        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-            element, width = _element(context, signature.args[5])
-            n = side or _side_of(width)
-            vector = ir.VectorType(element, n)
-            rows = _squares(builder, [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector),
-                                                   align=1) for i in range(n)])
-            targets = [_at(builder, _offset(builder, args[0], args[1], j, width), vector) for j in range(n)]
-            _stores(builder, list(zip(rows, targets)), args[4])
-            return context.get_dummy_value()
-
         return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
     return transpose
@@ -422,33 +438,6 @@ def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: An
     return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
 
-def _grouped_transposer(rows: int) -> Any:
-    """An intrinsic: a square of ``_side_of(width)`` elements transposed in registers, as ``_transpose`` does, whose
-    destination rows come in groups of ``rows``: row ``j`` at ``dst + (j % rows) * d_step + (j // rows) * g_step``
-    (steps in elements). A source row of the square spans ``side / rows`` groups (tiles of a tiled transpose whose
-    sub-tile words leave them only ``rows`` rows each); ``stream``: every destination row is a whole line."""
-
-    @_intrinsic
-    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, g_step: Any, stream: Any,
-                  witness: Any) -> Any:
-        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-            element, width = _element(context, signature.args[6])
-            n = _side_of(width)
-            vector = ir.VectorType(element, n)
-            loaded = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
-                      for i in range(n)]
-            targets = []
-            for j in range(n):
-                row = _offset(builder, args[0], args[1], j % rows, width)
-                targets.append(_at(builder, _offset(builder, row, args[4], j // rows, width), vector))
-            _stores(builder, list(zip(_squares(builder, loaded), targets)), args[5])
-            return context.get_dummy_value()
-
-        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
-
-    return transpose
-
-
 def _line_square_transposer(rows: int) -> Any:
     """An intrinsic: a square of one line a side (``LINE / width`` elements, 2-, 4- and 8-byte words) transposed in
     registers, whose source rows come in groups of ``rows``: row ``k`` at ``src + (k // rows) * g_step`` bytes ``+
@@ -478,8 +467,7 @@ def _line_square_transposer(rows: int) -> Any:
 
 
 _line_square2, _line_square4 = _line_square_transposer(2), _line_square_transposer(4)
-_transpose_groups2, _transpose_groups4 = _grouped_transposer(2), _grouped_transposer(4)
-_transpose_groups8 = _grouped_transposer(8)
+_transpose_groups2, _transpose_groups4, _transpose_groups8 = _transposer(0, 2), _transposer(0, 4), _transposer(0, 8)
 _transpose = _transposer(0)
 _transpose_short_nt = _short_transposer(8, 2)  # 8 destination rows of one line: streamed when a side is short
 _transpose_short_nt4 = _short_transposer(8, 4)  # (rows of a quarter of a line, four blocks side by side)

@@ -156,11 +156,11 @@ def _packed_transpose(
     per = 8 // geometry.bits
     if to:  # the kernel counts the destination's bytes: a source row of them is ``per`` rows of fields
         small, du, si = small // per, du // per, si * per
-    if not _copy._stage_fits((big, small), 1):
-        return False
     at = address(target)
-    mode = 1 if at % _copy.LINE == 0 and du % _copy.LINE == 0 else 2
     shape, d_steps, s_steps = (np.array(v, np.int64) for v in ((big, small), (du, 1), (1, si)))
+    mode = _copy._stages(at, shape, d_steps, 1, 1)
+    if not mode:
+        return False
     _copy._staged(walk, at, address(logical if to else physical), np.uint8(0), shape, d_steps, s_steps,
                   target.nbytes, run, mode, geometry.bits, int(to))
     return True

@@ -277,6 +277,8 @@ def _wide_block(
         for f in range(0, grouped, group):
             for u in range(0, squares, side):
                 d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
+                for g in range(group):  # these rows' lines two squares on
+                    _prefetch_rows(s + g * fs * width + 2 * LINE, si * width, _1, small)
                 if small == 4:
                     _line_square4(d, du, s, fs * width, si, pad)
                 else:

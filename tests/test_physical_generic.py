@@ -492,6 +492,28 @@ def test_once_numba_is_loaded_arrays_from_1_mib_are_compiled(compiled_everywhere
     assert compiled_everywhere["strided_copy"] == 1
 
 
+def test_slab_chunks_hand_back_the_pages_of_the_side_they_go_through_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the physical side is always cut into consecutive chunks; the logical side only when the slabs are its rows:
+    # a transposed layout's chunks are column blocks of it, each touching every page, so those are kept
+    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(physical, "wants_slabs", lambda *args: True)
+    handed_back: list[int] = []  # the data addresses of the arrays handed to release
+    monkeypatch.setattr(_slabbed, "release", lambda array: handed_back.append(array.ctypes.data))
+    for text, logical_released in (("u8[64,300]{1,0}", True), ("u8[64,300]{0,1}", False)):
+        shape = xs.parse_shape(text)
+        x = random_array("u8", shape.dimensions, 9)
+        handed_back.clear()
+        buffer = to_physical(x, shape)
+        chunks = len(_chunks_of(shape))
+        assert chunks > 2 and handed_back.count(buffer.ctypes.data) == chunks, text
+        assert handed_back.count(x.ctypes.data) == (chunks if logical_released else 0), text
+        handed_back.clear()
+        back = from_physical(buffer, shape)
+        assert same_bits(back, x), text
+        assert handed_back.count(buffer.ctypes.data) == chunks, text
+        assert handed_back.count(back.ctypes.data) == (chunks if logical_released else 0), text
+
+
 def test_copy_on_write_maps_keep_their_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 256)
     shape = xs.parse_shape("s4[64,64]{1,0:E(4)}")

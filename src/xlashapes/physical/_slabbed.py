@@ -24,7 +24,8 @@ Progress = Callable[[int, int], None]
 
 
 def release(array: Any) -> None:
-    """Unmap a memory map's pages from this process: its RSS stays about one chunk whatever the file's size.
+    """Unmap a memory map's pages from this process: its RSS stays about one chunk whatever the file's size (for
+    the side the chunks go through in order; chunks that are column blocks of the other side touch all of it).
 
     The maps are shared, so nothing is lost: the pages stay in the page cache (dirty ones are written back by the
     system in its own time) and are mapped again when touched.
@@ -83,11 +84,13 @@ def write_in_slabs(
         return False
     for rows, piece, start, end in _chunk_steps(cut):
         part = x[rows]  # (the generic kernel reads strided slabs; the 2-d tiled kernels want them contiguous)
-        if not part.flags.c_contiguous and _compiled_plan(piece.dims, piece.layout) is not None:
+        follows = part.flags.c_contiguous  # (a column block touches every page of x: handing them back is futile)
+        if not follows and _compiled_plan(piece.dims, piece.layout) is not None:
             part = np.ascontiguousarray(part)
         _write_physical(part, piece, pad, buffer[start:end], run)
         release(buffer)
-        release(x)
+        if follows:
+            release(x)
         if progress is not None:
             progress(end, geometry.nbytes)
     return True
@@ -108,7 +111,8 @@ def read_in_slabs(
         _read_physical(data[start:end], piece, staged, run)
         if staged is not target:
             target[...] = staged
-        release(result)
+        if target.flags.c_contiguous:  # (a column block touches every page of the result: the next would fault
+            release(result)  # them all in again)
         release(data)
         if progress is not None:
             progress(end, geometry.nbytes)

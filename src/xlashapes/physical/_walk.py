@@ -137,6 +137,25 @@ def shifted_rows(
 
 
 @_jit
+def _short_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, ahead: int) -> None:
+    """``_block`` of 2 to 7 source rows: 4 (2) destination lines at a time, the next blocks' lines prefetched."""
+    width = _width(pad)
+    lanes = _lanes(pad)
+    short = 4 if big >= 4 else 2
+    full_u, full_i = big - big % short, small - small % lanes
+    for u in range(0, full_u, short):
+        for i in range(0, full_i, lanes):
+            d, s = dst + (u * du + i) * width, src + (u + i * si) * width
+            if ahead and si * width >= LINE:  # the line after these rows' (the next blocks read along them)
+                _prefetch_rows(ahead + (u + i * si) * width + LINE, si * width, _1, lanes)
+            if short == 4:
+                _transpose_short4_nt(d, du, s, lanes // 2 * si * width, si, pad)
+            else:
+                _transpose_short2_nt(d, du, s, lanes // 2 * si * width, si, pad)
+    _scalar(dst, src, pad, big, small, du, _1, si, full_u, full_i)
+
+
+@_jit
 def _block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int
 ) -> None:
@@ -193,21 +212,16 @@ def _block(
         if small < lanes:
             _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
-    if rows_aligned and 2 <= big < lanes <= small and lanes > 8:  # short source rows: 8 (4, 2) x line blocks
-        short = 8 if big >= 8 else 4 if big >= 4 else 2
-        full_u, full_i = big - big % short, small - small % lanes
-        for u in range(0, full_u, short):
+    if rows_aligned and 8 <= big < lanes <= small and lanes > 8:  # short source rows: 8 x line blocks, streamed
+        full_u, full_i = big - big % 8, small - small % lanes
+        for u in range(0, full_u, 8):
             for i in range(0, full_i, lanes):
-                d, s = dst + (u * du + i) * width, src + (u + i * si) * width
-                if ahead and si * width >= LINE:  # the line after these rows' (the next blocks read along them)
-                    _prefetch_rows(ahead + (u + i * si) * width + LINE, si * width, _1, lanes)
-                if short == 8:
-                    _transpose_short_nt(d, du, s, lanes // 2 * si * width, si, pad)
-                elif short == 4:
-                    _transpose_short4_nt(d, du, s, lanes // 2 * si * width, si, pad)
-                else:
-                    _transpose_short2_nt(d, du, s, lanes // 2 * si * width, si, pad)
+                s = src + (u + i * si) * width
+                _transpose_short_nt(dst + (u * du + i) * width, du, s, lanes // 2 * si * width, si, pad)
         _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
+        return
+    if rows_aligned and 2 <= big < 8 and lanes <= small and lanes > 8:  # 4 (2) x line blocks
+        _short_rows(dst, src, pad, big, small, du, si, ahead)
         return
     side = _side(pad)
     if width == 1 and rows_aligned and big >= LINE and small >= LINE:  # bytes: squares of whole lines, streamed

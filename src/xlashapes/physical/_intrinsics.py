@@ -412,11 +412,11 @@ def _short_transposer(short: int, groups: int) -> Any:
     return transpose
 
 
-@_intrinsic
-def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any, witness: Any) -> Any:
-    """A square of one line a side of bytes (64 x 64) transposed in registers, as ``_transpose`` does (steps in
-    bytes): pairs of source rows interleaved into rows of 2-byte words, whose two 32 x 32 squares are then
-    transposed as words; each destination row is one line (streamed with ``stream``)."""
+def _byte_transposer(rows: int = 0) -> Any:
+    """An intrinsic: a square of one line a side of bytes (64 x 64) transposed in registers, as ``_transpose`` does
+    (steps in bytes): pairs of source rows interleaved into rows of 2-byte words, whose two 32 x 32 squares are
+    then transposed as words; each destination row is one line (streamed with ``stream``). With ``rows``, the
+    destination rows come in groups of ``rows``, as ``_transposer`` takes them (``g_step`` after ``s_step``)."""
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         byte, word = ir.IntType(8), ir.IntType(16)
@@ -425,17 +425,39 @@ def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: An
         for h in range(2):  # destination rows 32h .. 32h + 31: the source rows' half lines h
             pairs = []
             start = builder.add(args[2], ir.Constant(_I64, h * LINE // 2))
-            rows = [builder.load(_at(builder, _offset(builder, start, args[3], k, 1), half), align=1)
-                    for k in range(LINE)]
-            joined = [builder.bitcast(builder.shuffle_vector(rows[k], rows[k + 1], order), words)
+            loaded = [builder.load(_at(builder, _offset(builder, start, args[3], k, 1), half), align=1)
+                      for k in range(LINE)]
+            joined = [builder.bitcast(builder.shuffle_vector(loaded[k], loaded[k + 1], order), words)
                       for k in range(0, LINE, 2)]
             for u, column in enumerate(_squares(builder, joined)):
-                target = _at(builder, _offset(builder, args[0], args[1], h * LINE // 2 + u, 1), words)
+                j = h * LINE // 2 + u
+                if rows:
+                    row = _offset(builder, args[0], args[1], j % rows, 1)
+                    target = _at(builder, _offset(builder, row, args[4], j // rows, 1), words)
+                else:
+                    target = _at(builder, _offset(builder, args[0], args[1], j, 1), words)
                 pairs.append((column, target))
-            _stores(builder, pairs, args[4])
+            _stores(builder, pairs, args[-2])
         return context.get_dummy_value()
 
-    return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+    if rows:
+        @_intrinsic
+        def grouped(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, g_step: Any, stream: Any,
+                    witness: Any) -> Any:
+            return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+        return grouped
+
+    @_intrinsic
+    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any, witness: Any) -> Any:
+        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+    return transpose
+
+
+_transpose_bytes = _byte_transposer()
+_transpose_byte_groups2, _transpose_byte_groups4, _transpose_byte_groups8 = (
+    _byte_transposer(2), _byte_transposer(4), _byte_transposer(8))
 
 
 def _line_square_transposer(rows: int) -> Any:

@@ -49,6 +49,9 @@ from ._intrinsics import (
     _transpose,
     _transpose8,
     _transpose16,
+    _transpose_byte_groups2,
+    _transpose_byte_groups4,
+    _transpose_byte_groups8,
     _transpose_bytes,
     _transpose_groups2,
     _transpose_groups4,
@@ -352,7 +355,7 @@ def _grouped_block(
     are moved as words, each tile 4 or 2 rows of them). Squares of one line a side take as many blocks at once
     (whole source lines in, whole destination lines out), a band of source rows across all the blocks at a time."""
     width = _width(pad)
-    side = _side(pad)
+    side = LINE if width == 1 else _side(pad)  # (bytes: squares of 64, as 2-byte words of row pairs)
     per = side // big  # blocks a square spans
     full_g, full_i = count - count % per, small - small % side
     lined = stream and side * width == LINE and dst % LINE == 0 and (du * width) % LINE == 0 and (
@@ -360,7 +363,14 @@ def _grouped_block(
     for i in range(0, full_i, side):
         for g in range(0, full_g, per):
             d, s = dst + (g * dg + i) * width, src + (g * big + i * si) * width
-            if big == 8:
+            if width == 1:
+                if big == 8:
+                    _transpose_byte_groups8(d, du, s, si, dg, lined, pad)
+                elif big == 4:
+                    _transpose_byte_groups4(d, du, s, si, dg, lined, pad)
+                else:
+                    _transpose_byte_groups2(d, du, s, si, dg, lined, pad)
+            elif big == 8:
                 _transpose_groups8(d, du, s, si, dg, lined, pad)
             elif big == 4:
                 _transpose_groups4(d, du, s, si, dg, lined, pad)
@@ -434,8 +444,9 @@ def strided_copy(
     if unit < 0 and di == 1 and si == 1 and m >= 2:  # runs: the innermost outer axis loops inside one call
         rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
         m -= 1
-    elif unit >= 0 and di == 1 and s_strides[axes[m - 1]] == big and small >= _side(pad) and (
-            _side(pad) * width == LINE) and (big == 2 or big == 4 or (big == 8 and _side(pad) >= 16)):
+    elif unit >= 0 and di == 1 and s_strides[axes[m - 1]] == big and (
+            (width == 1 and small >= LINE) or (width > 1 and small >= _side(pad) and _side(pad) * width == LINE)) and (
+            big == 2 or big == 4 or (big == 8 and _side(pad) >= 16)):
         groups, dg = shape[axes[m - 1]], d_strides[axes[m - 1]]  # blocks that continue each other's source rows
         if m == 1:  # no other axis: one call for the blocks [first, last) (the threads' split)
             if first < last:

@@ -219,7 +219,10 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              # go through squares spanning 4 or 8 tiles
              "bf16[4,96,160]{0,1,2}", "f32[2,64,300]{0,1,2}", "u8[4,64,200]{0,1,2}", "f64[4,64,64]{0,1,2}",
              "bf16[256,520]{0,1:T(8,128)(2,1)}", "s8[200,512]{0,1:T(8,128)(4,1)}", "f32[200,300]{0,1:T(4,128)}",
-             "f32[130,300]{0,1:T(2,128)}"]
+             "f32[130,300]{0,1:T(2,128)}",
+             # blocks of 8 or 16 rows continuing each other in the source: squares across 2 to 8 of them
+             "u8[300,300]{0,1:T(8,128)}", "u8[200,300]{0,1:T(16,128)}", "u8[16,64,200]{0,1,2}",
+             "bf16[16,64,100]{0,1,2}"]
     shapes = [xs.parse_shape(text) for text in cases]
     shapes.append(xs.make_shape("s16", [40, 301], layout=xs.Layout((0, 1), padded_dimensions=(43, 320))))
     for shape in shapes:

@@ -456,8 +456,8 @@ def _byte_transposer(rows: int = 0) -> Any:
 
 
 _transpose_bytes = _byte_transposer()
-_transpose_byte_groups2, _transpose_byte_groups4, _transpose_byte_groups8 = (
-    _byte_transposer(2), _byte_transposer(4), _byte_transposer(8))
+_transpose_byte_groups2, _transpose_byte_groups4, _transpose_byte_groups8, _transpose_byte_groups16 = (
+    _byte_transposer(2), _byte_transposer(4), _byte_transposer(8), _byte_transposer(16))
 
 
 def _line_square_transposer(rows: int) -> Any:
@@ -490,6 +490,7 @@ def _line_square_transposer(rows: int) -> Any:
 
 _line_square2, _line_square4 = _line_square_transposer(2), _line_square_transposer(4)
 _transpose_groups2, _transpose_groups4, _transpose_groups8 = _transposer(0, 2), _transposer(0, 4), _transposer(0, 8)
+_transpose_groups16 = _transposer(0, 16)
 _transpose = _transposer(0)
 _transpose_short_nt = _short_transposer(8, 2)  # 8 destination rows of one line: streamed when a side is short
 _transpose_short_nt4 = _short_transposer(8, 4)  # (rows of a quarter of a line, four blocks side by side)

@@ -52,10 +52,12 @@ from ._intrinsics import (
     _transpose_byte_groups2,
     _transpose_byte_groups4,
     _transpose_byte_groups8,
+    _transpose_byte_groups16,
     _transpose_bytes,
     _transpose_groups2,
     _transpose_groups4,
     _transpose_groups8,
+    _transpose_groups16,
     _transpose_short2_nt,
     _transpose_short4_nt,
     _transpose_short_nt,
@@ -347,15 +349,34 @@ def _wide_block(
 
 
 @_jit
+def _grouped_side(pad: Any) -> int:
+    """Elements a side of the grouped squares (:func:`_grouped_block`) takes: one line (bytes: 64, as 2-byte words of
+    row pairs)."""
+    width = _width(pad)
+    return LINE if width == 1 else _side(pad)
+
+
+@_jit
+def _grouped_fits(big: int, small: int, pad: Any) -> bool:
+    """True when blocks of ``big`` source rows that continue each other go through grouped squares: rows of one
+    line, at least a square's worth of columns, and 2, 4, 8 (words up to 4 bytes) or 16 (up to 2 bytes) rows."""
+    width = _width(pad)
+    side = _grouped_side(pad)
+    if side * width != LINE or small < side:
+        return False
+    return big == 2 or big == 4 or (big == 8 and width <= 4) or (big == 16 and width <= 2)
+
+
+@_jit
 def _grouped_block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, dg: int, stream: int
 ) -> None:
-    """``count`` blocks of ``big`` (2, 4 or 8) source-contiguous rows that continue each other in the source (block
+    """``count`` blocks of ``big`` (2, 4, 8 or 16) source-contiguous rows that continue each other in the source (block
     ``g`` at ``src + g*big``, ``dst + g*dg`` elements): tiled transposes (``T(8,128)``, and those whose sub-tiles
     are moved as words, each tile 4 or 2 rows of them). Squares of one line a side take as many blocks at once
     (whole source lines in, whole destination lines out), a band of source rows across all the blocks at a time."""
     width = _width(pad)
-    side = LINE if width == 1 else _side(pad)  # (bytes: squares of 64, as 2-byte words of row pairs)
+    side = _grouped_side(pad)
     per = side // big  # blocks a square spans
     full_g, full_i = count - count % per, small - small % side
     lined = stream and side * width == LINE and dst % LINE == 0 and (du * width) % LINE == 0 and (
@@ -364,12 +385,16 @@ def _grouped_block(
         for g in range(0, full_g, per):
             d, s = dst + (g * dg + i) * width, src + (g * big + i * si) * width
             if width == 1:
-                if big == 8:
+                if big == 16:
+                    _transpose_byte_groups16(d, du, s, si, dg, lined, pad)
+                elif big == 8:
                     _transpose_byte_groups8(d, du, s, si, dg, lined, pad)
                 elif big == 4:
                     _transpose_byte_groups4(d, du, s, si, dg, lined, pad)
                 else:
                     _transpose_byte_groups2(d, du, s, si, dg, lined, pad)
+            elif big == 16:
+                _transpose_groups16(d, du, s, si, dg, lined, pad)
             elif big == 8:
                 _transpose_groups8(d, du, s, si, dg, lined, pad)
             elif big == 4:
@@ -444,9 +469,7 @@ def strided_copy(
     if unit < 0 and di == 1 and si == 1 and m >= 2:  # runs: the innermost outer axis loops inside one call
         rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
         m -= 1
-    elif unit >= 0 and di == 1 and s_strides[axes[m - 1]] == big and (
-            (width == 1 and small >= LINE) or (width > 1 and small >= _side(pad) and _side(pad) * width == LINE)) and (
-            big == 2 or big == 4 or (big == 8 and _side(pad) >= 16)):
+    elif unit >= 0 and di == 1 and s_strides[axes[m - 1]] == big and _grouped_fits(big, small, pad):
         groups, dg = shape[axes[m - 1]], d_strides[axes[m - 1]]  # blocks that continue each other's source rows
         if m == 1:  # no other axis: one call for the blocks [first, last) (the threads' split)
             if first < last:

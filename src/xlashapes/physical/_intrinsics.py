@@ -264,6 +264,24 @@ def _stores(builder: Any, pairs: list[tuple[Any, Any]], stream: Any) -> None:
                 _store(builder, value, pointer, False)
 
 
+def _square_intrinsic(codegen: Callable[..., Any], grouped: bool) -> Any:
+    """The intrinsic of a square transposer's ``codegen``: arguments (dst, d_step, src, s_step, stream, witness),
+    with ``grouped`` a ``g_step`` after ``s_step``."""
+    if grouped:
+        @_intrinsic
+        def grouped_square(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, g_step: Any, stream: Any,
+                           witness: Any) -> Any:
+            return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+        return grouped_square
+
+    @_intrinsic
+    def square(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any, witness: Any) -> Any:
+        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+    return square
+
+
 def _transposer(side: int, rows: int = 0) -> Any:
     """An intrinsic: element (j, i) of a square block at ``dst`` = element (i, j) at ``src``, in registers.
 
@@ -290,19 +308,7 @@ def _transposer(side: int, rows: int = 0) -> Any:
         _stores(builder, list(zip(moved, targets)), args[-2])
         return context.get_dummy_value()
 
-    if rows:
-        @_intrinsic
-        def grouped(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, g_step: Any, stream: Any,
-                    witness: Any) -> Any:
-            return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
-
-        return grouped
-
-    @_intrinsic
-    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any, witness: Any) -> Any:
-        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
-
-    return transpose
+    return _square_intrinsic(codegen, bool(rows))
 
 
 def _squares(builder: Any, rows: list[Any]) -> list[Any]:
@@ -440,19 +446,7 @@ def _byte_transposer(rows: int = 0) -> Any:
             _stores(builder, pairs, args[-2])
         return context.get_dummy_value()
 
-    if rows:
-        @_intrinsic
-        def grouped(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, g_step: Any, stream: Any,
-                    witness: Any) -> Any:
-            return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
-
-        return grouped
-
-    @_intrinsic
-    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any, witness: Any) -> Any:
-        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
-
-    return transpose
+    return _square_intrinsic(codegen, bool(rows))
 
 
 _transpose_bytes = _byte_transposer()

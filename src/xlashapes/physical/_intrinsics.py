@@ -289,26 +289,34 @@ def _transposer(side: int, rows: int = 0) -> Any:
     ``stream`` argument (nonzero: each destination row is a whole line on a line boundary) streams the rows out.
     The stages are :func:`_squares`. With ``rows``, the destination rows come in groups of ``rows`` (tiles of a
     tiled transpose whose sub-tile words leave them ``rows`` rows each): row ``j`` at ``dst + (j % rows) * d_step +
-    (j // rows) * g_step``, ``g_step`` an argument after ``s_step``.
+    (j // rows) * g_step``, ``g_step`` an argument after ``s_step``; such squares of bytes are one line a side
+    (:func:`_byte_square`).
     """
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         element, width = _element(context, signature.args[-1])
+        if rows and width == 1:
+            _byte_square(builder, args, rows)
+            return context.get_dummy_value()
         n = side or _side_of(width)
         vector = ir.VectorType(element, n)
         moved = _squares(builder, [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector),
                                                 align=1) for i in range(n)])
-        targets = []
-        for j in range(n):
-            if rows:
-                row = _offset(builder, args[0], args[1], j % rows, width)
-                targets.append(_at(builder, _offset(builder, row, args[4], j // rows, width), vector))
-            else:
-                targets.append(_at(builder, _offset(builder, args[0], args[1], j, width), vector))
+        targets = [_square_row(builder, args, j, rows, width, vector) for j in range(n)]
         _stores(builder, list(zip(moved, targets)), args[-2])
         return context.get_dummy_value()
 
     return _square_intrinsic(codegen, bool(rows))
+
+
+def _square_row(builder: Any, args: Any, j: int, rows: int, width: int, vector: Any) -> Any:
+    """A pointer to destination row ``j`` of a square (args: dst, d_step, src, s_step[, g_step], ...): ``j *
+    d_step`` on, or with ``rows``, ``(j % rows) * d_step + (j // rows) * g_step`` (steps in ``width``-byte
+    elements)."""
+    if not rows:
+        return _at(builder, _offset(builder, args[0], args[1], j, width), vector)
+    row = _offset(builder, args[0], args[1], j % rows, width)
+    return _at(builder, _offset(builder, row, args[4], j // rows, width), vector)
 
 
 def _squares(builder: Any, rows: list[Any]) -> list[Any]:
@@ -418,40 +426,34 @@ def _short_transposer(short: int, groups: int) -> Any:
     return transpose
 
 
-def _byte_transposer(rows: int = 0) -> Any:
-    """An intrinsic: a square of one line a side of bytes (64 x 64) transposed in registers, as ``_transpose`` does
-    (steps in bytes): pairs of source rows interleaved into rows of 2-byte words, whose two 32 x 32 squares are
-    then transposed as words; each destination row is one line (streamed with ``stream``). With ``rows``, the
-    destination rows come in groups of ``rows``, as ``_transposer`` takes them (``g_step`` after ``s_step``)."""
+def _byte_square(builder: Any, args: Any, rows: int) -> None:
+    """A square of one line a side of bytes (64 x 64) transposed in registers (steps in bytes): pairs of source rows
+    interleaved into rows of 2-byte words, whose two 32 x 32 squares are then transposed as words; each destination
+    row (:func:`_square_row`) is one line (streamed with the ``stream`` argument, the last but one)."""
+    byte, word = ir.IntType(8), ir.IntType(16)
+    half, words = ir.VectorType(byte, LINE // 2), ir.VectorType(word, LINE // 2)
+    order = _mask([v for u in range(LINE // 2) for v in (u, LINE // 2 + u)])
+    for h in range(2):  # destination rows 32h .. 32h + 31: the source rows' half lines h
+        start = builder.add(args[2], ir.Constant(_I64, h * LINE // 2))
+        loaded = [builder.load(_at(builder, _offset(builder, start, args[3], k, 1), half), align=1)
+                  for k in range(LINE)]
+        joined = [builder.bitcast(builder.shuffle_vector(loaded[k], loaded[k + 1], order), words)
+                  for k in range(0, LINE, 2)]
+        pairs = [(column, _square_row(builder, args, h * LINE // 2 + u, rows, 1, words))
+                 for u, column in enumerate(_squares(builder, joined))]
+        _stores(builder, pairs, args[-2])
+
+
+@_intrinsic
+def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any, witness: Any) -> Any:
+    """A square of one line a side of bytes (64 x 64) transposed in registers, as ``_transpose`` does (steps in
+    bytes; :func:`_byte_square`)."""
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        byte, word = ir.IntType(8), ir.IntType(16)
-        half, words = ir.VectorType(byte, LINE // 2), ir.VectorType(word, LINE // 2)
-        order = _mask([v for u in range(LINE // 2) for v in (u, LINE // 2 + u)])
-        for h in range(2):  # destination rows 32h .. 32h + 31: the source rows' half lines h
-            pairs = []
-            start = builder.add(args[2], ir.Constant(_I64, h * LINE // 2))
-            loaded = [builder.load(_at(builder, _offset(builder, start, args[3], k, 1), half), align=1)
-                      for k in range(LINE)]
-            joined = [builder.bitcast(builder.shuffle_vector(loaded[k], loaded[k + 1], order), words)
-                      for k in range(0, LINE, 2)]
-            for u, column in enumerate(_squares(builder, joined)):
-                j = h * LINE // 2 + u
-                if rows:
-                    row = _offset(builder, args[0], args[1], j % rows, 1)
-                    target = _at(builder, _offset(builder, row, args[4], j // rows, 1), words)
-                else:
-                    target = _at(builder, _offset(builder, args[0], args[1], j, 1), words)
-                pairs.append((column, target))
-            _stores(builder, pairs, args[-2])
+        _byte_square(builder, args, 0)
         return context.get_dummy_value()
 
-    return _square_intrinsic(codegen, bool(rows))
-
-
-_transpose_bytes = _byte_transposer()
-_transpose_byte_groups2, _transpose_byte_groups4, _transpose_byte_groups8, _transpose_byte_groups16 = (
-    _byte_transposer(2), _byte_transposer(4), _byte_transposer(8), _byte_transposer(16))
+    return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
 
 def _line_square_transposer(rows: int) -> Any:

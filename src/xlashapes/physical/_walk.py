@@ -49,10 +49,6 @@ from ._intrinsics import (
     _transpose,
     _transpose8,
     _transpose16,
-    _transpose_byte_groups2,
-    _transpose_byte_groups4,
-    _transpose_byte_groups8,
-    _transpose_byte_groups16,
     _transpose_bytes,
     _transpose_groups2,
     _transpose_groups4,
@@ -384,16 +380,7 @@ def _grouped_block(
     for i in range(0, full_i, side):
         for g in range(0, full_g, per):
             d, s = dst + (g * dg + i) * width, src + (g * big + i * si) * width
-            if width == 1:
-                if big == 16:
-                    _transpose_byte_groups16(d, du, s, si, dg, lined, pad)
-                elif big == 8:
-                    _transpose_byte_groups8(d, du, s, si, dg, lined, pad)
-                elif big == 4:
-                    _transpose_byte_groups4(d, du, s, si, dg, lined, pad)
-                else:
-                    _transpose_byte_groups2(d, du, s, si, dg, lined, pad)
-            elif big == 16:
+            if big == 16:
                 _transpose_groups16(d, du, s, si, dg, lined, pad)
             elif big == 8:
                 _transpose_groups8(d, du, s, si, dg, lined, pad)

@@ -385,3 +385,28 @@ def test_sub_byte_tiles_packed_in_the_tile_walk(calls: Counter[str], monkeypatch
         check_both_paths(monkeypatch, shape, None, seed, bool(seed % 2), 16 * seed + 1, 1 + seed % 2)
     assert calls["tiled_to_physical"] and calls["tiled_from_physical"]
     assert (calls["pack"] + calls["unpack"] == 0) == (bits > 0)
+
+
+def test_a_subroutine_is_compiled_once_into_its_callers_library() -> None:
+    from numba import njit
+
+    from xlashapes.physical._intrinsics import _put, _subroutine
+
+    def fill(address: int, n: int, value: Any) -> None:
+        for i in range(n):
+            _put(address, i, value)
+
+    sub = _subroutine(fill)
+
+    @njit
+    def caller(address: int, n: int) -> None:
+        sub(address, n, np.int32(7))
+        sub(address + 4 * n, 3, np.int32(9))  # a literal count: still the one compiled subroutine
+
+    out = np.zeros(8, np.int32)
+    caller(out.ctypes.data, 5)
+    assert out.tolist() == [7, 7, 7, 7, 7, 9, 9, 9]
+    library = next(iter(caller.overloads.values())).library
+    assert len(library._xlashapes_subroutines) == 1
+    defined = [line for line in library.get_llvm_str().splitlines() if line.startswith("define") and "4fill" in line]
+    assert len(defined) == 1

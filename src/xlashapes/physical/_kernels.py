@@ -39,6 +39,7 @@ from ._intrinsics import (
     _put_word,
     _stream,
     _stream4,
+    _subroutine,
     _width,
 )
 
@@ -49,7 +50,7 @@ from ._intrinsics import (
 # lines are written out and the rest moved in front of ``data`` again. When streaming, the scratch line starts
 # match the output's line starts. ``line`` is the output address of the carry's line; ``first`` the offset of the
 # range's first byte in its first line while that (partial) line is unwritten, else 0.
-@_jit
+@_inline
 def _open(address: int, stream: int, width: int) -> tuple[int, int, int, int]:
     """(line, carry, first, stream) of a stream writing from ``address`` (elements of ``width`` bytes)."""
     if stream and address % width == 0:
@@ -58,7 +59,7 @@ def _open(address: int, stream: int, width: int) -> tuple[int, int, int, int]:
     return address, 0, 0, 0
 
 
-@_jit
+@_subroutine
 def _lines(out: int, scratch: int, n: int) -> None:
     """Stream ``n`` bytes (whole lines) from scratch to a line-aligned ``out``."""
     k = 0
@@ -70,7 +71,7 @@ def _lines(out: int, scratch: int, n: int) -> None:
         k += LINE
 
 
-@_jit
+@_inline
 def _flush(line: int, data: int, carry: int, n: int, first: int, stream: int) -> tuple[int, int, int]:
     """Write out the whole lines of the carry and the ``n`` new bytes at ``data``; (line, carry, first) after."""
     total = carry + n
@@ -90,13 +91,13 @@ def _flush(line: int, data: int, carry: int, n: int, first: int, stream: int) ->
     return line + lines * LINE, total - lines * LINE, first
 
 
-@_jit
+@_subroutine
 def _close(line: int, data: int, carry: int, first: int) -> None:
     """Write the carried bytes: the range's last, partial line."""
     _copy(line + first, data - carry + first, carry - first)
 
 
-@_jit
+@_subroutine
 def _pad_stream(line: int, data: int, carry: int, first: int, stream: int, pad: Any, count: int, room: int) -> None:
     """Append ``count`` padding elements to a stream (``room`` bytes at a time) and close it."""
     width = _width(pad)
@@ -113,7 +114,7 @@ def _pad_stream(line: int, data: int, carry: int, first: int, stream: int, pad: 
 
 
 # ----- tiled 2-d layouts: T(R,C) and T(R,C)(P,1) -------------------------------------------------------------------
-@_jit
+@_subroutine
 def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c_size: int, p: int, pad: Any) -> None:
     """One tile in physical order at ``dst`` from logical rows at ``src``; only ``rows`` x ``cols`` are not padding."""
     # The logical rows are ``step`` elements apart.
@@ -148,7 +149,7 @@ def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c
                     _put(dst, d + k, pad)
 
 
-@_jit
+@_subroutine
 def _canonical(data: int, n: int, canon: int) -> None:
     """Canonical element bytes in place: pred (``canon`` < 0) 0 or 1; else each byte ANDed with ``canon``."""
     words = n // 8
@@ -169,7 +170,7 @@ def _canonical(data: int, n: int, canon: int) -> None:
             _put(data, i, np.uint8(_get(data, i, np.uint8(0)) & canon))
 
 
-@_jit
+@_subroutine
 def _nibble_pairs(dst: int, src: int, step: int, r_size: int, c_size: int) -> None:
     """A full ``T(R,C)(2,1)E(4)`` tile at ``dst``: byte ``g*C + c`` = rows ``2g`` (low nibble) and ``2g+1``
     (high) of column ``c``; the logical rows at ``src`` are ``step`` bytes apart, ``C`` a multiple of 8."""
@@ -322,7 +323,7 @@ def tiled_from_physical(src: int, out: int, scratch: int, pad: Any, geometry: An
 
 
 # ----- streamed copies ------------------------------------------------------------------------------------------------
-@_jit
+@_subroutine
 def _copy_out(out: int, scratch: int, n: int, stream: int) -> None:
     """Copy ``n`` bytes from scratch to ``out``: whole aligned lines streamed, the partial ends stored plainly."""
     if not stream:
@@ -383,7 +384,7 @@ def _spread(value: Any, bits: int) -> Any:
     return (v | (v << _U(7))) & _LOW_BITS
 
 
-@_jit
+@_subroutine
 def _pack_words(dst: int, src: int, count: int, bits: int) -> None:
     """``count`` packed uint64 words at ``dst`` from the element bytes at ``src`` (``64 / bits`` bytes per word)."""
     if bits == 4:
@@ -434,7 +435,7 @@ def pack(
     _pad_stream(line, data, carry, first, stream, np.uint8(0), _0, _1)
 
 
-@_jit
+@_subroutine
 def _unpack_words(dst: int, src: int, count: int, bits: int, lanes: Any) -> None:
     """The element bytes of ``count`` packed uint64 words at ``src``, masked by ``lanes``, to ``dst``."""
     if bits == 4:

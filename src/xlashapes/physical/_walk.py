@@ -29,6 +29,7 @@ from ._intrinsics import (
     _deinterleave4,
     _fence,
     _get,
+    _inline,
     _interleave2,
     _interleave3,
     _interleave4,
@@ -46,6 +47,7 @@ from ._intrinsics import (
     _side_by_side2,
     _side_by_side4,
     _stream,
+    _subroutine,
     _transpose,
     _transpose8,
     _transpose16,
@@ -71,7 +73,7 @@ _0, _1 = np.int64(0), np.int64(1)
 _WORD = np.uint16(0)  # the witness of 2-byte words
 
 
-@_jit
+@_subroutine
 def _scalar(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, u0: int, i0: int) -> None:
     """``dst[u*du + i*di] = src[u + i*si]`` for ``u0 <= u < big`` with every ``i < small``, and for ``u < u0`` with
     ``i0 <= i < small`` (the edges a blocked pass leaves), element by element."""
@@ -137,7 +139,7 @@ def shifted_rows(
     _fence()
 
 
-@_jit
+@_subroutine
 def _short_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, ahead: int) -> None:
     """``_block`` of 2 to 7 source rows: 4 (2) destination lines at a time, the next blocks' lines prefetched."""
     width = _width(pad)
@@ -156,7 +158,7 @@ def _short_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, si:
     _scalar(dst, src, pad, big, small, du, _1, si, full_u, full_i)
 
 
-@_jit
+@_subroutine
 def _block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int
 ) -> None:
@@ -257,7 +259,7 @@ def _block(
                 _transpose(d, du, s, si, streamed and on_lines, pad)
 
 
-@_jit
+@_subroutine
 def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int, stream: int) -> None:
     """``rows`` contiguous runs of ``length`` elements, ``dr`` / ``sr`` elements apart (one call for many runs)."""
     width = _width(pad)
@@ -270,7 +272,7 @@ def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int
             _copy(d, s, n)
 
 
-@_jit
+@_subroutine
 def _wide_block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
     ahead: int,
@@ -344,7 +346,7 @@ def _wide_block(
                         full_i)
 
 
-@_jit
+@_inline
 def _grouped_side(pad: Any) -> int:
     """Elements a side of the grouped squares (:func:`_grouped_block`) takes: one line (bytes: 64, as 2-byte words of
     row pairs)."""
@@ -352,7 +354,7 @@ def _grouped_side(pad: Any) -> int:
     return LINE if width == 1 else _side(pad)
 
 
-@_jit
+@_inline
 def _grouped_fits(big: int, small: int, pad: Any) -> bool:
     """True when blocks of ``big`` source rows that continue each other go through grouped squares: rows of one
     line, at least a square's worth of columns, and 2, 4, 8 (words up to 4 bytes) or 16 (up to 2 bytes) rows."""
@@ -363,7 +365,7 @@ def _grouped_fits(big: int, small: int, pad: Any) -> bool:
     return big == 2 or big == 4 or (big == 8 and width <= 4) or (big == 16 and width <= 2)
 
 
-@_jit
+@_subroutine
 def _grouped_block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, dg: int, stream: int
 ) -> None:
@@ -395,7 +397,7 @@ def _grouped_block(
             _scalar(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, big, full_i)
 
 
-@_jit
+@_subroutine
 def _any_block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int,
     scratch: int, room: int,
@@ -522,7 +524,7 @@ def strided_copy(
             j -= 1
 
 
-@_jit
+@_inline
 def _staged_byte(at: int, u: int, sub: int, bits: int, packs: int, pad: Any) -> Any:
     """Staged byte ``u`` of the source row at ``at`` (:func:`_stage`): the byte; ``packs``: the E(bits) fields of
     byte ``u`` of the ``8 / bits`` rows ``sub`` bytes apart from ``at``, packed; else (``bits < 8``) field ``u`` of the
@@ -538,7 +540,7 @@ def _staged_byte(at: int, u: int, sub: int, bits: int, packs: int, pad: Any) -> 
     return np.uint8((_get(at, u // per, pad) >> (u % per * bits)) & field)
 
 
-@_jit
+@_subroutine
 def _stage_line(to: int, at: int, step: int, sub: int, bits: int, packs: int, pad: Any) -> None:
     """A line of staged bytes (:func:`_stage`) of each of the rows at ``at`` and ``at + step`` interleaved into two
     lines of 2-byte words at ``to``."""
@@ -555,7 +557,7 @@ def _stage_line(to: int, at: int, step: int, sub: int, bits: int, packs: int, pa
         _unpack_rows2(to, at, step)
 
 
-@_jit
+@_subroutine
 def _stage(
     scratch: int, stride: int, src: int, pad: Any, rows: int, length: int, si: int, ahead: int, limit: int,
     bits: int, packs: int,
@@ -602,7 +604,7 @@ def _stage(
             _put(to, 2 * u + 1, _staged_byte(at + si, u, sub, bits, packs, pad))
 
 
-@_jit
+@_subroutine
 def _emit(out: int, row: int, n: int, carry: int, first: int, last: int) -> None:
     """Write the ``n`` bytes staged at ``row + LINE`` to ``out``, one destination row's piece: its whole lines streamed
     from the row's own line boundary, with the bytes before ``out`` in that line (the carry: the tail the row's
@@ -628,7 +630,7 @@ def _emit(out: int, row: int, n: int, carry: int, first: int, last: int) -> None
         _move_line(carry, start + total - LINE)  # the tail ends the carry's line
 
 
-@_jit
+@_subroutine
 def _square(to: int, step: int, at: int, stride: int, stream: int, pad: Any) -> None:
     """A square of one line a side transposed from staged rows at ``at`` (``stride`` bytes apart) to rows ``step``
     bytes apart at ``to``; bytes as 2-byte words (two staged source rows interleaved)."""

@@ -327,7 +327,7 @@ def _square_intrinsic(codegen: Callable[..., Any], grouped: bool) -> Any:
     return square
 
 
-def _transposer(side: int, rows: int = 0) -> Any:
+def _transposer(side: int, rows: int = 0, native: bool = True) -> Any:
     """An intrinsic: element (j, i) of a square block at ``dst`` = element (i, j) at ``src``, in registers.
 
     The block is ``side`` elements square (0: ``_side_of`` the element width). Row steps are in elements; the
@@ -335,11 +335,14 @@ def _transposer(side: int, rows: int = 0) -> Any:
     The stages are :func:`_squares`. With ``rows``, the destination rows come in groups of ``rows`` (tiles of a
     tiled transpose whose sub-tile words leave them ``rows`` rows each): row ``j`` at ``dst + (j % rows) * d_step +
     (j // rows) * g_step``, ``g_step`` an argument after ``s_step``; such squares of bytes are one line a side
-    (:func:`_byte_square`).
+    (:func:`_byte_square`). With ``native`` false, a width whose own side is ``side`` gets no code: its callers
+    take the side-0 transposer instead (an intrinsic's code is emitted at each call site, for every width).
     """
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         element, width = _element(context, signature.args[-1])
+        if not native and side == _side_of(width):
+            return context.get_dummy_value()  # (never called for this width: no code)
         if rows and width == 1:
             _byte_square(builder, args, rows)
             return context.get_dummy_value()
@@ -495,7 +498,8 @@ def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: An
     bytes; :func:`_byte_square`)."""
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        _byte_square(builder, args, 0)
+        if _element(context, signature.args[-1])[1] == 1:  # (never called for wider words: no code)
+            _byte_square(builder, args, 0)
         return context.get_dummy_value()
 
     return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
@@ -539,7 +543,7 @@ _transpose_short_nt8 = _short_transposer(8, 8)  # (rows of 8 bytes, eight blocks
 _transpose_short4_nt, _transpose_short2_nt = _short_transposer(4, 2), _short_transposer(2, 2)  # 4 / 2 dest rows
 _side_by_side4, _side_by_side2 = _short_transposer(4, 0), _short_transposer(2, 0)  # blocks of 4 / 2 rows filling a line
 _transpose8 = _transposer(8)
-_transpose16 = _transposer(16)
+_transpose16 = _transposer(16, native=False)  # (2-byte words: 1- and 4-byte words' own side is 16)
 
 
 def _interleaver(p: int) -> Any:

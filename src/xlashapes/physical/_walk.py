@@ -251,12 +251,12 @@ def _block(
                 _prefetch_rows(ahead + (u + i * si) * width, si * width, side * width, side)
             if side == LINE and width == 1:
                 _transpose_bytes(d, du, s, si, _1 if on_lines else _0, pad)
+            elif side == _side(pad):
+                _transpose(d, du, s, si, streamed and on_lines, pad)
             elif side == 8:
                 _transpose8(d, du, s, si, streamed and on_lines, pad)
-            elif side == 16:
-                _transpose16(d, du, s, si, streamed and on_lines, pad)
             else:
-                _transpose(d, du, s, si, streamed and on_lines, pad)
+                _transpose16(d, du, s, si, streamed and on_lines, pad)
 
 
 @_subroutine

@@ -4,12 +4,12 @@ Every layout the factor plan covers (any tiling: tiled transposes, rank-1 and mu
 tiles, ``*`` dims on factor boundaries, legacy padding; relayout between two of them) is one copy between two
 strided views of the same factors. This kernel does that copy in destination order. Its innermost work is a
 block of two axes: the destination's most minor one and the one that is contiguous in the source. Depending on
-their sizes and strides the block is a plain run (``memcpy``), a 2- or 4-way (de)interleave of rows, or a
-transpose in registers of 16x16 (or 8x8) squares; with line-aligned destination rows, squares whose rows are one
-line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other side is shorter than a line, or
-two, four or eight blocks side by side whose rows are a half, a quarter or an eighth of a line), are streamed;
-anything else is moved element by element. Each transposing block prefetches the source of the next one while it
-moves its own.
+their sizes and strides the block is a plain run (``memcpy``), a 2- to 7-way interleave (2- to 6-way de-interleave)
+of rows, or a transpose in registers of 16x16 (or 8x8) squares; with line-aligned destination rows, squares whose
+rows are one line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other side is shorter
+than a line, or two, four or eight blocks side by side whose rows are a half, a quarter or an eighth of a line),
+are streamed; anything else is moved element by element. Each transposing block prefetches the source of the
+next one while it moves its own.
 
 Long 2-d transposes have a kernel of their own, ``staged_transpose`` (blocks of source rows copied into the cache
 first, then transposed out), and so do long rows at different offsets in their lines, ``shifted_rows``.
@@ -27,12 +27,17 @@ from ._intrinsics import (
     _deinterleave2,
     _deinterleave3,
     _deinterleave4,
+    _deinterleave5,
+    _deinterleave6,
     _fence,
     _get,
     _inline,
     _interleave2,
     _interleave3,
     _interleave4,
+    _interleave5,
+    _interleave6,
+    _interleave7,
     _jit,
     _lanes,
     _line_square2,
@@ -185,7 +190,7 @@ def _block(
         _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
     lanes = _lanes(pad)
-    if du == small and 2 <= small <= 4:  # rows interleaved: T(...)(2,1), (4,1) on the way out; 3 channels
+    if du == small and 2 <= small <= 7:  # rows interleaved: T(...)(2,1), (4,1) on the way out; 3-7 channels
         full = big - big % lanes
         for u in range(0, full + lanes if lanes < big != full else full, lanes):
             last = u >= full  # the columns left: the last line's worth again, overlapping (same values)
@@ -195,12 +200,18 @@ def _block(
                 _interleave2(d, src + at * width, si, aligned and not last, pad)
             elif small == 3:
                 _interleave3(d, src + at * width, si, aligned and not last, pad)
-            else:
+            elif small == 4:
                 _interleave4(d, src + at * width, si, aligned and not last, pad)
+            elif small == 5:
+                _interleave5(d, src + at * width, si, aligned and not last, pad)
+            elif small == 6:
+                _interleave6(d, src + at * width, si, aligned and not last, pad)
+            else:
+                _interleave7(d, src + at * width, si, aligned and not last, pad)
         if big < lanes:
             _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
-    if si == big and 2 <= big <= 4:  # rows de-interleaved: the same on the way in
+    if si == big and 2 <= big <= 6:  # rows de-interleaved: the same on the way in (7: no faster than _short_rows)
         full = small - small % lanes
         for i in range(0, full + lanes if lanes < small != full else full, lanes):
             last = i >= full  # the columns left: the last line's worth again, overlapping (same values)
@@ -210,8 +221,12 @@ def _block(
                 _deinterleave2(d, du, s, rows_aligned and not last, pad)
             elif big == 3:
                 _deinterleave3(d, du, s, rows_aligned and not last, pad)
-            else:
+            elif big == 4:
                 _deinterleave4(d, du, s, rows_aligned and not last, pad)
+            elif big == 5:
+                _deinterleave5(d, du, s, rows_aligned and not last, pad)
+            else:
+                _deinterleave6(d, du, s, rows_aligned and not last, pad)
         if small < lanes:
             _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return

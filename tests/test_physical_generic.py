@@ -221,6 +221,7 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              # walk one wide block), (2,1) / (4,1) sub-tiles moved as 4-byte words, whose tiles of 4 or 2 word rows
              # go through squares spanning 4 or 8 tiles
              "bf16[4,96,160]{0,1,2}", "f32[2,64,300]{0,1,2}", "u8[4,64,200]{0,1,2}", "f64[4,64,64]{0,1,2}",
+             "f32[2,203,100]{0,1,2}",  # (25 groups of 8 blocks, written 8 lines of each row at a time, and 3 more)
              "bf16[256,520]{0,1:T(8,128)(2,1)}", "s8[200,512]{0,1:T(8,128)(4,1)}", "f32[200,300]{0,1:T(4,128)}",
              "f32[130,300]{0,1:T(2,128)}",
              # blocks of 8 or 16 rows continuing each other in the source: squares across 2 to 8 of them

@@ -73,6 +73,7 @@ from ._intrinsics import (
 from ._kernels import _copy_out, _lines
 
 WIDE = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
+WIDE_LINES = 8  # lines of each destination row the line squares of a wide block write before the next row
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1 = np.int64(0), np.int64(1)
 _WORD = np.uint16(0)  # the witness of 2-byte words
@@ -306,15 +307,18 @@ def _wide_block(
         full_u = big - big % small
         side = _side(pad)
         squares = big - big % side if width > 1 and side * width == LINE else 0  # whole lines of source rows
-        for f in range(0, grouped, group):
+        for f0 in range(0, grouped, WIDE_LINES * group):  # a run of lines of each destination row at a time
+            f1 = min(grouped, f0 + WIDE_LINES * group)
             for u in range(0, squares, side):
-                d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
-                for g in range(group):  # these rows' lines two squares on
-                    _prefetch_rows(s + g * fs * width + 2 * LINE, si * width, _1, small)
-                if small == 4:
-                    _line_square4(d, du, s, fs * width, si, pad)
-                else:
-                    _line_square2(d, du, s, fs * width, si, pad)
+                for f in range(f0, f1, group):
+                    d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
+                    for g in range(group):  # these rows' lines two squares on
+                        _prefetch_rows(s + g * fs * width + 2 * LINE, si * width, _1, small)
+                    if small == 4:
+                        _line_square4(d, du, s, fs * width, si, pad)
+                    else:
+                        _line_square2(d, du, s, fs * width, si, pad)
+        for f in range(0, grouped, group):
             for u in range(squares, full_u, small):
                 d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
                 if small == 4:

@@ -210,7 +210,7 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              # left over by a last line's worth overlapping the one before; shorter than a line: element by element
              "u8[2,70,130,3]{2,1,3,0}", "bf16[2,3,70,130]{1,3,2,0}", "f32[2,3,33,20]{1,3,2,0}",
              "f64[3,10,9,3]{2,1,3,0}", "u8[2,5,7,3]{2,1,3,0}", "s16[2,3,64,32]{1,3,2,0}",
-             # 5 to 7 channels (7 rows go through the short-rows path on the way in), the last line overlapping
+             # 5 to 7 channels to and from planes, the last line overlapping
              "u8[2,70,130,5]{2,1,3,0}", "u8[2,33,70,6]{2,1,3,0}", "u8[2,30,70,7]{2,1,3,0}", "bf16[2,9,40,5]{2,1,3,0}",
              "f32[2,7,20,6]{2,1,3,0}", "u8[2,6,64,70]{1,3,2,0}", "bf16[2,7,30,40]{1,3,2,0}",
              # sides that are not a whole number of squares: one more square overlapping the last; rows of 9 and

@@ -50,7 +50,9 @@ is one pass with no unpacked temporary. The 2-d tiled kernels (any ``T(R,C)(P,1)
 ``unpack`` do E(1)/E(2)/E(4). Arrays these functions allocate start on a 64-byte line (as XLA's buffers do), so that
 whole lines can be streamed into them. Transposing walks prefetch the next block's source lines while they move the
 current one; 2- and 4-byte squares of whole lines are transposed by in-lane unpacks and block shuffles. Each kernel
-compiles once per element width on first use and is cached with numba's ``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else
+compiles once per element width on first use (its callees are subroutines compiled into its own code, so that LLVM
+optimizes and emits each kernel's code once: :func:`._intrinsics._subroutine`) and is cached with numba's
+``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/xlashapes``, else ``~/.cache/xlashapes``; its machine code is also kept there (keyed by the host CPU
 and the numba version), and a new process runs that through llvmlite alone, without importing numba (``_aot``;
 ``XLASHAPES_NO_AOT=1`` turns it off). ``XLASHAPES_NO_NUMBA=1`` forces the NumPy path, which stays the reference: every

@@ -27,8 +27,8 @@ numba, so that the same Python exception as before is raised.
 
 **Measured** (``bench_physical.py --no-matrix --startup``, f32[16384,1024]{0,1:T(8,128)} to and from, this 2-core
 machine): a new process's first conversion costs 0.07 s more than a second one with kept code (llvmlite 0.03 s,
-engine 0.01 s, loading the objects), 0.42-0.47 s with numba's cache; the cold first use stays 2.8-3.1 s (writing
-the objects costs milliseconds); peak RSS 231 MiB against 286 MiB with numba (166 MiB on the NumPy path).
+engine 0.01 s, loading the objects), 0.42-0.47 s with numba's cache; writing the objects adds milliseconds to the
+cold first use; peak RSS 231 MiB against 286 MiB with numba (166 MiB on the NumPy path).
 
 **Why not separate ``cfunc`` wrappers.** The brief proposed one ``numba.cfunc`` per entry and width taking only
 int64 words. Measured here: compiling such a wrapper costs 0.7-1.2 s per entry and width on first use (numba

@@ -4,12 +4,12 @@ Every layout the factor plan covers (any tiling: tiled transposes, rank-1 and mu
 tiles, ``*`` dims on factor boundaries, legacy padding; relayout between two of them) is one copy between two
 strided views of the same factors. This kernel does that copy in destination order. Its innermost work is a
 block of two axes: the destination's most minor one and the one that is contiguous in the source. Depending on
-their sizes and strides the block is a plain run (``memcpy``), a 2- to 7-way interleave (2- to 6-way de-interleave)
-of rows, or a transpose in registers of 16x16 (or 8x8) squares; with line-aligned destination rows, squares whose
-rows are one line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other side is shorter
-than a line, or two, four or eight blocks side by side whose rows are a half, a quarter or an eighth of a line),
-are streamed; anything else is moved element by element. Each transposing block prefetches the source of the
-next one while it moves its own.
+their sizes and strides the block is a plain run (``memcpy``), a 2- to 7-way (de)interleave of rows, or a
+transpose in registers of 16x16 (or 8x8) squares; with line-aligned destination rows, squares whose rows are one
+line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other side is shorter than a line, or
+two, four or eight blocks side by side whose rows are a half, a quarter or an eighth of a line), are streamed;
+anything else is moved element by element. Each transposing block prefetches the source of the next one while it
+moves its own.
 
 Long 2-d transposes have a kernel of their own, ``staged_transpose`` (blocks of source rows copied into the cache
 first, then transposed out), and so do long rows at different offsets in their lines, ``shifted_rows``.
@@ -29,6 +29,7 @@ from ._intrinsics import (
     _deinterleave4,
     _deinterleave5,
     _deinterleave6,
+    _deinterleave7,
     _fence,
     _get,
     _inline,
@@ -212,7 +213,7 @@ def _block(
         if big < lanes:
             _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return
-    if si == big and 2 <= big <= 6:  # rows de-interleaved: the same on the way in (7: no faster than _short_rows)
+    if si == big and 2 <= big <= 7:  # rows de-interleaved: the same on the way in
         full = small - small % lanes
         for i in range(0, full + lanes if lanes < small != full else full, lanes):
             last = i >= full  # the columns left: the last line's worth again, overlapping (same values)
@@ -226,8 +227,10 @@ def _block(
                 _deinterleave4(d, du, s, rows_aligned and not last, pad)
             elif big == 5:
                 _deinterleave5(d, du, s, rows_aligned and not last, pad)
-            else:
+            elif big == 6:
                 _deinterleave6(d, du, s, rows_aligned and not last, pad)
+            else:
+                _deinterleave7(d, du, s, rows_aligned and not last, pad)
         if small < lanes:
             _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
         return

@@ -338,12 +338,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.repeat, args.threads = "64", 3, "1"
-    if not args.no_matrix:
-        matrix(args)
+    # new processes first: a child's peak RSS starts from this process's at the fork (Linux keeps it across exec)
     if args.startup:
         startup()
     if args.rss:
         rss(args)
+    if not args.no_matrix:
+        matrix(args)
     if args.huge:
         huge(args.huge)
 

@@ -311,12 +311,13 @@ def _stores(builder: Any, pairs: list[tuple[Any, Any]], stream: Any) -> None:
 
 def _square_intrinsic(codegen: Callable[..., Any], grouped: bool) -> Any:
     """The intrinsic of a square transposer's ``codegen``: arguments (dst, d_step, src, s_step, stream, witness),
-    with ``grouped`` a ``g_step`` after ``s_step``."""
+    with ``grouped`` a ``g_step`` and a ``shift`` after ``s_step``."""
     if grouped:
         @_intrinsic
-        def grouped_square(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, g_step: Any, stream: Any,
-                           witness: Any) -> Any:
-            return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+        def grouped_square(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, g_step: Any, shift: Any,
+                           stream: Any, witness: Any) -> Any:
+            return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, types.intp,
+                              witness), codegen
 
         return grouped_square
 
@@ -327,44 +328,48 @@ def _square_intrinsic(codegen: Callable[..., Any], grouped: bool) -> Any:
     return square
 
 
-def _transposer(side: int, rows: int = 0, native: bool = True) -> Any:
+def _transposer(side: int, grouped: bool = False, native: bool = True) -> Any:
     """An intrinsic: element (j, i) of a square block at ``dst`` = element (i, j) at ``src``, in registers.
 
     The block is ``side`` elements square (0: ``_side_of`` the element width). Row steps are in elements; the
     ``stream`` argument (nonzero: each destination row is a whole line on a line boundary) streams the rows out.
-    The stages are :func:`_squares`. With ``rows``, the destination rows come in groups of ``rows`` (tiles of a
-    tiled transpose whose sub-tile words leave them ``rows`` rows each): row ``j`` at ``dst + (j % rows) * d_step +
-    (j // rows) * g_step``, ``g_step`` an argument after ``s_step``; such squares of bytes are one line a side
-    (:func:`_byte_square`). With ``native`` false, a width whose own side is ``side`` gets no code: its callers
-    take the side-0 transposer instead (an intrinsic's code is emitted at each call site, for every width).
+    The stages are :func:`_squares`. ``grouped``: the destination rows come in groups of ``2**shift`` (tiles of a
+    tiled transpose whose sub-tile words leave them that many rows each): row ``j`` at ``dst + (j % 2**shift) *
+    d_step + (j >> shift) * g_step``, ``g_step`` and ``shift`` arguments after ``s_step`` (a run-time group size:
+    one square's code for every size); such squares of bytes are one line a side (:func:`_byte_square`). With
+    ``native`` false, a width whose own side is ``side`` gets no code: its callers take the side-0 transposer
+    instead (an intrinsic's code is emitted at each call site, for every width).
     """
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         element, width = _element(context, signature.args[-1])
         if not native and side == _side_of(width):
             return context.get_dummy_value()  # (never called for this width: no code)
-        if rows and width == 1:
-            _byte_square(builder, args, rows)
+        if grouped and width == 1:
+            _byte_square(builder, args, True)
             return context.get_dummy_value()
         n = side or _side_of(width)
         vector = ir.VectorType(element, n)
         moved = _squares(builder, [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector),
                                                 align=1) for i in range(n)])
-        targets = [_square_row(builder, args, j, rows, width, vector) for j in range(n)]
+        targets = [_square_row(builder, args, j, grouped, width, vector) for j in range(n)]
         _stores(builder, list(zip(moved, targets)), args[-2])
         return context.get_dummy_value()
 
-    return _square_intrinsic(codegen, bool(rows))
+    return _square_intrinsic(codegen, grouped)
 
 
-def _square_row(builder: Any, args: Any, j: int, rows: int, width: int, vector: Any) -> Any:
-    """A pointer to destination row ``j`` of a square (args: dst, d_step, src, s_step[, g_step], ...): ``j *
-    d_step`` on, or with ``rows``, ``(j % rows) * d_step + (j // rows) * g_step`` (steps in ``width``-byte
+def _square_row(builder: Any, args: Any, j: int, grouped: bool, width: int, vector: Any) -> Any:
+    """A pointer to destination row ``j`` of a square (args: dst, d_step, src, s_step[, g_step, shift], ...): ``j *
+    d_step`` on, or ``grouped``, ``(j % 2**shift) * d_step + (j >> shift) * g_step`` (steps in ``width``-byte
     elements)."""
-    if not rows:
+    if not grouped:
         return _at(builder, _offset(builder, args[0], args[1], j, width), vector)
-    row = _offset(builder, args[0], args[1], j % rows, width)
-    return _at(builder, _offset(builder, row, args[4], j // rows, width), vector)
+    index = ir.Constant(_I64, j)
+    within = builder.and_(index, builder.sub(builder.shl(ir.Constant(_I64, 1), args[5]), ir.Constant(_I64, 1)))
+    row = builder.add(args[0], builder.mul(builder.mul(within, args[1]), ir.Constant(_I64, width)))
+    group = builder.lshr(index, args[5])
+    return _at(builder, builder.add(row, builder.mul(builder.mul(group, args[4]), ir.Constant(_I64, width))), vector)
 
 
 def _squares(builder: Any, rows: list[Any]) -> list[Any]:
@@ -474,7 +479,7 @@ def _short_transposer(short: int, groups: int) -> Any:
     return transpose
 
 
-def _byte_square(builder: Any, args: Any, rows: int) -> None:
+def _byte_square(builder: Any, args: Any, grouped: bool) -> None:
     """A square of one line a side of bytes (64 x 64) transposed in registers (steps in bytes): pairs of source rows
     interleaved into rows of 2-byte words, whose two 32 x 32 squares are then transposed as words; each destination
     row (:func:`_square_row`) is one line (streamed with the ``stream`` argument, the last but one)."""
@@ -487,7 +492,7 @@ def _byte_square(builder: Any, args: Any, rows: int) -> None:
                   for k in range(LINE)]
         joined = [builder.bitcast(builder.shuffle_vector(loaded[k], loaded[k + 1], order), words)
                   for k in range(0, LINE, 2)]
-        pairs = [(column, _square_row(builder, args, h * LINE // 2 + u, rows, 1, words))
+        pairs = [(column, _square_row(builder, args, h * LINE // 2 + u, grouped, 1, words))
                  for u, column in enumerate(_squares(builder, joined))]
         _stores(builder, pairs, args[-2])
 
@@ -499,7 +504,7 @@ def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: An
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         if _element(context, signature.args[-1])[1] == 1:  # (never called for wider words: no code)
-            _byte_square(builder, args, 0)
+            _byte_square(builder, args, False)
         return context.get_dummy_value()
 
     return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
@@ -534,8 +539,7 @@ def _line_square_transposer(rows: int) -> Any:
 
 
 _line_square2, _line_square4 = _line_square_transposer(2), _line_square_transposer(4)
-_transpose_groups2, _transpose_groups4, _transpose_groups8 = _transposer(0, 2), _transposer(0, 4), _transposer(0, 8)
-_transpose_groups16 = _transposer(0, 16)
+_transpose_groups = _transposer(0, grouped=True)
 _transpose = _transposer(0)
 _transpose_short_nt = _short_transposer(8, 2)  # 8 destination rows of one line: streamed when a side is short
 _transpose_short_nt4 = _short_transposer(8, 4)  # (rows of a quarter of a line, four blocks side by side)

@@ -58,10 +58,7 @@ from ._intrinsics import (
     _transpose8,
     _transpose16,
     _transpose_bytes,
-    _transpose_groups2,
-    _transpose_groups4,
-    _transpose_groups8,
-    _transpose_groups16,
+    _transpose_groups,
     _transpose_short2_nt,
     _transpose_short4_nt,
     _transpose_short_nt,
@@ -401,17 +398,11 @@ def _grouped_block(
     full_g, full_i = count - count % per, small - small % side
     lined = stream and side * width == LINE and dst % LINE == 0 and (du * width) % LINE == 0 and (
         dg * width) % LINE == 0
+    shift = 1 if big == 2 else 2 if big == 4 else 3 if big == 8 else 4  # (big is 2 ** shift)
     for i in range(0, full_i, side):
         for g in range(0, full_g, per):
             d, s = dst + (g * dg + i) * width, src + (g * big + i * si) * width
-            if big == 16:
-                _transpose_groups16(d, du, s, si, dg, lined, pad)
-            elif big == 8:
-                _transpose_groups8(d, du, s, si, dg, lined, pad)
-            elif big == 4:
-                _transpose_groups4(d, du, s, si, dg, lined, pad)
-            else:
-                _transpose_groups2(d, du, s, si, dg, lined, pad)
+            _transpose_groups(d, du, s, si, dg, shift, lined, pad)
     for g in range(count):
         if g >= full_g:
             _block(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, stream, _0)

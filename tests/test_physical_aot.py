@@ -190,15 +190,31 @@ def test_the_kept_objects_share_the_numba_cache_directory() -> None:
     assert folder is not None and folder.startswith(_cache.kernels_directory() + os.sep)
 
 
-def test_a_numba_that_cannot_be_imported_leaves_the_conversion_to_the_numpy_path(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+class _Uncompilable:
+    """A kernel module whose every kernel fails to compile, as numba reports it."""
+
+    def __getattr__(self, name: str) -> Any:
+        def kernel(*args: Any) -> None:
+            from numba.core.errors import LoweringError
+
+            raise LoweringError(f"{name}: numba changed an internal the kernels use")
+
+        return kernel
+
+
+@pytest.mark.parametrize("failure", ["import", "compile"])
+def test_a_numba_that_cannot_be_imported_or_compile_leaves_the_conversion_to_the_numpy_path(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, failure: str) -> None:
     # kept machine code let the process start without numba; a kernel with none kept needs numba, found on the path
-    # but failing to import (e.g. beside a NumPy release it does not support): the call is done again on NumPy
+    # but failing to import (e.g. beside a NumPy release it does not support), or importing but failing to compile
+    # the kernel (a numba release that changed what the kernels use of it): the call is done again on NumPy
     import numpy as np
 
     from xlashapes.physical import _dispatch, pack_file, unpack_file
 
     def unimportable(module: str) -> Any:
+        if failure == "compile":
+            return _Uncompilable()
         raise ImportError("numba needs another NumPy")
 
     shape, transposed = "f32[64,256]{0,1:T(8,128)}", "f32[64,256]{1,0}"

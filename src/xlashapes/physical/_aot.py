@@ -467,15 +467,24 @@ def engine_loaded() -> bool:
 
 
 class Unavailable(RuntimeError):
-    """A kernel without kept machine code needed numba, and numba could not be imported (the call is done again on
-    the NumPy path: :func:`xlashapes.physical._dispatch.with_fallback`)."""
+    """A kernel without kept machine code needed numba, and numba could not be imported or could not compile it (the
+    call is done again on the NumPy path: :func:`xlashapes.physical._dispatch.with_fallback`)."""
 
 
-_FAILED: list[bool] = []  # set once numba failed to import: the compiled paths are off from then on
+def _compile_error() -> type[Exception]:
+    """numba's class of compile-time errors (typing, lowering: a kernel's own run-time exceptions are not among
+    them); numba is imported by the time a kernel runs through it."""
+    from numba.core.errors import NumbaError
+
+    error: type[Exception] = NumbaError
+    return error
+
+
+_FAILED: list[bool] = []  # set once numba failed to import or to compile: the compiled paths are off from then on
 
 
 def numba_failed() -> bool:
-    """True once a kernel needed numba in this process and numba could not be imported.
+    """True once a kernel needed numba in this process and numba could not be imported or could not compile it.
 
     >>> isinstance(numba_failed(), bool)
     True
@@ -518,7 +527,11 @@ class Entry:
         if native is not None and native(args) == 0:
             return
         function = self.dispatcher()
-        function(*args)
+        try:
+            function(*args)
+        except _compile_error() as error:  # numba is here but cannot compile the kernel (e.g. a release that
+            _FAILED.append(True)  # changed what the kernels use of it): the NumPy path, from now on
+            raise Unavailable(f"numba cannot compile {self.name}: {error}") from error
         if native is None and key and key not in self.written:
             self.written.add(key)
             save(self.module, self.name, key, function, args)

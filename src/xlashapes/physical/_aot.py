@@ -2,7 +2,8 @@
 
 **Why.** numba's own cache (``cache=True``) still needs ``import numba`` (~0.17 s) and its dispatchers (~0.1 s
 more) in every new process. The machine code is all that a call needs: numba compiles each kernel overload with
-its callees linked in, and keeps the object code of the result (``CodeLibrary._get_compiled_object()``).
+its callees compiled into it (:func:`._intrinsics._subroutine`), and keeps the object code of the result
+(``CodeLibrary._get_compiled_object()``).
 
 **What is kept.** After the first numba call of an entry point (:mod:`._entries`) for one set of argument types,
 that overload's object code is written to ``<kernel cache>/aot-<host>/``, with a header naming the entry, the

@@ -217,6 +217,8 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              # 12 elements (conv weights OIHW <-> HWIO, 12 channels) staged a scratch's worth of rows at a time
              "f32[3,3,2,600]{1,0,3,2}", "f32[2,600,3,3]{1,0,3,2}", "u8[2,30,70,12]{2,1,3,0}",
              "bf16[2,12,30,70]{1,3,2,0}",
+             # 9 to 15 channels to planes: 8 rows at a time, the rest (2 to 7) as a short block of their own
+             "u8[2,9,70,10]{2,1,3,0}", "u8[2,9,70,9]{2,1,3,0}", "f32[2,7,40,15]{2,1,3,0}", "bf16[2,5,70,13]{2,1,3,0}",
              # rows of 2 or 4 elements: 2 or 4 source rows at a time, blocks side by side filling lines (the whole
              # walk one wide block), (2,1) / (4,1) sub-tiles moved as 4-byte words, whose tiles of 4 or 2 word rows
              # go through squares spanning 4 or 8 tiles

@@ -237,7 +237,11 @@ def _block(
             for i in range(0, full_i, lanes):
                 s = src + (u + i * si) * width
                 _transpose_short_nt(dst + (u * du + i) * width, du, s, lanes // 2 * si * width, si, pad)
-        _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
+        if big - full_u >= 2:  # the rows after the last 8 (12 channels: 4) as a block of 2 to 7 rows
+            _short_rows(dst + full_u * du * width, src + full_u * width, pad, big - full_u, small, du, si, _0)
+            _scalar(dst, src, pad, full_u, small, du, di, si, full_u, full_i)
+        else:
+            _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
         return
     if rows_aligned and 2 <= big < 8 and lanes <= small and lanes > 8:  # 4 (2) x line blocks
         _short_rows(dst, src, pad, big, small, du, si, ahead)

@@ -21,9 +21,11 @@ pytest.importorskip("llvmlite")
 
 WORKER = Path(__file__).with_name("kernel_worker.py")  # every entry point and element width in one process
 # (entry, the witness's key) every entry and width the worker must run from kept code
-EXPECTED = {("strided_copy", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
+EXPECTED = {("walk_squares", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
+    (name, "<u4") for name in ("walk_runs", "walk_groups", "walk_wide")} | {("walk_rows", "|u1")} | {
     ("shifted_rows", w) for w in ("<u2", "<u4", "<u8")} | {("staged_transpose", w) for w in ("|u1", "<u2", "<u4")} | {
     (name, w) for name in ("tiled_to_physical", "tiled_from_physical") for w in ("|u1", "<u2")} | {
+    (f"tiled_{way}_{kind}", "|u1") for way in ("to", "from") for kind in ("canonical", "packed")} | {
     ("pack", "i"), ("unpack", "i")}
 
 
@@ -51,9 +53,9 @@ def run_worker(cache: Path, numba: bool = True, processes: int = 1) -> dict[str,
 
 def witnesses(report: dict[str, Any]) -> set[tuple[str, str]]:
     """(entry, witness key) of what ran from kept machine code (the witness: the pad argument, else the first)."""
-    where = {"strided_copy": 2, "shifted_rows": 2, "staged_transpose": 2, "tiled_to_physical": 3,
-             "tiled_from_physical": 3, "pack": 0, "unpack": 0}
-    return {(name, key.split(",")[where[name]]) for name, keys in report["native"].items() for key in keys}
+    where = {"tiled": 3, "pack": 0, "unpack": 0}  # (else 2: the walks, staged_transpose, shifted_rows)
+    return {(name, key.split(",")[where.get(name.split("_")[0], 2)]) for name, keys in report["native"].items()
+            for key in keys}
 
 
 def copy_numba_files(source: Path, target: Path) -> None:
@@ -141,7 +143,7 @@ def test_damaged_objects_fall_back_to_numba_and_are_rewritten(kept: tuple[Path, 
     cache, first = kept
     copy = tmp_path / "cache"
     shutil.copytree(cache, copy)
-    damage = {"tiled_to_physical": "truncated", "strided_copy": "flipped", "pack": "key", "unpack": "host",
+    damage = {"tiled_to_physical": "truncated", "walk_squares": "flipped", "pack": "key", "unpack": "host",
               "staged_transpose": "not an object"}
     damaged = [path for path in objects(copy) if path.name.split(".")[1] in damage]
     for path in damaged:
@@ -185,7 +187,7 @@ def test_the_kept_objects_share_the_numba_cache_directory() -> None:
     from xlashapes.physical import _intrinsics
 
     assert _cache.kernels_digest() == _intrinsics._SOURCES
-    assert set(_cache.KERNEL_SOURCES) == {"_intrinsics.py", "_kernels.py", "_walk.py"}
+    assert set(_cache.KERNEL_SOURCES) == {"_intrinsics.py", "_kernels.py", "_kinds.py", "_walk.py"}
     folder = _aot.aot_directory()
     assert folder is not None and folder.startswith(_cache.kernels_directory() + os.sep)
 

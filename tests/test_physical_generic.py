@@ -34,6 +34,7 @@ from xlashapes.physical import (
     relayout,
     to_physical,
 )
+from xlashapes.physical._kinds import WALKS
 from xlashapes.physical.files import pack_file, terminal_progress, unpack_file
 
 STAR = COMBINE_DIMENSION
@@ -127,16 +128,22 @@ def compiled_everywhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str
     if walk is None:
         pytest.skip("numba is not installed")
     counter: Counter[str] = Counter()
-    original = walk.strided_copy
-
-    def counted(*args: Any) -> Any:
-        counter["strided_copy"] += 1
-        return original(*args)
-
-    monkeypatch.setattr(walk, "strided_copy", counted)
+    for name in WALKS.values():
+        monkeypatch.setattr(walk, name, _counted(getattr(walk, name), name, counter))
     monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 0)
     monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)  # (kept machine code: numba itself may never load here)
     yield counter
+
+
+def _counted(function: Callable[..., Any], name: str, counter: Counter[str]) -> Callable[..., Any]:
+    """``function`` counting its calls in ``counter[name]`` and in ``counter["walk"]`` (any walk)."""
+
+    def call(*args: Any) -> Any:
+        counter[name] += 1
+        counter["walk"] += 1
+        return function(*args)
+
+    return call
 
 
 @FAST
@@ -167,11 +174,11 @@ def test_generic_kernel_covers_layouts_the_others_do_not(compiled_everywhere: Co
         shape = xs.parse_shape(text)
         assert _compiled._compiled_plan(shape.dimensions, shape.layout_or_default()) is None or "f64" in text
         x = random_array(str(shape.element_type), shape.dimensions, 7)
-        before = compiled_everywhere["strided_copy"]
+        before = compiled_everywhere["walk"]
         buffer = to_physical(x, shape)
         assert np.array_equal(buffer, numpy_path(to_physical, x, shape)), text
         assert same_bits(from_physical(buffer, shape), x), text
-        assert compiled_everywhere["strided_copy"] > before, text
+        assert compiled_everywhere["walk"] > before, text
 
 
 def test_transposes_of_every_width_through_the_generic_kernel(compiled_everywhere: Counter[str]) -> None:
@@ -186,7 +193,7 @@ def test_transposes_of_every_width_through_the_generic_kernel(compiled_everywher
                 buffer = to_physical(x, shape)
                 assert np.array_equal(buffer, numpy_path(to_physical, x, shape)), text
                 assert same_bits(from_physical(buffer, shape), x), text
-    assert compiled_everywhere["strided_copy"] >= 32
+    assert compiled_everywhere["walk"] >= 32
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -238,7 +245,7 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
         assert same_bits(from_physical(buffer, shape), x), shape
         noise = np.random.default_rng(shape.rank).integers(0, 256, size=len(buffer), dtype=np.uint8)
         assert same_bits(from_physical(noise, shape), numpy_path(from_physical, noise, shape)), shape
-    assert compiled_everywhere["strided_copy"] >= 2 * len(shapes)
+    assert compiled_everywhere["walk"] >= 2 * len(shapes)
 
 
 @pytest.mark.parametrize("text", ["bf16[544,576]{0,1}", "f32[160,272]{0,1}", "f64[80,136]{0,1}",
@@ -395,7 +402,7 @@ def test_slab_chunks_on_the_compiled_paths(compiled_everywhere: Counter[str], mo
     assert np.array_equal(to_physical(x, shape), expected), text
     assert same_bits(from_physical(expected, shape), x), text
     if "{0,1" in text:  # transposed slabs: the generic kernel took them
-        assert compiled_everywhere["strided_copy"] > 0, text
+        assert compiled_everywhere["walk"] > 0, text
 
 
 def test_memmaps_in_and_out_at_unaligned_offsets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -488,7 +495,7 @@ def test_numba_kernels_are_cached_in_the_cache_directory(monkeypatch: pytest.Mon
     walk, kernels = _dispatch.walker(), _dispatch.kernels()
     if walk is None or kernels is None:
         pytest.skip("numba is not installed")
-    for kernel in (walk.strided_copy, kernels.tiled_to_physical, kernels.pack):
+    for kernel in (walk.walk_squares, kernels.tiled_to_physical, kernels.pack):
         assert kernel._cache._cache_path.startswith(os.path.join(_cache.cache_directory(), "kernels-"))
 
 
@@ -496,9 +503,9 @@ def test_once_numba_is_loaded_arrays_from_1_mib_are_compiled(compiled_everywhere
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 1 << 20)
     to_physical(np.zeros((512, 512), np.float32), "f32[512,512]{0,1:T(8,128)}")  # 1 MiB
-    assert compiled_everywhere["strided_copy"] == 1
+    assert compiled_everywhere["walk"] == 1
     to_physical(np.zeros((512, 511), np.float32), "f32[512,511]{0,1:T(8,128)}")  # just under
-    assert compiled_everywhere["strided_copy"] == 1
+    assert compiled_everywhere["walk"] == 1
 
 
 def test_slab_chunks_hand_back_the_pages_of_the_side_they_go_through_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -607,7 +614,7 @@ def test_packed_transposes_pack_and_unpack_on_the_way(compiled_everywhere: Count
     assert np.array_equal(to_physical(x, shape, threads=3), expected), text
     assert same_bits(from_physical(expected, shape, threads=2), x), text
     assert sum(staged.values()) >= 6, text
-    assert compiled_everywhere["strided_copy"] == 0 and not +passes, (text, passes)
+    assert compiled_everywhere["walk"] == 0 and not +passes, (text, passes)
 
 
 def test_packed_transposes_that_do_not_fit_the_staged_kernel_go_the_generic_way(

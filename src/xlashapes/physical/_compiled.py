@@ -202,14 +202,25 @@ def _tiled_to(
     strip_bytes = _strip_elements(plan) * width * min(8, fused[0]) // 8
     base = _tiled_geometry(plan, geometry, stream, 0)._replace(bits=fused[0], canon=fused[1])
     offset = strips[0]
+    kernel = getattr(kernels, _tiled_entry("tiled_to", fused))
 
     def tiles(part: tuple[int, int]) -> None:
         scratch = dispatch.scratch(2 * r_size * c_size * width + 256)
         args = base._replace(first=offset + part[0], last=offset + part[1])
-        kernels.tiled_to_physical(address(source), address(target) + part[0] * strip_bytes, address(scratch), item,
-                                  args, batch)
+        kernel(address(source), address(target) + part[0] * strip_bytes, address(scratch), item, args, batch)
 
     dispatch.run_parts(tiles, dispatch.parts(strips[1] - strips[0], target.nbytes, run))
+
+
+def _tiled_entry(stem: str, fused: tuple[int, int]) -> str:
+    """The name of the tiled kernel that also does ``fused`` = (bits, canon): packs (bits < 8) or makes bytes
+    canonical (canon), else only moves tiles.
+
+    >>> _tiled_entry("tiled_to", (8, 0)), _tiled_entry("tiled_from", (4, 15)), _tiled_entry("tiled_to", (8, -1))
+    ('tiled_to_physical', 'tiled_from_packed', 'tiled_to_canonical')
+    """
+    bits, canon = fused
+    return stem + ("_packed" if bits < 8 else "_canonical" if canon else "_physical")
 
 
 def _compiled_read(
@@ -258,11 +269,11 @@ def _tiled_from(
     base = _tiled_geometry(plan, geometry, stream, row_bytes)._replace(bits=fused[0], canon=fused[1])
     strip_bytes = _strip_elements(plan) * width * min(8, fused[0]) // 8
     offset = strips[0]
+    kernel = getattr(kernels, _tiled_entry("tiled_from", fused))
 
     def tiles(part: tuple[int, int]) -> None:
         scratch = np.empty(r_size * row_bytes + r_size * c_size * width + 64, np.uint8)  # rows, an unpacked tile
         args = base._replace(first=offset + part[0], last=offset + part[1])
-        kernels.tiled_from_physical(address(source) + part[0] * strip_bytes, address(out), address(scratch), item,
-                                    args, batch)
+        kernel(address(source) + part[0] * strip_bytes, address(out), address(scratch), item, args, batch)
 
     dispatch.run_parts(tiles, dispatch.parts(strips[1] - strips[0], out.nbytes, run))

@@ -13,6 +13,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import _dispatch as dispatch
 from ._dispatch import Run
 from ._geometry import _STORAGE, _void
+from ._kinds import LINE, WALKS, walk_kind
 
 _SMALL_BYTES = 1 << 16  # copies this small go straight to np.copyto
 
@@ -114,9 +115,6 @@ def _word_runs(
     return d.view(_STORAGE[width])[..., 0], s.view(_STORAGE[width])[..., 0]
 
 
-LINE = 64  # bytes of a cache line
-
-
 def _line_shift(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any]) -> int:
     """Elements to skip on every destination row so that the rest starts on a cache line, for a long transposing
     copy whose rows all sit at the same offset in their lines (0: nothing to gain)."""
@@ -173,15 +171,18 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
         _shifted_rows(walk, target, source, pad, shape, d_steps, s_steps, d.nbytes, run)
         return
 
+    kind, step = walk_kind(shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width, target, stream)
+    kernel = getattr(walk, WALKS[kind])
+
     def part(bounds: tuple[int, int]) -> None:
         work = np.empty(2 * len(shape), np.int64)
         room = np.empty(STAGED_BLOCK + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
-        walk.strided_copy(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream, work,
-                          scratch, STAGED_BLOCK)
+        kernel(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream, work, scratch,
+               STAGED_BLOCK)
 
     units = int(shape[split]) if split >= 0 else 1
-    dispatch.run_parts(part, dispatch.parts(units, d.nbytes, run) if split >= 0 else [(0, 1)])
+    dispatch.run_parts(part, dispatch.parts(units, d.nbytes, run, step) if split >= 0 else [(0, 1)])
 
 
 def _shifted(target: int, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], width: int,

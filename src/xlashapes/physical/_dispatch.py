@@ -126,14 +126,18 @@ _POOLS: dict[int, ThreadPoolExecutor] = {}  # by thread count, made on first use
 _POOLS_LOCK = threading.Lock()
 
 
-def parts(units: int, nbytes: int, run: Run) -> list[tuple[int, int]]:
-    """Ranges [first, last) of ``units`` work units, one per thread (just one below ``run.thread_bytes``).
+def parts(units: int, nbytes: int, run: Run, step: int = 1) -> list[tuple[int, int]]:
+    """Ranges [first, last) of ``units`` work units, one per thread (just one below ``run.thread_bytes``), each
+    a multiple of ``step`` units long but the last (which takes the rest).
 
     >>> parts(10, 1 << 30, Run(0, 3))
     [(0, 3), (3, 6), (6, 10)]
+    >>> parts(10, 1 << 30, Run(0, 3), 4)
+    [(0, 4), (4, 10)]
     """
-    threads = max(1, min(run.threads, units)) if nbytes >= run.thread_bytes else 1
-    return list(pairwise(units * k // threads for k in range(threads + 1)))
+    steps = units // step
+    threads = max(1, min(run.threads, steps)) if nbytes >= run.thread_bytes else 1
+    return list(pairwise([*(steps * k // threads * step for k in range(threads)), units]))
 
 
 def run_parts(work: Callable[[tuple[int, int]], None], ranges: list[tuple[int, int]]) -> None:

@@ -192,134 +192,159 @@ def _strip_offset(rest: int, batch: Any, dims: int) -> int:
     return offset
 
 
-@_jit
-def tiled_to_physical(x: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
-    """Lay the logical array at address ``x`` (row-major) out tile by tile: tile rows [first, last) at ``out``."""
-    # geometry: a TiledGeometry; the part ending with the last tile row also writes the tail padding. batch =
-    # (sizes, logical strides) of the dims before the tiled two, major to minor; pad is an element; scratch holds
-    # two lines and a tile (and a second tile when packing). Each tile is made canonical (geometry.canon) and
-    # packed (geometry.bits < 8, bytes only, no tail) in scratch while it is in the L1 cache.
-    rows, cols, step = geometry.rows, geometry.cols, geometry.row_stride
-    r_size, c_size, p = geometry.tile_rows, geometry.tile_cols, geometry.interleave
-    count, total = geometry.elements, geometry.total
-    bits, canon = geometry.bits, geometry.canon
-    width = _width(pad)
-    t_bytes = r_size * c_size * width
-    source, data = x, scratch + LINE
-    tile = data
-    out_bytes = t_bytes
-    if bits < 8:
-        tile = data + (t_bytes + 2 * LINE) // LINE * LINE
-        out_bytes = t_bytes * bits // 8
-    line, carry, first, stream = _open(out, geometry.stream, width)
-    row_tiles = (rows + r_size - 1) // r_size
-    col_tiles = (cols + c_size - 1) // c_size
-    dims = batch.shape[1]
-    strips = 1
-    for k in range(dims):
-        strips *= batch[0, k]
-    strips *= row_tiles
-    for strip in range(geometry.first, geometry.last):
-        offset = _strip_offset(strip // row_tiles, batch, dims)
-        i = strip % row_tiles
-        valid = min(r_size, rows - i * r_size)
-        for j in range(col_tiles):
-            first_element = source + (offset + i * r_size * step + j * c_size) * width
-            n = min(c_size, cols - j * c_size)
-            if bits == 4 and p == 2 and valid == r_size and n == c_size and c_size % 8 == 0:  # s4/u4 (2,1)
-                _nibble_pairs(data, first_element, step * width, r_size, c_size)
-            else:
-                _tile_to(tile, first_element, step, valid, n, r_size, c_size, p, pad)
-                if canon:
-                    _canonical(tile, t_bytes, canon)
-                if bits < 8:
-                    _pack_words(data, tile, out_bytes // 8, bits)
-            line, carry, first = _flush(line, data, carry, out_bytes, first, stream)
-    tail = total - count if geometry.last == strips else 0
-    _pad_stream(line, data, carry, first, stream, pad, tail, t_bytes)
+def _tiled_to_of(canonical: bool, packed: bool) -> Any:
+    """The entry point laying the logical array at address ``x`` (row-major) out tile by tile: tile rows
+    [first, last) at ``out``; ``canonical``, each tile is also made canonical (``geometry.canon``); ``packed``,
+    packed into ``geometry.bits``-bit fields (constants of the closure: numba prunes the code the entry point
+    does not run before typing it, so a first use compiles its own)."""
 
-
-@_inline
-def _tiled_from(
-    src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any, r_size: int, c_size: int, p: int
-) -> None:
-    """``tiled_from_physical`` with the tile given (constants in the specialized entry points)."""
-    rows, cols, step = geometry.rows, geometry.cols, geometry.row_stride
-    width = _width(pad)
-    lanes = _lanes(pad)
-    row_bytes = geometry.row_bytes
-    row_step = row_bytes // width
-    piece = c_size * width
-    room = max(piece, min(row_bytes - 2 * LINE, UNIT // r_size))  # bytes each row takes before writing out
-    row_tiles = (rows + r_size - 1) // r_size
-    col_tiles = (cols + c_size - 1) // c_size
-    lines = np.zeros(r_size, np.int64)
-    carries = np.zeros(r_size, np.int64)
-    firsts = np.zeros(r_size, np.int64)
-    stream = 0
-    dims = batch.shape[1]
-    t = src
-    bits, canon = geometry.bits, geometry.canon
-    packed_bytes = r_size * piece * bits // 8  # one packed tile (bits < 8: bytes)
-    tile = scratch + r_size * row_bytes  # the unpacked tile (bits < 8)
-    lanes_mask = _U(canon) * _LOW_BITS if canon > 0 else ~_U(0)  # unpacking masks to the value bits
-    for strip in range(geometry.first, geometry.last):
-        offset = _strip_offset(strip // row_tiles, batch, dims)
-        i = strip % row_tiles
-        valid = min(r_size, rows - i * r_size)
-        for k in range(valid):
-            address = out + (offset + (i * r_size + k) * step) * width
-            lines[k], carries[k], firsts[k], stream = _open(address, geometry.stream, width)
-        filled = 0
-        for j in range(col_tiles):
-            n = min(c_size, cols - j * c_size)
-            base = t
-            if bits < 8:
-                _unpack_words(tile, t, packed_bytes // 8, bits, lanes_mask)
-                base = tile
-            for g in range(r_size // p):
-                d = scratch + g * p * row_bytes + LINE + filled
-                s = base + g * piece * p
-                if p == 1 and n == c_size:
-                    for c in range(c_size):
-                        _put(d, c, _get(s, c, pad))
-                elif p == 1:
-                    for c in range(n):
-                        _put(d, c, _get(s, c, pad))
-                elif n == c_size and c_size % lanes == 0 and (p == 2 or p == 4):
-                    for c in range(0, c_size, lanes):
-                        if p == 2:
-                            _deinterleave2(d + c * width, row_step, s + c * 2 * width, _0, pad)
-                        else:
-                            _deinterleave4(d + c * width, row_step, s + c * 4 * width, _0, pad)
+    def tiled_to(x: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
+        # geometry: a TiledGeometry; the part ending with the last tile row also writes the tail padding. batch =
+        # (sizes, logical strides) of the dims before the tiled two, major to minor; pad is an element; scratch
+        # holds two lines and a tile (and a second tile when packing). Each tile is made canonical and packed
+        # (bytes only, no tail) in scratch while it is in the L1 cache.
+        rows, cols, step = geometry.rows, geometry.cols, geometry.row_stride
+        r_size, c_size, p = geometry.tile_rows, geometry.tile_cols, geometry.interleave
+        count, total = geometry.elements, geometry.total
+        bits, canon = geometry.bits, geometry.canon
+        width = _width(pad)
+        t_bytes = r_size * c_size * width
+        source, data = x, scratch + LINE
+        tile = data
+        out_bytes = t_bytes
+        if packed and bits < 8:
+            tile = data + (t_bytes + 2 * LINE) // LINE * LINE
+            out_bytes = t_bytes * bits // 8
+        line, carry, first, stream = _open(out, geometry.stream, width)
+        row_tiles = (rows + r_size - 1) // r_size
+        col_tiles = (cols + c_size - 1) // c_size
+        dims = batch.shape[1]
+        strips = 1
+        for k in range(dims):
+            strips *= batch[0, k]
+        strips *= row_tiles
+        for strip in range(geometry.first, geometry.last):
+            offset = _strip_offset(strip // row_tiles, batch, dims)
+            i = strip % row_tiles
+            valid = min(r_size, rows - i * r_size)
+            for j in range(col_tiles):
+                first_element = source + (offset + i * r_size * step + j * c_size) * width
+                n = min(c_size, cols - j * c_size)
+                if packed and bits == 4 and p == 2 and valid == r_size and n == c_size and c_size % 8 == 0:
+                    _nibble_pairs(data, first_element, step * width, r_size, c_size)  # s4/u4 (2,1)
                 else:
-                    for c in range(n):
-                        for k in range(p):
-                            _put(d + k * row_bytes, c, _get(s, c * p + k, pad))
-            filled += n * width
-            t += packed_bytes if bits < 8 else r_size * piece
-            if filled + piece > room or j == col_tiles - 1:
-                for k in range(r_size):
-                    if k < valid:
-                        data = scratch + k * row_bytes + LINE
-                        if canon != 0 and bits >= 8:
-                            _canonical(data, filled, canon)
-                        lines[k], carries[k], firsts[k] = _flush(lines[k], data, carries[k], filled, firsts[k],
-                                                                 stream)
-                filled = 0
-        for k in range(valid):
-            _close(lines[k], scratch + k * row_bytes + LINE, carries[k], firsts[k])
-    if stream:
-        _fence()
+                    _tile_to(tile, first_element, step, valid, n, r_size, c_size, p, pad)
+                    if canonical and canon:
+                        _canonical(tile, t_bytes, canon)
+                    if packed and bits < 8:
+                        _pack_words(data, tile, out_bytes // 8, bits)
+                line, carry, first = _flush(line, data, carry, out_bytes, first, stream)
+        tail = total - count if geometry.last == strips else 0
+        _pad_stream(line, data, carry, first, stream, pad, tail, t_bytes)
+
+    tiled_to.__name__ = tiled_to.__qualname__ = _tiled_name("tiled_to", canonical, packed)
+    return _jit(tiled_to)
 
 
-@_jit
-def tiled_from_physical(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
-    """Read tile rows [first, last) of a tiled layout, the first at address ``src``, into the array at ``out``."""
-    # Reads the tiles in physical order; each tile row feeds R output streams, one per logical row. geometry: a
-    # TiledGeometry; batch = (sizes, logical strides) of the dims before the tiled two, in physical order; pad
-    # gives the element type.
-    _tiled_from(src, out, scratch, pad, geometry, batch, geometry.tile_rows, geometry.tile_cols, geometry.interleave)
+def _tiled_name(stem: str, canonical: bool, packed: bool) -> str:
+    """The name of a tiled entry point: ``stem`` and what it does besides moving tiles.
+
+    >>> _tiled_name("tiled_to", False, True)
+    'tiled_to_packed'
+    """
+    return stem + ("_packed" if packed else "_canonical" if canonical else "_physical")
+
+
+tiled_to_physical = _tiled_to_of(False, False)
+tiled_to_canonical = _tiled_to_of(True, False)
+tiled_to_packed = _tiled_to_of(False, True)
+
+
+def _tiled_from_of(canonical: bool, packed: bool) -> Any:
+    """The entry point reading tile rows [first, last) of a tiled layout, the first at address ``src``, into the
+    array at ``out``; ``canonical``, each tile's bytes are also made canonical (``geometry.canon``); ``packed``,
+    unpacked from ``geometry.bits``-bit fields (constants of the closure, as :func:`_tiled_to_of`)."""
+
+    def tiled_from(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
+        # Reads the tiles in physical order; each tile row feeds R output streams, one per logical row. geometry:
+        # a TiledGeometry; batch = (sizes, logical strides) of the dims before the tiled two, in physical order;
+        # pad gives the element type.
+        rows, cols, step = geometry.rows, geometry.cols, geometry.row_stride
+        r_size, c_size, p = geometry.tile_rows, geometry.tile_cols, geometry.interleave
+        width = _width(pad)
+        lanes = _lanes(pad)
+        row_bytes = geometry.row_bytes
+        row_step = row_bytes // width
+        piece = c_size * width
+        room = max(piece, min(row_bytes - 2 * LINE, UNIT // r_size))  # bytes each row takes before writing out
+        row_tiles = (rows + r_size - 1) // r_size
+        col_tiles = (cols + c_size - 1) // c_size
+        lines = np.zeros(r_size, np.int64)
+        carries = np.zeros(r_size, np.int64)
+        firsts = np.zeros(r_size, np.int64)
+        stream = 0
+        dims = batch.shape[1]
+        t = src
+        bits, canon = geometry.bits, geometry.canon
+        packed_bytes = r_size * piece * bits // 8  # one packed tile (bits < 8: bytes)
+        tile = scratch + r_size * row_bytes  # the unpacked tile (bits < 8)
+        lanes_mask = _U(canon) * _LOW_BITS if canon > 0 else ~_U(0)  # unpacking masks to the value bits
+        for strip in range(geometry.first, geometry.last):
+            offset = _strip_offset(strip // row_tiles, batch, dims)
+            i = strip % row_tiles
+            valid = min(r_size, rows - i * r_size)
+            for k in range(valid):
+                address = out + (offset + (i * r_size + k) * step) * width
+                lines[k], carries[k], firsts[k], stream = _open(address, geometry.stream, width)
+            filled = 0
+            for j in range(col_tiles):
+                n = min(c_size, cols - j * c_size)
+                base = t
+                if packed and bits < 8:
+                    _unpack_words(tile, t, packed_bytes // 8, bits, lanes_mask)
+                    base = tile
+                for g in range(r_size // p):
+                    d = scratch + g * p * row_bytes + LINE + filled
+                    s = base + g * piece * p
+                    if p == 1 and n == c_size:
+                        for c in range(c_size):
+                            _put(d, c, _get(s, c, pad))
+                    elif p == 1:
+                        for c in range(n):
+                            _put(d, c, _get(s, c, pad))
+                    elif n == c_size and c_size % lanes == 0 and (p == 2 or p == 4):
+                        for c in range(0, c_size, lanes):
+                            if p == 2:
+                                _deinterleave2(d + c * width, row_step, s + c * 2 * width, _0, pad)
+                            else:
+                                _deinterleave4(d + c * width, row_step, s + c * 4 * width, _0, pad)
+                    else:
+                        for c in range(n):
+                            for k in range(p):
+                                _put(d + k * row_bytes, c, _get(s, c * p + k, pad))
+                filled += n * width
+                t += packed_bytes if packed and bits < 8 else r_size * piece
+                if filled + piece > room or j == col_tiles - 1:
+                    for k in range(r_size):
+                        if k < valid:
+                            data = scratch + k * row_bytes + LINE
+                            if canonical and canon != 0 and bits >= 8:
+                                _canonical(data, filled, canon)
+                            lines[k], carries[k], firsts[k] = _flush(lines[k], data, carries[k], filled, firsts[k],
+                                                                     stream)
+                    filled = 0
+            for k in range(valid):
+                _close(lines[k], scratch + k * row_bytes + LINE, carries[k], firsts[k])
+        if stream:
+            _fence()
+
+    tiled_from.__name__ = tiled_from.__qualname__ = _tiled_name("tiled_from", canonical, packed)
+    return _jit(tiled_from)
+
+
+tiled_from_physical = _tiled_from_of(False, False)
+tiled_from_canonical = _tiled_from_of(True, False)
+tiled_from_packed = _tiled_from_of(False, True)
 
 
 # ----- streamed copies ------------------------------------------------------------------------------------------------

@@ -69,8 +69,9 @@ from ._intrinsics import (
     _width,
 )
 from ._kernels import _copy_out, _lines
+from ._kinds import GROUPS, ROWS, RUNS, SQUARES, WALKS, WIDE
 
-WIDE = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
+WIDE_BLOCKS = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 WIDE_LINES = 8  # lines of each destination row the line squares of a wide block write before the next row
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1 = np.int64(0), np.int64(1)
@@ -162,121 +163,134 @@ def _short_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, si:
     _scalar(dst, src, pad, big, small, du, _1, si, full_u, full_i)
 
 
-@_subroutine
-def _block(
-    dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int
-) -> None:
-    """``dst[u*du + i*di] = src[u + i*si]`` for ``u < big``, ``i < small`` (addresses in bytes, steps in elements).
+def _block_of(kind: int) -> Any:
+    """The block subroutine of ``kind`` (``ROWS`` or ``SQUARES``): ``dst[u*du + i*di] = src[u + i*si]`` for
+    ``u < big``, ``i < small`` (addresses in bytes, steps in elements), the other kind's code left out (``kind``
+    is a constant of the closure: numba prunes its branches before typing them).
 
     With ``stream``, whole destination lines at line-aligned addresses are written with streaming stores.
     ``ahead`` (0: none) is the source of the next block, of the same shape: each square's counterpart there is
     prefetched while the square is moved, so that the next block starts on cached lines.
     """
-    width = _width(pad)
-    aligned = stream and dst % LINE == 0
-    rows_aligned = aligned and (du * width) % LINE == 0
-    if big == 1:
-        if di == 1 and si == 1:
-            if stream:
-                _copy_out(dst, src, small * width, _1)
+
+    def block(
+        dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int
+    ) -> None:
+        width = _width(pad)
+        aligned = stream and dst % LINE == 0
+        rows_aligned = aligned and (du * width) % LINE == 0
+        if big == 1:
+            if di == 1 and si == 1:
+                if stream:
+                    _copy_out(dst, src, small * width, _1)
+                else:
+                    _copy(dst, src, small * width)
             else:
-                _copy(dst, src, small * width)
-        else:
-            for i in range(small):
-                _put(dst, i * di, _get(src, i * si, pad))
-        return
-    if di != 1:
-        _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
-        return
-    lanes = _lanes(pad)
-    if du == small and 2 <= small <= 7:  # rows interleaved: T(...)(2,1), (4,1) on the way out; 3-7 channels
-        full = big - big % lanes
-        for u in range(0, full + lanes if lanes < big != full else full, lanes):
-            last = u >= full  # the columns left: the last line's worth again, overlapping (same values)
-            at = big - lanes if last else u
-            d = dst + at * small * width
-            if small == 2:
-                _interleave2(d, src + at * width, si, aligned and not last, pad)
-            elif small == 3:
-                _interleave3(d, src + at * width, si, aligned and not last, pad)
-            elif small == 4:
-                _interleave4(d, src + at * width, si, aligned and not last, pad)
-            elif small == 5:
-                _interleave5(d, src + at * width, si, aligned and not last, pad)
-            elif small == 6:
-                _interleave6(d, src + at * width, si, aligned and not last, pad)
-            else:
-                _interleave7(d, src + at * width, si, aligned and not last, pad)
-        if big < lanes:
+                for i in range(small):
+                    _put(dst, i * di, _get(src, i * si, pad))
+            return
+        if di != 1:
             _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
-        return
-    if si == big and 2 <= big <= 7:  # rows de-interleaved: the same on the way in
-        full = small - small % lanes
-        for i in range(0, full + lanes if lanes < small != full else full, lanes):
-            last = i >= full  # the columns left: the last line's worth again, overlapping (same values)
-            at = small - lanes if last else i
-            d, s = dst + at * width, src + at * big * width
-            if big == 2:
-                _deinterleave2(d, du, s, rows_aligned and not last, pad)
-            elif big == 3:
-                _deinterleave3(d, du, s, rows_aligned and not last, pad)
-            elif big == 4:
-                _deinterleave4(d, du, s, rows_aligned and not last, pad)
-            elif big == 5:
-                _deinterleave5(d, du, s, rows_aligned and not last, pad)
-            elif big == 6:
-                _deinterleave6(d, du, s, rows_aligned and not last, pad)
-            else:
-                _deinterleave7(d, du, s, rows_aligned and not last, pad)
-        if small < lanes:
+            return
+        lanes = _lanes(pad)
+        if kind == ROWS and du == small and 2 <= small <= 7:  # rows interleaved: (2,1), (4,1) sub-tiles out; channels
+            full = big - big % lanes
+            for u in range(0, full + lanes if lanes < big != full else full, lanes):
+                last = u >= full  # the columns left: the last line's worth again, overlapping (same values)
+                at = big - lanes if last else u
+                d = dst + at * small * width
+                if small == 2:
+                    _interleave2(d, src + at * width, si, aligned and not last, pad)
+                elif small == 3:
+                    _interleave3(d, src + at * width, si, aligned and not last, pad)
+                elif small == 4:
+                    _interleave4(d, src + at * width, si, aligned and not last, pad)
+                elif small == 5:
+                    _interleave5(d, src + at * width, si, aligned and not last, pad)
+                elif small == 6:
+                    _interleave6(d, src + at * width, si, aligned and not last, pad)
+                else:
+                    _interleave7(d, src + at * width, si, aligned and not last, pad)
+            if big < lanes:
+                _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
+            return
+        if kind == ROWS and si == big and 2 <= big <= 7:  # rows de-interleaved: the same on the way in
+            full = small - small % lanes
+            for i in range(0, full + lanes if lanes < small != full else full, lanes):
+                last = i >= full  # the columns left: the last line's worth again, overlapping (same values)
+                at = small - lanes if last else i
+                d, s = dst + at * width, src + at * big * width
+                if big == 2:
+                    _deinterleave2(d, du, s, rows_aligned and not last, pad)
+                elif big == 3:
+                    _deinterleave3(d, du, s, rows_aligned and not last, pad)
+                elif big == 4:
+                    _deinterleave4(d, du, s, rows_aligned and not last, pad)
+                elif big == 5:
+                    _deinterleave5(d, du, s, rows_aligned and not last, pad)
+                elif big == 6:
+                    _deinterleave6(d, du, s, rows_aligned and not last, pad)
+                else:
+                    _deinterleave7(d, du, s, rows_aligned and not last, pad)
+            if small < lanes:
+                _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
+            return
+        if kind == ROWS:  # (not rows (de)interleaved after all: the walk's kind says they are)
             _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
-        return
-    if rows_aligned and 8 <= big < lanes <= small and lanes > 8:  # short source rows: 8 x line blocks, streamed
-        full_u, full_i = big - big % 8, small - small % lanes
-        for u in range(0, full_u, 8):
-            for i in range(0, full_i, lanes):
-                s = src + (u + i * si) * width
-                _transpose_short_nt(dst + (u * du + i) * width, du, s, lanes // 2 * si * width, si, pad)
-        if big - full_u >= 2:  # the rows after the last 8 (12 channels: 4) as a block of 2 to 7 rows
-            _short_rows(dst + full_u * du * width, src + full_u * width, pad, big - full_u, small, du, si, _0)
-            _scalar(dst, src, pad, full_u, small, du, di, si, full_u, full_i)
-        else:
-            _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
-        return
-    if rows_aligned and 2 <= big < 8 and lanes <= small and lanes > 8:  # 4 (2) x line blocks
-        _short_rows(dst, src, pad, big, small, du, si, ahead)
-        return
-    side = _side(pad)
-    if width == 1 and rows_aligned and big >= LINE and small >= LINE:  # bytes: squares of whole lines, streamed
-        side = LINE
-    if side > 16 and not rows_aligned:  # squares of whole lines only pay off when streamed
-        side = 16
-    if big < side or small < side:
-        side = 16 if side > 16 and big >= 16 and small >= 16 else 8
-    if big < side or small < side:
-        _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
-        return
-    # the rows and columns a whole number of squares leaves: one more square each way, overlapping the last
-    # (the same values again; off the line grid, so not streamed)
-    end_u = big if big % side == 0 else big - big % side + side
-    end_i = small if small % side == 0 else small - small % side + side
-    streamed = rows_aligned and side == _side(pad) and side * width == LINE
-    for uu in range(0, end_u, side):
-        u = min(uu, big - side)
-        for ii in range(0, end_i, side):
-            i = min(ii, small - side)
-            on_lines = i == ii
-            d, s = dst + (u * du + i) * width, src + (u + i * si) * width
-            if ahead:  # the same square of the next block: its source lines on the way while this one moves
-                _prefetch_rows(ahead + (u + i * si) * width, si * width, side * width, side)
-            if side == LINE and width == 1:
-                _transpose_bytes(d, du, s, si, _1 if on_lines else _0, pad)
-            elif side == _side(pad):
-                _transpose(d, du, s, si, streamed and on_lines, pad)
-            elif side == 8:
-                _transpose8(d, du, s, si, streamed and on_lines, pad)
+            return
+        if rows_aligned and 8 <= big < lanes <= small and lanes > 8:  # short source rows: 8 x line blocks, streamed
+            full_u, full_i = big - big % 8, small - small % lanes
+            for u in range(0, full_u, 8):
+                for i in range(0, full_i, lanes):
+                    s = src + (u + i * si) * width
+                    _transpose_short_nt(dst + (u * du + i) * width, du, s, lanes // 2 * si * width, si, pad)
+            if big - full_u >= 2:  # the rows after the last 8 (12 channels: 4) as a block of 2 to 7 rows
+                _short_rows(dst + full_u * du * width, src + full_u * width, pad, big - full_u, small, du, si, _0)
+                _scalar(dst, src, pad, full_u, small, du, di, si, full_u, full_i)
             else:
-                _transpose16(d, du, s, si, streamed and on_lines, pad)
+                _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
+            return
+        if rows_aligned and 2 <= big < 8 and lanes <= small and lanes > 8:  # 4 (2) x line blocks
+            _short_rows(dst, src, pad, big, small, du, si, ahead)
+            return
+        side = _side(pad)
+        if width == 1 and rows_aligned and big >= LINE and small >= LINE:  # bytes: squares of whole lines, streamed
+            side = LINE
+        if side > 16 and not rows_aligned:  # squares of whole lines only pay off when streamed
+            side = 16
+        if big < side or small < side:
+            side = 16 if side > 16 and big >= 16 and small >= 16 else 8
+        if big < side or small < side:
+            _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
+            return
+        # the rows and columns a whole number of squares leaves: one more square each way, overlapping the last
+        # (the same values again; off the line grid, so not streamed)
+        end_u = big if big % side == 0 else big - big % side + side
+        end_i = small if small % side == 0 else small - small % side + side
+        streamed = rows_aligned and side == _side(pad) and side * width == LINE
+        for uu in range(0, end_u, side):
+            u = min(uu, big - side)
+            for ii in range(0, end_i, side):
+                i = min(ii, small - side)
+                on_lines = i == ii
+                d, s = dst + (u * du + i) * width, src + (u + i * si) * width
+                if ahead:  # the same square of the next block: its source lines on the way while this one moves
+                    _prefetch_rows(ahead + (u + i * si) * width, si * width, side * width, side)
+                if side == LINE and width == 1:
+                    _transpose_bytes(d, du, s, si, _1 if on_lines else _0, pad)
+                elif side == _side(pad):
+                    _transpose(d, du, s, si, streamed and on_lines, pad)
+                elif side == 8:
+                    _transpose8(d, du, s, si, streamed and on_lines, pad)
+                else:
+                    _transpose16(d, du, s, si, streamed and on_lines, pad)
+
+    block.__name__ = block.__qualname__ = "_rows_block" if kind == ROWS else "_squares_block"
+    return _subroutine(block)
+
+
+_rows_block = _block_of(ROWS)
+_squares_block = _block_of(SQUARES)
 
 
 @_subroutine
@@ -334,9 +348,9 @@ def _wide_block(
                 first = _0 if f >= grouped else full_u  # (whole blocks left over, or the rows after full_u)
                 _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, first, small)
         return
-    if big < 8 or small < 8:
+    if big < 8 or small < 8:  # (the walk's kind leaves these to blocks of their own)
         for f in range(count):
-            _block(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, stream, _0)
+            _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
         return
     full_u, full_i = big - big % 8, small - small % 8
     # rows of a half, a quarter or an eighth of a line, on lines: as many blocks side by side make one line of
@@ -344,8 +358,8 @@ def _wide_block(
     row = small * width
     lined = stream and dst % LINE == 0 and (du * width) % LINE == 0 and row < LINE and LINE % row == 0
     group = LINE // row if lined and small % 8 == 0 else 1  # blocks per line
-    for f0 in range(0, count, WIDE):
-        f1 = min(count, f0 + WIDE)
+    for f0 in range(0, count, WIDE_BLOCKS):
+        f1 = min(count, f0 + WIDE_BLOCKS)
         grouped = f0 + (f1 - f0) // group * group if group > 1 else f0
         for u in range(0, full_u, 8):
             for f in range(f0, grouped, group):
@@ -371,21 +385,9 @@ def _wide_block(
 
 @_inline
 def _grouped_side(pad: Any) -> int:
-    """Elements a side of the grouped squares (:func:`_grouped_block`) takes: one line (bytes: 64, as 2-byte words of
-    row pairs)."""
+    """Elements a side of the grouped squares (:func:`_grouped_block`) takes (:func:`._kinds.grouped_side`)."""
     width = _width(pad)
     return LINE if width == 1 else _side(pad)
-
-
-@_inline
-def _grouped_fits(big: int, small: int, pad: Any) -> bool:
-    """True when blocks of ``big`` source rows that continue each other go through grouped squares: rows of one
-    line, at least a square's worth of columns, and 2, 4, 8 (words up to 4 bytes) or 16 (up to 2 bytes) rows."""
-    width = _width(pad)
-    side = _grouped_side(pad)
-    if side * width != LINE or small < side:
-        return False
-    return big == 2 or big == 4 or (big == 8 and width <= 4) or (big == 16 and width <= 2)
 
 
 @_subroutine
@@ -403,142 +405,188 @@ def _grouped_block(
     lined = stream and side * width == LINE and dst % LINE == 0 and (du * width) % LINE == 0 and (
         dg * width) % LINE == 0
     shift = 1 if big == 2 else 2 if big == 4 else 3 if big == 8 else 4  # (big is 2 ** shift)
+    if count < per:  # (the walk's kind gives each call a square's worth of blocks at least)
+        for g in range(count):
+            _scalar(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, _0, _0)
+        return
     for i in range(0, full_i, side):
-        for g in range(0, full_g, per):
+        # the blocks a whole number of squares leaves: one more square, overlapping the last (the same values again)
+        for gg in range(0, full_g + per if full_g < count else full_g, per):
+            g = min(gg, count - per)
             d, s = dst + (g * dg + i) * width, src + (g * big + i * si) * width
             _transpose_groups(d, du, s, si, dg, shift, lined, pad)
-    for g in range(count):
-        if g >= full_g:
-            _block(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, stream, _0)
-        elif full_i < small:  # (the columns after the last whole square)
+    if full_i < small:  # the columns after the last whole square
+        for g in range(count):
             _scalar(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, big, full_i)
 
 
-@_subroutine
-def _any_block(
-    dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int,
-    scratch: int, room: int,
-) -> None:
-    """``_block``; a streamed block whose rows continue each other (one contiguous run) goes through ``scratch``
-    (on a line, ``room`` bytes) instead, whence its whole lines are streamed out (only the run's partial first and
-    last lines are stored plainly), when its destination is off the line grid (a run of at most ``room`` bytes)
-    or its rows are not whole lines (rows of more than 4 elements: shorter ones are interleaved on the way out;
-    ``room`` bytes of rows at a time)."""
-    width = _width(pad)
-    n = big * small * width
-    run = stream and di == 1 and du == small and 4 * LINE <= n
-    if run and dst % LINE and n <= room:
-        _block(scratch, src, pad, big, small, du, di, si, _0, ahead)
-        _copy_out(dst, scratch, n, _1)
-    elif run and small > 4 and (small * width) % LINE and room >= small * width:
-        rows = room // (small * width)
-        for u in range(0, big, rows):
-            c = min(rows, big - u)
-            _block(scratch, src + u * width, pad, c, small, du, di, si, _0, ahead + u * width if ahead else _0)
-            _copy_out(dst + u * small * width, scratch, c * small * width, _1)
-    else:
-        _block(dst, src, pad, big, small, du, di, si, stream, ahead)
+def _any_block_of(kind: int) -> Any:
+    """The block subroutine of ``kind`` (``ROWS`` or ``SQUARES``, :func:`_block_of`); a streamed block whose rows
+    continue each other (one contiguous run) goes through ``scratch`` (on a line, ``room`` bytes) instead, whence
+    its whole lines are streamed out (only the run's partial first and last lines are stored plainly), when its
+    destination is off the line grid (a run of at most ``room`` bytes) or its rows are not whole lines (rows of
+    more than 4 elements: shorter ones are interleaved on the way out; ``room`` bytes of rows at a time)."""
+
+    def any_block(
+        dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int,
+        scratch: int, room: int,
+    ) -> None:
+        width = _width(pad)
+        n = big * small * width
+        run = stream and di == 1 and du == small and 4 * LINE <= n
+        if run and dst % LINE and n <= room:
+            if kind == ROWS:
+                _rows_block(scratch, src, pad, big, small, du, di, si, _0, ahead)
+            else:
+                _squares_block(scratch, src, pad, big, small, du, di, si, _0, ahead)
+            _copy_out(dst, scratch, n, _1)
+        elif run and small > 4 and (small * width) % LINE and room >= small * width:
+            rows = room // (small * width)
+            for u in range(0, big, rows):
+                c = min(rows, big - u)
+                next_rows = ahead + u * width if ahead else _0
+                if kind == ROWS:
+                    _rows_block(scratch, src + u * width, pad, c, small, du, di, si, _0, next_rows)
+                else:
+                    _squares_block(scratch, src + u * width, pad, c, small, du, di, si, _0, next_rows)
+                _copy_out(dst + u * small * width, scratch, c * small * width, _1)
+        elif kind == ROWS:
+            _rows_block(dst, src, pad, big, small, du, di, si, stream, ahead)
+        else:
+            _squares_block(dst, src, pad, big, small, du, di, si, stream, ahead)
+
+    any_block.__name__ = any_block.__qualname__ = "_any_rows_block" if kind == ROWS else "_any_squares_block"
+    return _subroutine(any_block)
 
 
-@_jit
-def strided_copy(
-    dst: int, src: int, pad: Any, shape: Any, d_strides: Any, s_strides: Any, unit: int, first: int, last: int,
-    stream: int, work: Any, scratch: int, room: int,
-) -> None:
-    """Copy between strided views at ``dst`` and ``src`` (axes in destination order, strides in elements).
+_any_rows_block = _any_block_of(ROWS)
+_any_squares_block = _any_block_of(SQUARES)
+
+
+def _walker(kind: int) -> Any:
+    """The entry point of the walk of ``kind`` (:mod:`._kinds`): a copy between strided views at ``dst`` and
+    ``src`` (axes in destination order, strides in elements), the other kinds' code left out (``kind`` is a
+    constant of the closure: numba prunes their branches before typing them, so a first use compiles one kind).
 
     ``unit`` is the axis (not the last) with source stride 1, -1 for none; the outermost other axis only runs over
     [first, last), so that threads can split the work there. ``stream`` asks for streaming stores. ``work`` is
     scratch of two int64 per axis (no allocation in the kernel); ``scratch``, ``room`` bytes on a line, takes the
-    blocks bound for a destination off the line grid (:func:`_any_block`).
+    blocks bound for a destination off the line grid (:func:`_any_block_of`).
     """
-    n = shape.size
-    width = _width(pad)
-    inner = n - 1
-    big = shape[unit] if unit >= 0 else 1
-    du = d_strides[unit] if unit >= 0 else 0
-    small, di, si = shape[inner], d_strides[inner], s_strides[inner]
-    axes = work[:n]
-    m = 0
-    for k in range(inner):
-        if k != unit:
-            axes[m] = k
-            m += 1
-    if m == 0:
-        _any_block(dst, src, pad, big, small, du, di, si, stream, _0, scratch, room)
-        if stream:
-            _fence()
-        return
-    rows, dr, sr = 0, 0, 0
-    wide, fs = 0, 0
-    groups, dg = 0, 0
-    if unit < 0 and di == 1 and si == 1 and m >= 2:  # runs: the innermost outer axis loops inside one call
-        rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
-        m -= 1
-    elif unit >= 0 and di == 1 and s_strides[axes[m - 1]] == big and _grouped_fits(big, small, pad):
-        groups, dg = shape[axes[m - 1]], d_strides[axes[m - 1]]  # blocks that continue each other's source rows
-        if m == 1:  # no other axis: one call for the blocks [first, last) (the threads' split)
-            if first < last:
-                _grouped_block(dst + first * dg * width, src + first * big * width, pad, big, small, du, si,
-                               last - first, dg, stream)
-            if stream:
-                _fence()
-            return
-        m -= 1
-    elif unit >= 0 and di == 1 and d_strides[axes[m - 1]] == small and small * width < LINE:
-        wide, fs = shape[axes[m - 1]], s_strides[axes[m - 1]]  # the blocks continue each other's rows
-        if m == 1:  # no other axis: one wide block of the blocks [first, last) (the threads' split)
-            if first < last:
-                _wide_block(dst + first * small * width, src + first * fs * width, pad, big, small, du, si,
-                            last - first, fs, stream, _0)
-            if stream:
-                _fence()
-            return
-        m -= 1
-    index = work[n : 2 * n]
-    index[:] = 0
-    a = axes[0]
-    index[0] = first
-    d_off, s_off = first * d_strides[a], first * s_strides[a]
-    if first >= last:
-        return
-    held = False  # a block runs once the next one is known: it prefetches that one's source as it goes
-    held_d, held_s = 0, 0
-    while True:
-        if rows:
-            _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, stream)
-        elif groups:
-            _grouped_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, groups, dg, stream)
-        else:
-            if held and wide:
-                _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs, stream,
-                            src + s_off * width)
-            elif held:
-                _any_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
-                           src + s_off * width, scratch, room)
-            held, held_d, held_s = True, d_off, s_off
-        j = m - 1
-        while True:
-            a = axes[j]
-            index[j] += 1
-            d_off += d_strides[a]
-            s_off += s_strides[a]
-            if index[j] < (last if j == 0 else shape[a]):
-                break
-            if j == 0:
-                if held and wide:
-                    _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs,
-                                stream, _0)
-                elif held:
-                    _any_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream, _0,
-                               scratch, room)
+
+    def walk(
+        dst: int, src: int, pad: Any, shape: Any, d_strides: Any, s_strides: Any, unit: int, first: int, last: int,
+        stream: int, work: Any, scratch: int, room: int,
+    ) -> None:
+        n = shape.size
+        width = _width(pad)
+        inner = n - 1
+        big = shape[unit] if unit >= 0 else 1
+        du = d_strides[unit] if unit >= 0 else 0
+        small, di, si = shape[inner], d_strides[inner], s_strides[inner]
+        axes = work[:n]
+        m = 0
+        for k in range(inner):
+            if k != unit:
+                axes[m] = k
+                m += 1
+        if kind == ROWS or kind == SQUARES:
+            if m == 0:
+                if kind == ROWS:
+                    _any_rows_block(dst, src, pad, big, small, du, di, si, stream, _0, scratch, room)
+                else:
+                    _any_squares_block(dst, src, pad, big, small, du, di, si, stream, _0, scratch, room)
                 if stream:
                     _fence()
                 return
-            d_off -= index[j] * d_strides[a]
-            s_off -= index[j] * s_strides[a]
-            index[j] = 0
-            j -= 1
+        rows, dr, sr = 0, 0, 0
+        wide, fs = 0, 0
+        groups, dg = 0, 0
+        if kind == RUNS:  # the innermost outer axis loops inside one call
+            rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
+            m -= 1
+        elif kind == GROUPS:
+            groups, dg = shape[axes[m - 1]], d_strides[axes[m - 1]]  # blocks that continue each other's source rows
+            if m == 1:  # no other axis: one call for the blocks [first, last) (the threads' split)
+                if first < last:
+                    _grouped_block(dst + first * dg * width, src + first * big * width, pad, big, small, du, si,
+                                   last - first, dg, stream)
+                if stream:
+                    _fence()
+                return
+            m -= 1
+        elif kind == WIDE:
+            wide, fs = shape[axes[m - 1]], s_strides[axes[m - 1]]  # the blocks continue each other's rows
+            if m == 1:  # no other axis: one wide block of the blocks [first, last) (the threads' split)
+                if first < last:
+                    _wide_block(dst + first * small * width, src + first * fs * width, pad, big, small, du, si,
+                                last - first, fs, stream, _0)
+                if stream:
+                    _fence()
+                return
+            m -= 1
+        index = work[n : 2 * n]
+        index[:] = 0
+        a = axes[0]
+        index[0] = first
+        d_off, s_off = first * d_strides[a], first * s_strides[a]
+        if first >= last:
+            return
+        held = False  # a block runs once the next one is known: it prefetches that one's source as it goes
+        held_d, held_s = 0, 0
+        while True:
+            if kind == RUNS:
+                _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, stream)
+            elif kind == GROUPS:
+                _grouped_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, groups, dg, stream)
+            else:
+                if held:
+                    if kind == WIDE:
+                        _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs,
+                                    stream, src + s_off * width)
+                    elif kind == ROWS:
+                        _any_rows_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
+                                        src + s_off * width, scratch, room)
+                    else:
+                        _any_squares_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si,
+                                           stream, src + s_off * width, scratch, room)
+                held, held_d, held_s = True, d_off, s_off
+            j = m - 1
+            while True:
+                a = axes[j]
+                index[j] += 1
+                d_off += d_strides[a]
+                s_off += s_strides[a]
+                if index[j] < (last if j == 0 else shape[a]):
+                    break
+                if j == 0:
+                    if held:
+                        if kind == WIDE:
+                            _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs,
+                                        stream, _0)
+                        elif kind == ROWS:
+                            _any_rows_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si,
+                                            stream, _0, scratch, room)
+                        else:
+                            _any_squares_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si,
+                                               stream, _0, scratch, room)
+                    if stream:
+                        _fence()
+                    return
+                d_off -= index[j] * d_strides[a]
+                s_off -= index[j] * s_strides[a]
+                index[j] = 0
+                j -= 1
+
+    walk.__name__ = walk.__qualname__ = WALKS[kind]
+    return _jit(walk)
+
+
+walk_runs = _walker(RUNS)
+walk_groups = _walker(GROUPS)
+walk_wide = _walker(WIDE)
+walk_rows = _walker(ROWS)
+walk_squares = _walker(SQUARES)
 
 
 @_inline

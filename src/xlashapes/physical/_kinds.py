@@ -1,0 +1,105 @@
+"""Which of the generic kernel's walks a strided copy takes (decided here, in Python, without numba).
+
+The generic copy (:mod:`._walk`) walks the outer axes of two strided views and moves a block of two axes at each
+step. How it moves them depends on the block's sizes and strides, which are the same for every step of one copy;
+so the choice is made once, here, and each kind of walk is an entry point of its own, compiled only when a copy
+first needs it. A first compiled use then pays for the code its layout runs, not for every kind of block (numba
+types and lowers all of a function's code, reached or not; the kind is a constant in each entry, whose other
+branches numba prunes before typing). The kinds:
+
+- ``RUNS``: rows contiguous on both sides (memcpy runs, many per call);
+- ``GROUPS``: blocks of 2, 4, 8 or 16 source rows that continue each other, moved a square of one line a side
+  across several blocks at a time (tiled transposes);
+- ``WIDE``: short destination rows that continue each other (tiled transposes read back), many blocks a band at
+  a time;
+- ``ROWS``: rows interleaved (2-7 of them: ``(2,1)`` and ``(4,1)`` sub-tiles, channels) or de-interleaved;
+- ``SQUARES``: anything else (register transposes of squares, short blocks, element by element).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+LINE = 64  # bytes of a cache line
+
+RUNS, GROUPS, WIDE, ROWS, SQUARES = 1, 2, 3, 4, 5
+WALKS = {RUNS: "walk_runs", GROUPS: "walk_groups", WIDE: "walk_wide", ROWS: "walk_rows", SQUARES: "walk_squares"}
+"""The entry point of each kind (:mod:`._walk`)."""
+
+
+def lanes_of(width: int) -> int:
+    """Elements of ``width`` bytes in one cache line.
+
+    >>> lanes_of(2)
+    32
+    """
+    return LINE // width
+
+
+def side_of(width: int) -> int:
+    """Side of the square blocks the register transposes work on: 32 elements for 2-byte words (rows of one line),
+    16 for 1- and 4-byte words, 8 for 8-byte words.
+
+    >>> [side_of(w) for w in (1, 2, 4, 8)]
+    [16, 32, 16, 8]
+    """
+    return 8 if width == 8 else 32 if width == 2 else 16
+
+
+def grouped_side(width: int) -> int:
+    """Elements a side of the grouped squares takes: one line (bytes: 64, as 2-byte words of row pairs).
+
+    >>> grouped_side(1), grouped_side(4)
+    (64, 16)
+    """
+    return LINE if width == 1 else side_of(width)
+
+
+def grouped_blocks(big: int, small: int, width: int) -> int:
+    """Blocks of ``big`` source rows one grouped square spans (0 when such blocks do not go through grouped
+    squares): rows of one line, at least a square's worth of columns, and 2, 4, 8 (words up to 4 bytes) or 16 (up
+    to 2 bytes) rows.
+
+    >>> grouped_blocks(8, 4096, 4), grouped_blocks(8, 4096, 8), grouped_blocks(8, 8, 4)
+    (2, 0, 0)
+    """
+    side = grouped_side(width)
+    if side * width != LINE or small < side:
+        return 0
+    fits = big in (2, 4) or (big == 8 and width <= 4) or (big == 16 and width <= 2)
+    return side // big if fits else 0
+
+
+def walk_kind(
+    shape: Sequence[int], d_steps: Sequence[int], s_steps: Sequence[int], unit: int, width: int, target: int,
+    stream: int,
+) -> tuple[int, int]:
+    """(kind, step): the walk of a copy between strided views to address ``target`` (axes in destination order,
+    steps in elements; ``unit`` the axis before the last with source step 1, else -1; ``stream``: streaming
+    stores), and the multiple of its first axis that each thread's share must be (1: any).
+
+    >>> walk_kind((8, 7, 128, 8, 16), (1024, 16, 8192, 128, 1), (131072, 16384, 8, 1, 1024), 3, 4, 0, 1) == (GROUPS, 1)
+    True
+    >>> walk_kind((23, 6, 192), (192, 4480, 1), (1152, 1, 6), 1, 1, 0, 1) == (ROWS, 1)  # 6 channels to planes
+    True
+    """
+    inner = len(shape) - 1
+    axes = [k for k in range(inner) if k != unit]
+    big = shape[unit] if unit >= 0 else 1
+    du = d_steps[unit] if unit >= 0 else 0
+    small, di, si = shape[inner], d_steps[inner], s_steps[inner]
+    if axes and di == 1:
+        last = axes[-1]
+        per = grouped_blocks(big, small, width)
+        if unit < 0 and si == 1 and len(axes) >= 2:
+            return RUNS, 1
+        if unit >= 0 and s_steps[last] == big and per and shape[last] >= per:
+            return GROUPS, per if len(axes) == 1 else 1
+        if unit >= 0 and d_steps[last] == small and small * width < LINE:
+            # every wide block on whole lines: rows of 2 or 4 elements, as many blocks as fill a line at a time
+            on_lines = stream and target % LINE == 0 and all(d_steps[a] * width % LINE == 0 for a in (unit, *axes[:-1]))
+            quarter = small in (2, 4) and big >= small and on_lines
+            if quarter or (big >= 8 and small >= 8):
+                return WIDE, LINE // (small * width) if quarter and len(axes) == 1 else 1
+    rows = big > 1 and di == 1 and ((du == small and 2 <= small <= 7) or (si == big and 2 <= big <= 7))
+    return (ROWS if rows else SQUARES), 1

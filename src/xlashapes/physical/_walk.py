@@ -163,6 +163,56 @@ def _short_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, si:
     _scalar(dst, src, pad, big, small, du, _1, si, full_u, full_i)
 
 
+@_subroutine
+def _interleaved(dst: int, src: int, pad: Any, big: int, small: int, si: int, aligned: int) -> None:
+    """``dst[u*small + i] = src[u + i*si]`` for ``small`` (2 to 7) rows of ``big`` elements, a line of each row's
+    elements at a time (``aligned``: the destination is on a line, whole lines streamed)."""
+    width = _width(pad)
+    lanes = _lanes(pad)
+    full = big - big % lanes
+    for u in range(0, full + lanes if lanes < big != full else full, lanes):
+        last = u >= full  # the columns left: the last line's worth again, overlapping (same values)
+        at = big - lanes if last else u
+        d = dst + at * small * width
+        if small == 2:
+            _interleave2(d, src + at * width, si, aligned and not last, pad)
+        elif small == 3:
+            _interleave3(d, src + at * width, si, aligned and not last, pad)
+        elif small == 4:
+            _interleave4(d, src + at * width, si, aligned and not last, pad)
+        elif small == 5:
+            _interleave5(d, src + at * width, si, aligned and not last, pad)
+        elif small == 6:
+            _interleave6(d, src + at * width, si, aligned and not last, pad)
+        else:
+            _interleave7(d, src + at * width, si, aligned and not last, pad)
+
+
+@_subroutine
+def _deinterleaved(dst: int, src: int, pad: Any, big: int, small: int, du: int, rows_aligned: int) -> None:
+    """``dst[u*du + i] = src[u + i*big]`` for ``big`` (2 to 7) destination rows of ``small`` elements, a line of
+    each row at a time (``rows_aligned``: every destination row on a line, whole lines streamed)."""
+    width = _width(pad)
+    lanes = _lanes(pad)
+    full = small - small % lanes
+    for i in range(0, full + lanes if lanes < small != full else full, lanes):
+        last = i >= full  # the columns left: the last line's worth again, overlapping (same values)
+        at = small - lanes if last else i
+        d, s = dst + at * width, src + at * big * width
+        if big == 2:
+            _deinterleave2(d, du, s, rows_aligned and not last, pad)
+        elif big == 3:
+            _deinterleave3(d, du, s, rows_aligned and not last, pad)
+        elif big == 4:
+            _deinterleave4(d, du, s, rows_aligned and not last, pad)
+        elif big == 5:
+            _deinterleave5(d, du, s, rows_aligned and not last, pad)
+        elif big == 6:
+            _deinterleave6(d, du, s, rows_aligned and not last, pad)
+        else:
+            _deinterleave7(d, du, s, rows_aligned and not last, pad)
+
+
 def _block_of(kind: int) -> Any:
     """The block subroutine of ``kind`` (``ROWS`` or ``SQUARES``): ``dst[u*du + i*di] = src[u + i*si]`` for
     ``u < big``, ``i < small`` (addresses in bytes, steps in elements), the other kind's code left out (``kind``
@@ -194,44 +244,12 @@ def _block_of(kind: int) -> Any:
             return
         lanes = _lanes(pad)
         if kind == ROWS and du == small and 2 <= small <= 7:  # rows interleaved: (2,1), (4,1) sub-tiles out; channels
-            full = big - big % lanes
-            for u in range(0, full + lanes if lanes < big != full else full, lanes):
-                last = u >= full  # the columns left: the last line's worth again, overlapping (same values)
-                at = big - lanes if last else u
-                d = dst + at * small * width
-                if small == 2:
-                    _interleave2(d, src + at * width, si, aligned and not last, pad)
-                elif small == 3:
-                    _interleave3(d, src + at * width, si, aligned and not last, pad)
-                elif small == 4:
-                    _interleave4(d, src + at * width, si, aligned and not last, pad)
-                elif small == 5:
-                    _interleave5(d, src + at * width, si, aligned and not last, pad)
-                elif small == 6:
-                    _interleave6(d, src + at * width, si, aligned and not last, pad)
-                else:
-                    _interleave7(d, src + at * width, si, aligned and not last, pad)
+            _interleaved(dst, src, pad, big, small, si, aligned)
             if big < lanes:
                 _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
             return
         if kind == ROWS and si == big and 2 <= big <= 7:  # rows de-interleaved: the same on the way in
-            full = small - small % lanes
-            for i in range(0, full + lanes if lanes < small != full else full, lanes):
-                last = i >= full  # the columns left: the last line's worth again, overlapping (same values)
-                at = small - lanes if last else i
-                d, s = dst + at * width, src + at * big * width
-                if big == 2:
-                    _deinterleave2(d, du, s, rows_aligned and not last, pad)
-                elif big == 3:
-                    _deinterleave3(d, du, s, rows_aligned and not last, pad)
-                elif big == 4:
-                    _deinterleave4(d, du, s, rows_aligned and not last, pad)
-                elif big == 5:
-                    _deinterleave5(d, du, s, rows_aligned and not last, pad)
-                elif big == 6:
-                    _deinterleave6(d, du, s, rows_aligned and not last, pad)
-                else:
-                    _deinterleave7(d, du, s, rows_aligned and not last, pad)
+            _deinterleaved(dst, src, pad, big, small, du, rows_aligned)
             if small < lanes:
                 _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
             return

@@ -1,7 +1,8 @@
 """Every compiled kernel's entry point and element width in one process, both directions, one and two threads.
 
 Outputs sit 16 bytes past a cache line (so that legacy-padded rows go through ``shifted_rows``, and long transposed
-rows are shifted and staged). Prints (JSON) the digests of the bytes and which entries ran from kept machine code.
+rows are shifted and staged), but for the cases marked ``@0`` (on a line: the quarter-line wide walk). Prints
+(JSON) the digests of the bytes and which entries ran from kept machine code.
 ``test_physical_aot`` runs it in new processes; the suite also runs it in the background when the session starts,
 to fill the kernel cache before the main process needs the kernels (``background``).
 ``XLASHAPES_WORKER_PART=k/n`` takes every n-th case from the k-th.
@@ -27,7 +28,7 @@ CASES = ["bf16[64,256]{1,0:T(8,128)(2,1)}", "s8[64,256]{1,0:T(8,128)(4,1)}", "s4
          "f64[72,1030]{0,1:P(75,1040)}", "u8[512,1024]{0,1}", "bf16[256,512]{0,1}", "f32[128,256]{0,1}",
          "u4[128,256]{0,1:E(4)}", "u8[2,64,70,3]{2,1,3,0}", "u8[2,64,70,5]{2,1,3,0}",
          "bf16[256,512]{0,1:T(8,128)(2,1)}", "f32[64,256]{1,0:T(8,128)}", "pred[64,256]{1,0:T(8,128)(4,1)}",
-         "f32[256,256]{0,1:T(8,128)}"]
+         "f32[256,256]{0,1:T(8,128)}", "bf16[4,256,512]{0,1,2}@0"]
 
 
 def shape_of(text: str) -> xs.Shape:
@@ -40,15 +41,18 @@ def shape_of(text: str) -> xs.Shape:
     return xs.make_shape(head[: head.index("[")], dims, layout=xs.Layout((0, 1), padded_dimensions=padded))
 
 
-def placed(n: int) -> np.ndarray[Any, Any]:
-    """``n`` bytes starting 16 bytes past a cache line."""
+def placed(n: int, offset: int = 16) -> np.ndarray[Any, Any]:
+    """``n`` bytes starting ``offset`` bytes past a cache line."""
     room = np.empty(n + 128, np.uint8)
-    start = -room.ctypes.data % 64 + 16
+    start = -room.ctypes.data % 64 + offset
     return room[start : start + n]
 
 
 def digest_of(text: str) -> str:
-    """The digest of the bytes both directions give for ``text``, with one and two threads."""
+    """The digest of the bytes both directions give for ``text``, with one and two threads (``...@k``: outputs
+    ``k`` bytes past a cache line, else 16)."""
+    text, _, at = text.partition("@")
+    offset = int(at or 16)
     s = shape_of(text)
     dtype = np.dtype(s.element_type.numpy_dtype)
     n = int(np.prod(s.dimensions))
@@ -58,8 +62,8 @@ def digest_of(text: str) -> str:
         x = xs.from_physical(xs.to_physical(x, s), s)  # canonical sub-byte values
     digest = hashlib.sha256()
     for threads in (1, 2):
-        b = xs.to_physical(x, s, out=placed(s.byte_size()), threads=threads)
-        y = xs.from_physical(b, s, out=placed(x.nbytes).view(dtype).reshape(x.shape), threads=threads)
+        b = xs.to_physical(x, s, out=placed(s.byte_size(), offset), threads=threads)
+        y = xs.from_physical(b, s, out=placed(x.nbytes, offset).view(dtype).reshape(x.shape), threads=threads)
         digest.update(b.tobytes())
         digest.update(y.tobytes())
     return digest.hexdigest()

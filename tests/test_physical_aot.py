@@ -23,6 +23,7 @@ WORKER = Path(__file__).with_name("kernel_worker.py")  # every entry point and e
 # (entry, the witness's key) every entry and width the worker must run from kept code
 EXPECTED = {("walk_squares", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
     (name, "<u4") for name in ("walk_runs", "walk_groups", "walk_wide")} | {("walk_rows", "|u1")} | {
+    ("walk_quarters", "<u2")} | {
     ("shifted_rows", w) for w in ("<u2", "<u4", "<u8")} | {("staged_transpose", w) for w in ("|u1", "<u2", "<u4")} | {
     (name, w) for name in ("tiled_to_physical", "tiled_from_physical") for w in ("|u1", "<u2")} | {
     (f"tiled_{way}_{kind}", "|u1") for way in ("to", "from") for kind in ("canonical", "packed")} | {
@@ -112,6 +113,23 @@ def test_first_use_keeps_the_machine_code_and_a_new_process_runs_it_without_numb
     assert not second["numba"]  # every call ran from the kept machine code
     assert witnesses(second) >= EXPECTED
     assert second["digests"] == first["digests"] == reference["digests"]
+
+
+BLOCKS = {"walk_runs": {"_runs"}, "walk_groups": {"_grouped_block", "_scalar"},
+          "walk_wide": {"_wide_block", "_scalar"}, "walk_quarters": {"_quarter_block", "_scalar"},
+          "walk_rows": {"_any_rows_block", "_rows_block", "_interleaved", "_deinterleaved", "_scalar"},
+          "walk_squares": {"_any_squares_block", "_squares_block", "_short_rows", "_scalar"}}
+"""The block subroutines compiled into each kind of walk (and no other kind's)."""
+
+
+def test_each_walk_holds_the_code_of_its_own_kind_of_block_only(kept: tuple[Path, dict[str, Any]]) -> None:
+    cache, _ = kept
+    names = set().union(*BLOCKS.values())
+    walks = [path for path in objects(cache) if path.name.split(".")[1] in BLOCKS]
+    assert {path.name.split(".")[1] for path in walks} == set(BLOCKS)
+    for path in walks:
+        code = path.read_bytes()  # numba's mangled names hold each Python name after its length
+        assert {name for name in names if f"{len(name)}{name}".encode() in code} == BLOCKS[path.name.split(".")[1]]
 
 
 def test_no_numba_variable_loads_neither_numba_nor_llvmlite(reference: dict[str, Any]) -> None:

@@ -10,8 +10,9 @@ branches numba prunes before typing). The kinds:
 - ``RUNS``: rows contiguous on both sides (memcpy runs, many per call);
 - ``GROUPS``: blocks of 2, 4, 8 or 16 source rows that continue each other, moved a square of one line a side
   across several blocks at a time (tiled transposes);
-- ``WIDE``: short destination rows that continue each other (tiled transposes read back), many blocks a band at
-  a time;
+- ``WIDE``: short destination rows (8 elements and up, less than a line) that continue each other (tiled
+  transposes read back), many blocks a band at a time;
+- ``QUARTERS``: the same with rows of 2 or 4 elements, on lines: as many blocks as fill a line at a time;
 - ``ROWS``: rows interleaved (2-7 of them: ``(2,1)`` and ``(4,1)`` sub-tiles, channels) or de-interleaved;
 - ``SQUARES``: anything else (register transposes of squares, short blocks, element by element).
 """
@@ -22,8 +23,9 @@ from collections.abc import Sequence
 
 LINE = 64  # bytes of a cache line
 
-RUNS, GROUPS, WIDE, ROWS, SQUARES = 1, 2, 3, 4, 5
-WALKS = {RUNS: "walk_runs", GROUPS: "walk_groups", WIDE: "walk_wide", ROWS: "walk_rows", SQUARES: "walk_squares"}
+RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES = 1, 2, 3, 4, 5, 6
+WALKS = {RUNS: "walk_runs", GROUPS: "walk_groups", WIDE: "walk_wide", QUARTERS: "walk_quarters", ROWS: "walk_rows",
+         SQUARES: "walk_squares"}
 """The entry point of each kind (:mod:`._walk`)."""
 
 
@@ -99,7 +101,9 @@ def walk_kind(
             # every wide block on whole lines: rows of 2 or 4 elements, as many blocks as fill a line at a time
             on_lines = stream and target % LINE == 0 and all(d_steps[a] * width % LINE == 0 for a in (unit, *axes[:-1]))
             quarter = small in (2, 4) and big >= small and on_lines
-            if quarter or (big >= 8 and small >= 8):
-                return WIDE, LINE // (small * width) if quarter and len(axes) == 1 else 1
+            if quarter:
+                return QUARTERS, LINE // (small * width) if len(axes) == 1 else 1
+            if big >= 8 and small >= 8:
+                return WIDE, 1
     rows = big > 1 and di == 1 and ((du == small and 2 <= small <= 7) or (si == big and 2 <= big <= 7))
     return (ROWS if rows else SQUARES), 1

@@ -69,7 +69,7 @@ from ._intrinsics import (
     _width,
 )
 from ._kernels import _copy_out, _lines
-from ._kinds import GROUPS, ROWS, RUNS, SQUARES, WALKS, WIDE
+from ._kinds import GROUPS, QUARTERS, ROWS, RUNS, SQUARES, WALKS, WIDE
 
 WIDE_BLOCKS = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 WIDE_LINES = 8  # lines of each destination row the line squares of a wide block write before the next row
@@ -325,19 +325,14 @@ def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int
 
 
 @_subroutine
-def _wide_block(
+def _quarter_block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
     ahead: int,
 ) -> None:
-    """``count`` blocks side by side in the destination (block ``f`` at ``dst + f*small`` elements, ``src + f*fs``):
-    short destination rows (tiled transposes read back) written a band of 8 rows at a time across many blocks, so
-    that each row gets one long run instead of ``count`` scattered pieces; rows of a half, a quarter or an eighth
-    of a line, two, four or eight blocks at a time, whole lines streamed. ``ahead`` (0: none) is the source of the
-    next wide block, of the same shape: its blocks' source rows are prefetched one block per group moved, over the
-    first bands."""
+    """:func:`_wide_block` of destination rows of 2 or 4 elements (tiled transposes' short tiles read back), on
+    lines and streamed: as many blocks as fill a line at a time (``ahead``: unused, for the same arguments)."""
     width = _width(pad)
     if (small == 2 or small == 4) and big >= small and stream and dst % LINE == 0 and (du * width) % LINE == 0:
-        # rows of 2 or 4 elements (tiled transposes' short tiles read back): as many blocks as fill a line
         group = LINE // (small * width)
         grouped = count - count % group
         full_u = big - big % small
@@ -366,6 +361,22 @@ def _wide_block(
                 first = _0 if f >= grouped else full_u  # (whole blocks left over, or the rows after full_u)
                 _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, first, small)
         return
+    for f in range(count):  # (the walk's kind gives these only blocks on lines)
+        _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
+
+
+@_subroutine
+def _wide_block(
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
+    ahead: int,
+) -> None:
+    """``count`` blocks side by side in the destination (block ``f`` at ``dst + f*small`` elements, ``src + f*fs``):
+    short destination rows (tiled transposes read back) written a band of 8 rows at a time across many blocks, so
+    that each row gets one long run instead of ``count`` scattered pieces; rows of a half, a quarter or an eighth
+    of a line, two, four or eight blocks at a time, whole lines streamed. ``ahead`` (0: none) is the source of the
+    next wide block, of the same shape: its blocks' source rows are prefetched one block per group moved, over the
+    first bands. (Rows of 2 or 4 elements: :func:`_quarter_block`.)"""
+    width = _width(pad)
     if big < 8 or small < 8:  # (the walk's kind leaves these to blocks of their own)
         for f in range(count):
             _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
@@ -533,12 +544,15 @@ def _walker(kind: int) -> Any:
                     _fence()
                 return
             m -= 1
-        elif kind == WIDE:
+        elif kind == WIDE or kind == QUARTERS:
             wide, fs = shape[axes[m - 1]], s_strides[axes[m - 1]]  # the blocks continue each other's rows
             if m == 1:  # no other axis: one wide block of the blocks [first, last) (the threads' split)
-                if first < last:
+                if kind == WIDE and first < last:
                     _wide_block(dst + first * small * width, src + first * fs * width, pad, big, small, du, si,
                                 last - first, fs, stream, _0)
+                elif kind == QUARTERS and first < last:
+                    _quarter_block(dst + first * small * width, src + first * fs * width, pad, big, small, du, si,
+                                   last - first, fs, stream, _0)
                 if stream:
                     _fence()
                 return
@@ -562,6 +576,9 @@ def _walker(kind: int) -> Any:
                     if kind == WIDE:
                         _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs,
                                     stream, src + s_off * width)
+                    elif kind == QUARTERS:
+                        _quarter_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
+                                       fs, stream, _0)
                     elif kind == ROWS:
                         _any_rows_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
                                         src + s_off * width, scratch, room)
@@ -582,6 +599,9 @@ def _walker(kind: int) -> Any:
                         if kind == WIDE:
                             _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs,
                                         stream, _0)
+                        elif kind == QUARTERS:
+                            _quarter_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
+                                           fs, stream, _0)
                         elif kind == ROWS:
                             _any_rows_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si,
                                             stream, _0, scratch, room)
@@ -603,6 +623,7 @@ def _walker(kind: int) -> Any:
 walk_runs = _walker(RUNS)
 walk_groups = _walker(GROUPS)
 walk_wide = _walker(WIDE)
+walk_quarters = _walker(QUARTERS)
 walk_rows = _walker(ROWS)
 walk_squares = _walker(SQUARES)
 

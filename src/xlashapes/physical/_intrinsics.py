@@ -288,6 +288,55 @@ _lanes = _constant(_lanes_of)
 _side = _constant(_side_of)
 
 
+# the masks of the rounds that pack the low ``bits`` bits of each byte of a uint64 (rounds: shift, mask after)
+_PACKING = {
+    4: (0x0F0F0F0F0F0F0F0F, ((4, 0x00FF00FF00FF00FF), (8, 0x0000FFFF0000FFFF), (16, 0x00000000FFFFFFFF))),
+    2: (0x0303030303030303, ((6, 0x000F000F000F000F), (12, 0x000000FF000000FF), (24, 0x000000000000FFFF))),
+    1: (0x0101010101010101, ((7, 0x0003000300030003), (14, 0x0000000F0000000F), (28, 0x00000000000000FF))),
+}
+
+
+def _squeezer(bits: int) -> Any:
+    """An intrinsic taking the low ``bits`` bits of each byte of a uint64, packed into its low ``8*bits`` bits (first
+    byte lowest): three shift-or-mask rounds."""
+    low, rounds = _PACKING[bits]
+
+    @_intrinsic
+    def squeeze(typingctx: Any, word: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            v = builder.and_(args[0], ir.Constant(_I64, low))
+            for shift, mask in rounds:
+                v = builder.and_(builder.or_(v, builder.lshr(v, ir.Constant(_I64, shift))), ir.Constant(_I64, mask))
+            return v
+
+        return types.uint64(types.uint64), codegen
+
+    return squeeze
+
+
+def _spreader(bits: int) -> Any:
+    """The inverse of :func:`_squeezer`: the low ``8*bits`` bits of a uint64 spread into the low ``bits`` bits of
+    each byte."""
+    low, rounds = _PACKING[bits]
+    masks = [*[mask for _, mask in rounds[:-1]][::-1], low]  # each round's mask, last round first
+
+    @_intrinsic
+    def spread(typingctx: Any, value: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            v = args[0]
+            for (shift, _), mask in zip(rounds[::-1], masks, strict=True):
+                v = builder.and_(builder.or_(v, builder.shl(v, ir.Constant(_I64, shift))), ir.Constant(_I64, mask))
+            return v
+
+        return types.uint64(types.uint64), codegen
+
+    return spread
+
+
+_squeeze4, _squeeze2, _squeeze1 = _squeezer(4), _squeezer(2), _squeezer(1)
+_spread4, _spread2, _spread1 = _spreader(4), _spreader(2), _spreader(1)
+
+
 def _store(builder: Any, value: Any, pointer: Any, nontemporal: bool) -> None:
     """Store ``value``: plainly (any alignment), or streaming a whole aligned line past the cache."""
     if not nontemporal:

@@ -37,6 +37,12 @@ from ._intrinsics import (
     _move_line,
     _put,
     _put_word,
+    _spread1,
+    _spread2,
+    _spread4,
+    _squeeze1,
+    _squeeze2,
+    _squeeze4,
     _stream,
     _stream4,
     _subroutine,
@@ -368,45 +374,8 @@ def _copy_out(out: int, scratch: int, n: int, stream: int) -> None:
 
 # ----- sub-byte packing --------------------------------------------------------------------------------------------
 _U = np.uint64
-_LOW_NIBBLES, _LOW_PAIRS, _LOW_BITS = _U(0x0F0F0F0F0F0F0F0F), _U(0x0303030303030303), _U(0x0101010101010101)
-_M16_8, _M32_16, _M64_32 = _U(0x00FF00FF00FF00FF), _U(0x0000FFFF0000FFFF), _U(0x00000000FFFFFFFF)
-_M16_4, _M32_8, _M64_16 = _U(0x000F000F000F000F), _U(0x000000FF000000FF), _U(0x000000000000FFFF)
-_M16_2, _M32_4, _M64_8 = _U(0x0003000300030003), _U(0x0000000F0000000F), _U(0x00000000000000FF)
-
-
-@_inline
-def _squeeze(word: Any, bits: int) -> Any:
-    """The low ``bits`` bits of each byte of a uint64, packed into its low ``8*bits`` bits (first byte lowest)."""
-    if bits == 4:
-        v = word & _LOW_NIBBLES
-        v = (v | (v >> _U(4))) & _M16_8
-        v = (v | (v >> _U(8))) & _M32_16
-        return (v | (v >> _U(16))) & _M64_32
-    if bits == 2:
-        v = word & _LOW_PAIRS
-        v = (v | (v >> _U(6))) & _M16_4
-        v = (v | (v >> _U(12))) & _M32_8
-        return (v | (v >> _U(24))) & _M64_16
-    v = word & _LOW_BITS
-    v = (v | (v >> _U(7))) & _M16_2
-    v = (v | (v >> _U(14))) & _M32_4
-    return (v | (v >> _U(28))) & _M64_8
-
-
-@_inline
-def _spread(value: Any, bits: int) -> Any:
-    """Inverse of ``_squeeze``: the low ``8*bits`` bits of a uint64 spread into the low ``bits`` bits of each byte."""
-    if bits == 4:
-        v = (value | (value << _U(16))) & _M32_16
-        v = (v | (v << _U(8))) & _M16_8
-        return (v | (v << _U(4))) & _LOW_NIBBLES
-    if bits == 2:
-        v = (value | (value << _U(24))) & _M32_8
-        v = (v | (v << _U(12))) & _M16_4
-        return (v | (v << _U(6))) & _LOW_PAIRS
-    v = (value | (value << _U(28))) & _M32_4
-    v = (v | (v << _U(14))) & _M16_2
-    return (v | (v << _U(7))) & _LOW_BITS
+_LOW_NIBBLES, _LOW_BITS = _U(0x0F0F0F0F0F0F0F0F), _U(0x0101010101010101)
+_M64_32, _M64_16, _M64_8 = _U(0x00000000FFFFFFFF), _U(0x000000000000FFFF), _U(0x00000000000000FF)
 
 
 @_subroutine
@@ -414,18 +383,18 @@ def _pack_words(dst: int, src: int, count: int, bits: int) -> None:
     """``count`` packed uint64 words at ``dst`` from the element bytes at ``src`` (``64 / bits`` bytes per word)."""
     if bits == 4:
         for k in range(count):
-            low = _squeeze(_get_word(src, 2 * k), 4)
-            _put_word(dst, k, low | (_squeeze(_get_word(src, 2 * k + 1), 4) << _U(32)))
+            low = _squeeze4(_get_word(src, 2 * k))
+            _put_word(dst, k, low | (_squeeze4(_get_word(src, 2 * k + 1)) << _U(32)))
     elif bits == 2:
         for k in range(count):
-            v = _squeeze(_get_word(src, 4 * k), 2) | (_squeeze(_get_word(src, 4 * k + 1), 2) << _U(16))
-            v |= (_squeeze(_get_word(src, 4 * k + 2), 2) << _U(32)) | (_squeeze(_get_word(src, 4 * k + 3), 2) << _U(48))
+            v = _squeeze2(_get_word(src, 4 * k)) | (_squeeze2(_get_word(src, 4 * k + 1)) << _U(16))
+            v |= (_squeeze2(_get_word(src, 4 * k + 2)) << _U(32)) | (_squeeze2(_get_word(src, 4 * k + 3)) << _U(48))
             _put_word(dst, k, v)
     else:
         for k in range(count):
             v = _U(0)
             for q in range(8):
-                v |= _squeeze(_get_word(src, 8 * k + q), 1) << _U(8 * q)
+                v |= _squeeze1(_get_word(src, 8 * k + q)) << _U(8 * q)
             _put_word(dst, k, v)
 
 
@@ -466,18 +435,18 @@ def _unpack_words(dst: int, src: int, count: int, bits: int, lanes: Any) -> None
     if bits == 4:
         for k in range(count):
             v = _get_word(src, k)
-            _put_word(dst, 2 * k, _spread(v & _M64_32, 4) & lanes)
-            _put_word(dst, 2 * k + 1, _spread(v >> _U(32), 4) & lanes)
+            _put_word(dst, 2 * k, _spread4(v & _M64_32) & lanes)
+            _put_word(dst, 2 * k + 1, _spread4(v >> _U(32)) & lanes)
     elif bits == 2:
         for k in range(count):
             v = _get_word(src, k)
             for q in range(4):
-                _put_word(dst, 4 * k + q, _spread((v >> _U(16 * q)) & _M64_16, 2) & lanes)
+                _put_word(dst, 4 * k + q, _spread2((v >> _U(16 * q)) & _M64_16) & lanes)
     else:
         for k in range(count):
             v = _get_word(src, k)
             for q in range(8):
-                _put_word(dst, 8 * k + q, _spread((v >> _U(8 * q)) & _M64_8, 1) & lanes)
+                _put_word(dst, 8 * k + q, _spread1((v >> _U(8 * q)) & _M64_8) & lanes)
 
 
 @_jit

@@ -1,7 +1,7 @@
 """to_physical / from_physical / relayout against np.copyto of the same bytes: the whole matrix (run by hand).
 
     python benchmarks/bench_physical.py [--quick] [--sizes 64,512] [--threads 1,2] [--only TEXT] [--cpu]
-                                        [--unaligned] [--startup] [--rss] [--huge DIR]
+                                        [--unaligned] [--startup] [--cold] [--rss] [--huge DIR]
 
 Each row is one layout, one direction, one size and one thread count; the columns are time / memcpy time (1.0 is
 memcpy speed) for the NumPy path (``XLASHAPES_NO_NUMBA=1``, single thread) and the compiled path. memcpy is
@@ -15,7 +15,8 @@ need the rows shifted onto the line grid, which the transposes with short rows c
 compiles (or loads the cache) and is not timed.
 
 ``--startup`` times new processes: import + one 4 MiB conversion on the NumPy path, the first compiled use with
-an empty kernel cache (cold) and with a filled one (warm). ``--rss`` runs each case in a new process and prints
+an empty kernel cache (cold) and with a filled one (warm); ``--cold`` times each layout's first compiled use
+(to and from, 64 MiB, a new process with an empty kernel cache). ``--rss`` runs each case in a new process and prints
 its peak RSS above the input array, against the output's size. ``--huge DIR`` streams an 8 GiB array through
 ``pack_file`` / ``unpack_file`` in DIR (needs 24 GiB of disk) and prints the time and peak RSS of each.
 """
@@ -254,6 +255,39 @@ def startup() -> None:
                   f"{rss:5.0f} MiB   {loaded}")
 
 
+COLD = (
+    "import sys, time; sys.path.insert(0, {bench!r}); import numpy as np, xlashapes as xs; "
+    "from bench_physical import shape_of, random_array; s = shape_of({text!r}, {n}); "
+    "x = random_array(s, np.random.default_rng(0)); runs = []; "
+    "exec('for _ in range(2):\\n c = time.perf_counter(); b = xs.to_physical(x, s); xs.from_physical(b, s); "
+    "runs.append(time.perf_counter() - c)'); print(*runs, 'numba' in sys.modules)"
+)
+
+
+def cold(args: argparse.Namespace) -> None:
+    """Print each layout's first compiled use (64 MiB, to and from) in a new process with an empty kernel cache:
+    the first conversion's time, a second's, and the difference (the compile)."""
+    bench = os.path.dirname(os.path.abspath(__file__))
+    print("first compiled use per layout: new process, empty kernel cache, to_physical + from_physical of 64 MiB "
+          "(wall clock)")
+    print(f"  {'':32} {'1st':>7} {'2nd':>7} {'compile':>8}")
+    worst = 0.0
+    for name, text, n, _ in CASES:
+        if args.only not in name:
+            continue
+        with tempfile.TemporaryDirectory() as cache:
+            env = {**os.environ, NO_NUMBA: "0", "XLASHAPES_NO_AOT": "0", "XLASHAPES_CACHE_DIR": cache}
+            out = subprocess.run([sys.executable, "-c", COLD.format(bench=bench, text=text, n=n)], env=env,
+                                 capture_output=True, text=True, check=True).stdout.split()
+        first, again = float(out[0]), float(out[1])
+        if out[2] != "True":  # (under FIRST_NUMBA_BYTES, a new process keeps to the NumPy path)
+            print(f"  {name:32} {first:6.2f}s {again:6.2f}s {'':>8} (NumPy path)")
+            continue
+        worst = max(worst, first - again)
+        print(f"  {name:32} {first:6.2f}s {again:6.2f}s {first - again:7.2f}s")
+    print(f"  {'worst':32} {'':7} {'':7} {worst:7.2f}s")
+
+
 RSS = (
     "import sys, os, numpy as np; sys.path.insert(0, {bench!r}); "
     "os.environ['XLASHAPES_NO_NUMBA'] = {flag!r}; "
@@ -332,6 +366,7 @@ def main() -> None:
     parser.add_argument("--unaligned", action="store_true",
                         help="out= arrays 16 bytes past a cache line (as np.empty puts large arrays), not on one")
     parser.add_argument("--startup", action="store_true", help="also time new processes (cold and warm)")
+    parser.add_argument("--cold", action="store_true", help="also time each layout's first compiled use")
     parser.add_argument("--rss", action="store_true", help="also measure peak RSS per case in new processes")
     parser.add_argument("--huge", metavar="DIR", help="also stream an 8 GiB array through files in DIR")
     parser.add_argument("--no-matrix", action="store_true", help="skip the ratio matrix")
@@ -341,6 +376,8 @@ def main() -> None:
     # new processes first: a child's peak RSS starts from this process's at the fork (Linux keeps it across exec)
     if args.startup:
         startup()
+    if args.cold:
+        cold(args)
     if args.rss:
         rss(args)
     if not args.no_matrix:

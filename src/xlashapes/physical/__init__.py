@@ -34,8 +34,8 @@ not a C extension: the package stays pure Python (one wheel for every platform, 
 is the only well-kept way to get vectorized machine code (shuffles, streaming stores) from Python; its cost is paid only
 by large conversions: arrays under ``FIRST_NUMBA_BYTES`` (64 MiB) never import it in a process that has not loaded numba
 yet, and once it is loaded arrays from ``NUMBA_BYTES`` (1 MiB) use it. Small work never imports numba. The kernels are
-few and general: ``_walk.strided_copy`` walks the factor views of *any* layout the plan covers, in both directions and
-for relayout (runs; 2-, 3- and 4-way row (de)interleaves, as TPU sub-tiles and RGB channels make them; register
+few and general: the generic kernel of ``_walk`` walks the factor views of *any* layout the plan covers, in both
+directions and for relayout (runs; 2- to 7-way row (de)interleaves, as TPU sub-tiles and channels make them; register
 transposes of blocks from 2 rows up; streaming whole lines out; a run contiguous on both sides, as a ``(2,1)``
 sub-tile's row pair, moves as one word); transposing walks read one line's worth of source rows ~2 KiB at a time and
 write whole destination lines (rows off the line grid are shifted onto it; short rows at different offsets, as legacy
@@ -49,9 +49,13 @@ is one pass with no unpacked temporary. The 2-d tiled kernels (any ``T(R,C)(P,1)
 16-bit formats, pred made 0/1 and plain E(n) fields packed tile by tile on the way) are faster special cases; ``pack`` /
 ``unpack`` do E(1)/E(2)/E(4). Arrays these functions allocate start on a 64-byte line (as XLA's buffers do), so that
 whole lines can be streamed into them. Transposing walks prefetch the next block's source lines while they move the
-current one; 2- and 4-byte squares of whole lines are transposed by in-lane unpacks and block shuffles. Each kernel
-compiles once per element width on first use (its callees are subroutines compiled into its own code, so that LLVM
-optimizes and emits each kernel's code once: :func:`._intrinsics._subroutine`) and is cached with numba's
+current one; 2- and 4-byte squares of whole lines are transposed by in-lane unpacks and block shuffles. The generic
+kernel is one entry point per kind of block (``_kinds``: runs, grouped squares, wide and quarter-line blocks, row
+(de)interleaves, squares), and the tiled kernels one per extra step (none, canonical bytes, E(n) packing), chosen in
+Python; numba compiles only the kind a conversion uses, so a layout's first compiled use pays for its own code (0.8 to
+2.7 s, to and from, cold, on the benchmark's layouts; ``bench_physical.py --cold``). Each entry point compiles once
+per element width on first use (its callees are subroutines compiled into its own code, so that LLVM optimizes and
+emits each kernel's code once: :func:`._intrinsics._subroutine`) and is cached with numba's
 ``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/xlashapes``, else ``~/.cache/xlashapes``; its machine code is also kept there (keyed by the host CPU
 and the numba version), and a new process runs that through llvmlite alone, without importing numba (``_aot``;

@@ -290,7 +290,7 @@ class Native:
 def load(module: str, name: str, key: str) -> Native | None:
     """The kept overload of one entry for the argument-types ``key``, loaded; None when there is none usable.
 
-    >>> load("_walk", "strided_copy", "no such key") is None
+    >>> load("_walk", "walk_squares", "no such key") is None
     True
     """
     if not aot_enabled():

@@ -86,8 +86,8 @@ def import_kernels() -> Any:
 
 
 def walker() -> Any:
-    """The generic compiled kernel's entry points (``strided_copy``, ``shifted_rows``), or None
-    (as :func:`kernels`)."""
+    """The generic compiled kernel's entry points (``walk_runs`` ... :mod:`._kinds`, ``shifted_rows``,
+    ``staged_transpose``), or None (as :func:`kernels`)."""
     if not compiled_enabled() or _aot.numba_failed():
         return None
     return import_walker()

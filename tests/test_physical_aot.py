@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,30 @@ def test_signature_keys_name_the_overloads_numba_compiles() -> None:
     assert len(_entries.flattened(args)) == 3 + 7 + 2  # an array is 7 words in 1-d, a pair 2
     assert _entries.signature_key((np.zeros((2, 2), np.int64)[:, 0],)) == "A1<i8Awa"
     assert _entries.signature_key(("text",)) == ""
+
+
+def test_kernel_caches_unused_for_30_days_are_removed_but_this_versions(tmp_path: Path) -> None:
+    for name, age in (("kernels-old", 40), ("kernels-recent", 5), ("kernels-mine", 90), ("numba-old", 40)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "file").write_bytes(b"x")
+        then = time.time() - age * 86400
+        os.utime(tmp_path / name, (then, then))
+    assert _cache.prune_stale(str(tmp_path), "kernels-", "kernels-mine") == [str(tmp_path / "kernels-old")]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["kernels-mine", "kernels-recent", "numba-old"]
+    _cache.mark_used(str(tmp_path / "numba-old"))
+    assert time.time() - (tmp_path / "numba-old").stat().st_mtime < 3600
+
+
+def test_a_compile_removes_other_versions_stale_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLASHAPES_CACHE_DIR", str(tmp_path))
+    stale, recent = tmp_path / "kernels-0123456789abcdef", tmp_path / "kernels-fedcba9876543210"
+    for folder, age in ((stale, 31), (recent, 29)):
+        folder.mkdir()
+        then = time.time() - age * 86400
+        os.utime(folder, (then, then))
+    assert _aot.save_constants("_test", {"a": 1})
+    assert not stale.exists() and recent.exists()
+    assert _aot.constants("_test") == {"a": 1}
 
 
 def test_the_kept_objects_share_the_numba_cache_directory() -> None:

@@ -10,7 +10,9 @@ that overload's object code is written to ``<kernel cache>/aot-<host>/``, with a
 argument-types key, the symbol and the machine types of its argument words, and a digest of the code. The
 directory is keyed by the kernel-source digest (:func:`._cache.kernels_directory`), and ``<host>`` by llvmlite's
 host CPU name and feature string, the llvmlite, numba and Python versions and the machine: code built for
-another CPU or another numba is never read. Files are written whole (a temporary file, then a rename).
+another CPU or another numba is never read. Files are written whole (a temporary file, then a rename). When a
+process compiles, the caches of other kernel-source versions and the kept code of other hosts that no process has
+used for 30 days are removed (loading kept code marks its directories used).
 
 **What is loaded.** :class:`Entry` calls the overload's *native* function (numba's calling convention: a status
 word, a return slot, an exception slot, then the arguments flattened into words) through ``ctypes``, which drops
@@ -53,7 +55,7 @@ from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import Any
 
-from ._cache import kernels_directory
+from ._cache import cache_directory, kernels_digest, kernels_directory, mark_used, prune_stale
 from ._entries import ENTRIES, flattened, native_entry, signature_key
 
 MAGIC = b"xlashapes-aot-1\n"
@@ -223,10 +225,14 @@ def save(module: str, name: str, key: str, dispatcher: Any, args: tuple[Any, ...
 
 def save_constants(module: str, values: dict[str, int]) -> bool:
     """Write a kernel module's integer constants: the file tells a later process that this module's kernels were
-    compiled here (so their kept machine code may be tried before numba is imported)."""
+    compiled here (so their kept machine code may be tried before numba is imported). Kernel caches of other
+    source versions, and kept code of other hosts, unused for ``STALE_DAYS``, are removed then (a compile is rare:
+    once per version and host)."""
     folder = aot_directory()
     if folder is None:
         return False
+    prune_stale(cache_directory(), "kernels-", kernels_digest())
+    prune_stale(kernels_directory(), "aot-", os.path.basename(folder))
     return _write(os.path.join(folder, f"{module.strip('_')}.constants.json"), json.dumps(values).encode())
 
 
@@ -307,12 +313,19 @@ def load(module: str, name: str, key: str) -> Native | None:
     parsed = _parsed(data, f"{module}.{name}", key, host)
     if parsed is None:
         return None
+    _mark_used(folder)
     symbol, words, code = parsed
     try:
         address = _engine().add(code, symbol)
     except Exception:  # llvmlite refused the object, or a symbol it needs has no address here
         return None
     return None if address is None else Native(address, words)
+
+
+@cache
+def _mark_used(folder: str) -> None:
+    """Mark ``folder`` and its kernel cache as used by this process, once (:func:`._cache.mark_used`)."""
+    mark_used(folder, os.path.dirname(folder))
 
 
 def _parsed(data: bytes, entry: str, key: str, host: dict[str, str]) -> tuple[str, list[str], bytes] | None:

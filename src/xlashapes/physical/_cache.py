@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import time
 from functools import lru_cache
 
 CACHE_VARIABLE = "XLASHAPES_CACHE_DIR"
@@ -55,3 +57,44 @@ def kernels_directory() -> str:
     True
     """
     return os.path.join(cache_directory(), kernels_digest())
+
+
+STALE_DAYS = 30
+"""Days after which another version's kernel cache (or kept machine code for another host) is removed."""
+
+
+def prune_stale(folder: str, prefix: str, keep: str, days: float = STALE_DAYS) -> list[str]:
+    """Remove the subdirectories of ``folder`` named ``prefix...`` but ``keep`` that were not used (their mtime:
+    written, or :func:`mark_used`) for ``days`` days: the caches of kernel sources or hosts no longer in use.
+    Returns their paths; errors leave a directory in place.
+
+    >>> prune_stale("/no/such/folder", "kernels-", "kernels-0")
+    []
+    """
+    removed: list[str] = []
+    limit = time.time() - days * 86400
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            stale = entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < limit
+        except OSError:
+            continue
+        if entry.name.startswith(prefix) and entry.name != keep and stale:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    return removed
+
+
+def mark_used(*folders: str) -> None:
+    """Set the mtime of ``folders`` to now (a process uses their contents), so that :func:`prune_stale` keeps them.
+
+    >>> mark_used("/no/such/folder")
+    """
+    for folder in folders:
+        try:
+            os.utime(folder)
+        except OSError:
+            pass

@@ -17,12 +17,12 @@ from numba.core import config as _config
 from numba.extending import intrinsic
 
 from ._cache import cache_directory, kernels_digest
+from ._kinds import LINE, grouped_side, lanes_of, side_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 cgutils: Any = _cgutils
 compiler: Any = _compiler
 
-LINE = 64  # bytes of one cache line: the unit of streaming stores
 # typed constants for calls: a literal 0 or 1 would make numba compile the callee once more for it
 _0, _1 = np.int64(0), np.int64(1)
 UNIT = 4096  # bytes a kernel writes at a time, so that reading and writing overlap
@@ -146,17 +146,6 @@ def _element(context: Any, witness: Any) -> tuple[Any, int]:
     """The LLVM type of a witness scalar's type and its size in bytes."""
     element = context.get_value_type(witness)
     return element, element.width // 8
-
-
-def _lanes_of(width: int) -> int:
-    """Elements of ``width`` bytes in one cache line."""
-    return LINE // width
-
-
-def _side_of(width: int) -> int:
-    """Side of the square blocks ``_transpose`` works on: 32 elements for 2-byte words (rows of one line), 16 for
-    1- and 4-byte words, 8 for 8-byte words."""
-    return 8 if width == 8 else 32 if width == 2 else 16
 
 
 @_intrinsic
@@ -284,8 +273,9 @@ def _constant(of_width: Callable[[int], int]) -> Any:
 
 
 _width = _constant(lambda width: width)
-_lanes = _constant(_lanes_of)
-_side = _constant(_side_of)
+_lanes = _constant(lanes_of)
+_side = _constant(side_of)
+_grouped_side = _constant(grouped_side)
 
 
 # the masks of the rounds that pack the low ``bits`` bits of each byte of a uint64 (rounds: shift, mask after)
@@ -381,7 +371,7 @@ def _square_intrinsic(codegen: Callable[..., Any], grouped: bool) -> Any:
 def _transposer(side: int, grouped: bool = False, native: bool = True) -> Any:
     """An intrinsic: element (j, i) of a square block at ``dst`` = element (i, j) at ``src``, in registers.
 
-    The block is ``side`` elements square (0: ``_side_of`` the element width). Row steps are in elements; the
+    The block is ``side`` elements square (0: ``side_of`` the element width). Row steps are in elements; the
     ``stream`` argument (nonzero: each destination row is a whole line on a line boundary) streams the rows out.
     The stages are :func:`_squares`. ``grouped``: the destination rows come in groups of ``2**shift`` (tiles of a
     tiled transpose whose sub-tile words leave them that many rows each): row ``j`` at ``dst + (j % 2**shift) *
@@ -393,12 +383,12 @@ def _transposer(side: int, grouped: bool = False, native: bool = True) -> Any:
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         element, width = _element(context, signature.args[-1])
-        if not native and side == _side_of(width):
+        if not native and side == side_of(width):
             return context.get_dummy_value()  # (never called for this width: no code)
         if grouped and width == 1:
             _byte_square(builder, args, True)
             return context.get_dummy_value()
-        n = side or _side_of(width)
+        n = side or side_of(width)
         vector = ir.VectorType(element, n)
         moved = _squares(builder, [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector),
                                                 align=1) for i in range(n)])
@@ -608,7 +598,7 @@ def _interleaver(p: int) -> Any:
     def interleave(typingctx: Any, dst: Any, src: Any, step: Any, stream: Any, witness: Any) -> Any:
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
             element, width = _element(context, signature.args[4])
-            n = _lanes_of(width)
+            n = lanes_of(width)
             vector = ir.VectorType(element, n)
             rows = [builder.load(_at(builder, _offset(builder, args[1], args[2], k, width), vector), align=1)
                     for k in range(p)]
@@ -635,7 +625,7 @@ def _deinterleaver(p: int) -> Any:
     def deinterleave(typingctx: Any, dst: Any, step: Any, src: Any, stream: Any, witness: Any) -> Any:
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
             element, width = _element(context, signature.args[4])
-            n = _lanes_of(width)
+            n = lanes_of(width)
             vector = ir.VectorType(element, n)
             lines = [builder.load(_at(builder, builder.add(args[2], ir.Constant(_I64, q * LINE)), vector), align=1)
                      for q in range(p)]

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from ._intrinsics import (
-    LINE,
     UNIT,
     _0,
     _1,
@@ -48,6 +47,7 @@ from ._intrinsics import (
     _subroutine,
     _width,
 )
+from ._kinds import LINE
 
 
 # ----- output streams -------------------------------------------------------------------------------------------

@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from ._intrinsics import (
-    LINE,
     _copy,
     _deinterleave2,
     _deinterleave3,
@@ -39,6 +38,7 @@ from ._intrinsics import (
     _deinterleave7,
     _fence,
     _get,
+    _grouped_side,
     _inline,
     _interleave2,
     _interleave3,
@@ -76,7 +76,7 @@ from ._intrinsics import (
     _width,
 )
 from ._kernels import _copy_out, _lines
-from ._kinds import GROUPS, QUARTERS, ROWS, RUNS, SQUARES, WALKS, WIDE
+from ._kinds import GROUPS, LINE, QUARTERS, ROWS, RUNS, SQUARES, WALKS, WIDE
 
 WIDE_BLOCKS = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 WIDE_LINES = 8  # lines of each destination row the line squares of a wide block write before the next row
@@ -417,13 +417,6 @@ def _wide_block(
             for f in range(f0, f1):
                 _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, full_u,
                         full_i)
-
-
-@_inline
-def _grouped_side(pad: Any) -> int:
-    """Elements a side of the grouped squares (:func:`_grouped_block`) takes (:func:`._kinds.grouped_side`)."""
-    width = _width(pad)
-    return LINE if width == 1 else _side(pad)
 
 
 @_subroutine

@@ -220,6 +220,8 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              # 5 to 7 channels to and from planes, the last line overlapping
              "u8[2,70,130,5]{2,1,3,0}", "u8[2,33,70,6]{2,1,3,0}", "u8[2,30,70,7]{2,1,3,0}", "bf16[2,9,40,5]{2,1,3,0}",
              "f32[2,7,20,6]{2,1,3,0}", "u8[2,6,64,70]{1,3,2,0}", "bf16[2,7,30,40]{1,3,2,0}",
+             # 8 channels from planes (bytes and 2-byte words): interleaved eight at a time
+             "u8[2,30,70,8]{2,1,3,0}", "bf16[2,9,41,8]{2,1,3,0}", "u8[2,8,33,70]{1,3,2,0}",
              # sides that are not a whole number of squares: one more square overlapping the last; rows of 9 and
              # 12 elements (conv weights OIHW <-> HWIO, 12 channels) staged a scratch's worth of rows at a time
              "f32[3,3,2,600]{1,0,3,2}", "f32[2,600,3,3]{1,0,3,2}", "u8[2,30,70,12]{2,1,3,0}",

@@ -645,6 +645,7 @@ def _deinterleaver(p: int) -> Any:
 
 _interleave2, _interleave3, _interleave4 = _interleaver(2), _interleaver(3), _interleaver(4)
 _interleave5, _interleave6, _interleave7 = _interleaver(5), _interleaver(6), _interleaver(7)
+_interleave8 = _interleaver(8)
 _deinterleave2, _deinterleave3, _deinterleave4 = _deinterleaver(2), _deinterleaver(3), _deinterleaver(4)
 _deinterleave5, _deinterleave6, _deinterleave7 = _deinterleaver(5), _deinterleaver(6), _deinterleaver(7)
 

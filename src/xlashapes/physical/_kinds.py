@@ -15,7 +15,8 @@ benchmark, against 1.2-4.1 s (17 of 25 layouts over 2.8 s) when one entry point 
 - ``WIDE``: short destination rows (8 elements and up, less than a line) that continue each other (tiled
   transposes read back), many blocks a band at a time;
 - ``QUARTERS``: the same with rows of 2 or 4 elements, on lines: as many blocks as fill a line at a time;
-- ``ROWS``: rows interleaved (2-7 of them: ``(2,1)`` and ``(4,1)`` sub-tiles, channels) or de-interleaved;
+- ``ROWS``: rows interleaved (2-7 of them: ``(2,1)`` and ``(4,1)`` sub-tiles, channels; 8 of 1- or 2-byte words)
+  or de-interleaved (2-7);
 - ``SQUARES``: anything else (register transposes of squares, short blocks, element by element).
 """
 
@@ -107,5 +108,7 @@ def walk_kind(
                 return QUARTERS, LINE // (small * width) if len(axes) == 1 else 1
             if big >= 8 and small >= 8:
                 return WIDE, 1
-    rows = big > 1 and di == 1 and ((du == small and 2 <= small <= 7) or (si == big and 2 <= big <= 7))
+    # (rows of 8: 1- and 2-byte words only; wider ones are as fast through squares)
+    interleaved = du == small and (2 <= small <= 7 or (small == 8 and width <= 2))
+    rows = big > 1 and di == 1 and (interleaved or (si == big and 2 <= big <= 7))
     return (ROWS if rows else SQUARES), 1

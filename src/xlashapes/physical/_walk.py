@@ -46,6 +46,7 @@ from ._intrinsics import (
     _interleave5,
     _interleave6,
     _interleave7,
+    _interleave8,
     _jit,
     _lanes,
     _line_square2,
@@ -172,7 +173,7 @@ def _short_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, si:
 
 @_subroutine
 def _interleaved(dst: int, src: int, pad: Any, big: int, small: int, si: int, aligned: int) -> None:
-    """``dst[u*small + i] = src[u + i*si]`` for ``small`` (2 to 7) rows of ``big`` elements, a line of each row's
+    """``dst[u*small + i] = src[u + i*si]`` for ``small`` (2 to 8) rows of ``big`` elements, a line of each row's
     elements at a time (``aligned``: the destination is on a line, whole lines streamed)."""
     width = _width(pad)
     lanes = _lanes(pad)
@@ -191,8 +192,10 @@ def _interleaved(dst: int, src: int, pad: Any, big: int, small: int, si: int, al
             _interleave5(d, src + at * width, si, aligned and not last, pad)
         elif small == 6:
             _interleave6(d, src + at * width, si, aligned and not last, pad)
-        else:
+        elif small == 7:
             _interleave7(d, src + at * width, si, aligned and not last, pad)
+        else:
+            _interleave8(d, src + at * width, si, aligned and not last, pad)
 
 
 @_subroutine
@@ -250,7 +253,7 @@ def _block_of(kind: int) -> Any:
             _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
             return
         lanes = _lanes(pad)
-        if kind == ROWS and du == small and 2 <= small <= 7:  # rows interleaved: (2,1), (4,1) sub-tiles out; channels
+        if kind == ROWS and du == small and 2 <= small <= 8:  # rows interleaved: (2,1), (4,1) sub-tiles out; channels
             _interleaved(dst, src, pad, big, small, si, aligned)
             if big < lanes:
                 _scalar(dst, src, pad, big, small, du, di, si, _0, _0)

@@ -400,22 +400,28 @@ def _wide_block(
     for f0 in range(0, count, WIDE_BLOCKS):
         f1 = min(count, f0 + WIDE_BLOCKS)
         grouped = f0 + (f1 - f0) // group * group if group > 1 else f0
-        for u in range(0, full_u, 8):
+        # source rows a multiple of 4 KiB apart share their cache sets: all the bands of a line of them before
+        # the next blocks (else one band across all the blocks, each destination row one long run)
+        chunk = LINE // width if (si * width) % 4096 == 0 else 8
+        for u0 in range(0, full_u, chunk):
+            u1 = min(full_u, u0 + chunk)
             for f in range(f0, grouped, group):
-                d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
-                if ahead and u // 8 < group:  # one block's rows per call, over the first bands
-                    g = f + u // 8
-                    _prefetch_rows(ahead + g * fs * width, si * width, big * width, small)
-                if group == 2:
-                    _transpose_short_nt(d, du, s, fs * width, si, pad)
-                elif group == 4:
-                    _transpose_short_nt4(d, du, s, fs * width, si, pad)
-                else:
-                    _transpose_short_nt8(d, du, s, fs * width, si, pad)
+                for u in range(u0, u1, 8):
+                    d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
+                    if ahead and u // 8 < group:  # one block's rows per call, over the first bands
+                        g = f + u // 8
+                        _prefetch_rows(ahead + g * fs * width, si * width, big * width, small)
+                    if group == 2:
+                        _transpose_short_nt(d, du, s, fs * width, si, pad)
+                    elif group == 4:
+                        _transpose_short_nt4(d, du, s, fs * width, si, pad)
+                    else:
+                        _transpose_short_nt8(d, du, s, fs * width, si, pad)
             for f in range(grouped, f1):
-                d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
-                for i in range(0, full_i, 8):
-                    _transpose8(d + i * width, du, s + i * si * width, si, _0, pad)
+                for u in range(u0, u1, 8):
+                    d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
+                    for i in range(0, full_i, 8):
+                        _transpose8(d + i * width, du, s + i * si * width, si, _0, pad)
         if full_u < big or full_i < small:
             for f in range(f0, f1):
                 _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, full_u,

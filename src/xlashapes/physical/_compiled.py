@@ -16,6 +16,7 @@ from . import _dispatch as dispatch
 from ._dispatch import Run, address
 from ._geometry import _Geometry
 from ._kernel_args import TiledGeometry
+from ._kinds import tiled_entry
 from ._packing import _pack, _unpack
 
 CHUNK_BYTES = 1 << 20  # unpacked sub-byte elements staged at a time: no temporary as large as the array,
@@ -202,7 +203,7 @@ def _tiled_to(
     strip_bytes = _strip_elements(plan) * width * min(8, fused[0]) // 8
     base = _tiled_geometry(plan, geometry, stream, 0)._replace(bits=fused[0], canon=fused[1])
     offset = strips[0]
-    kernel = getattr(kernels, _tiled_entry("tiled_to", fused))
+    kernel = getattr(kernels, tiled_entry("tiled_to", fused[1] != 0, fused[0] < 8))
 
     def tiles(part: tuple[int, int]) -> None:
         scratch = dispatch.scratch(2 * r_size * c_size * width + 256)
@@ -210,17 +211,6 @@ def _tiled_to(
         kernel(address(source), address(target) + part[0] * strip_bytes, address(scratch), item, args, batch)
 
     dispatch.run_parts(tiles, dispatch.parts(strips[1] - strips[0], target.nbytes, run))
-
-
-def _tiled_entry(stem: str, fused: tuple[int, int]) -> str:
-    """The name of the tiled kernel that also does ``fused`` = (bits, canon): packs (bits < 8) or makes bytes
-    canonical (canon), else only moves tiles.
-
-    >>> _tiled_entry("tiled_to", (8, 0)), _tiled_entry("tiled_from", (4, 15)), _tiled_entry("tiled_to", (8, -1))
-    ('tiled_to_physical', 'tiled_from_packed', 'tiled_to_canonical')
-    """
-    bits, canon = fused
-    return stem + ("_packed" if bits < 8 else "_canonical" if canon else "_physical")
 
 
 def _compiled_read(
@@ -269,7 +259,7 @@ def _tiled_from(
     base = _tiled_geometry(plan, geometry, stream, row_bytes)._replace(bits=fused[0], canon=fused[1])
     strip_bytes = _strip_elements(plan) * width * min(8, fused[0]) // 8
     offset = strips[0]
-    kernel = getattr(kernels, _tiled_entry("tiled_from", fused))
+    kernel = getattr(kernels, tiled_entry("tiled_from", fused[1] != 0, fused[0] < 8))
 
     def tiles(part: tuple[int, int]) -> None:
         scratch = np.empty(r_size * row_bytes + r_size * c_size * width + 64, np.uint8)  # rows, an unpacked tile

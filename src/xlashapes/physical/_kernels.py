@@ -47,7 +47,7 @@ from ._intrinsics import (
     _subroutine,
     _width,
 )
-from ._kinds import LINE
+from ._kinds import LINE, tiled_entry
 
 
 # ----- output streams -------------------------------------------------------------------------------------------
@@ -248,17 +248,8 @@ def _tiled_to_of(canonical: bool, packed: bool) -> Any:
         tail = total - count if geometry.last == strips else 0
         _pad_stream(line, data, carry, first, stream, pad, tail, t_bytes)
 
-    tiled_to.__name__ = tiled_to.__qualname__ = _tiled_name("tiled_to", canonical, packed)
+    tiled_to.__name__ = tiled_to.__qualname__ = tiled_entry("tiled_to", canonical, packed)
     return _jit(tiled_to)
-
-
-def _tiled_name(stem: str, canonical: bool, packed: bool) -> str:
-    """The name of a tiled entry point: ``stem`` and what it does besides moving tiles.
-
-    >>> _tiled_name("tiled_to", False, True)
-    'tiled_to_packed'
-    """
-    return stem + ("_packed" if packed else "_canonical" if canonical else "_physical")
 
 
 tiled_to_physical = _tiled_to_of(False, False)
@@ -344,7 +335,7 @@ def _tiled_from_of(canonical: bool, packed: bool) -> Any:
         if stream:
             _fence()
 
-    tiled_from.__name__ = tiled_from.__qualname__ = _tiled_name("tiled_from", canonical, packed)
+    tiled_from.__name__ = tiled_from.__qualname__ = tiled_entry("tiled_from", canonical, packed)
     return _jit(tiled_from)
 
 

@@ -112,3 +112,13 @@ def walk_kind(
     interleaved = du == small and (2 <= small <= 7 or (small == 8 and width <= 2))
     rows = big > 1 and di == 1 and (interleaved or (si == big and 2 <= big <= 7))
     return (ROWS if rows else SQUARES), 1
+
+
+def tiled_entry(stem: str, canonical: bool, packed: bool) -> str:
+    """The name of a tiled kernel's entry point (:mod:`._kernels`): ``stem`` and what it does besides moving
+    tiles (packs E(n) fields, or makes element bytes canonical, or nothing).
+
+    >>> tiled_entry("tiled_to", False, True), tiled_entry("tiled_from", True, False)
+    ('tiled_to_packed', 'tiled_from_canonical')
+    """
+    return stem + ("_packed" if packed else "_canonical" if canonical else "_physical")

@@ -464,6 +464,7 @@ def _any_block_of(kind: int) -> Any:
     its whole lines are streamed out (only the run's partial first and last lines are stored plainly), when its
     destination is off the line grid (a run of at most ``room`` bytes) or its rows are not whole lines (rows of
     more than 4 elements: shorter ones are interleaved on the way out; ``room`` bytes of rows at a time)."""
+    block = _rows_block if kind == ROWS else _squares_block  # (a constant of the closure, as ``kind`` is)
 
     def any_block(
         dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int,
@@ -473,25 +474,17 @@ def _any_block_of(kind: int) -> Any:
         n = big * small * width
         run = stream and di == 1 and du == small and 4 * LINE <= n
         if run and dst % LINE and n <= room:
-            if kind == ROWS:
-                _rows_block(scratch, src, pad, big, small, du, di, si, _0, ahead)
-            else:
-                _squares_block(scratch, src, pad, big, small, du, di, si, _0, ahead)
+            block(scratch, src, pad, big, small, du, di, si, _0, ahead)
             _copy_out(dst, scratch, n, _1)
         elif run and small > 4 and (small * width) % LINE and room >= small * width:
             rows = room // (small * width)
             for u in range(0, big, rows):
                 c = min(rows, big - u)
                 next_rows = ahead + u * width if ahead else _0
-                if kind == ROWS:
-                    _rows_block(scratch, src + u * width, pad, c, small, du, di, si, _0, next_rows)
-                else:
-                    _squares_block(scratch, src + u * width, pad, c, small, du, di, si, _0, next_rows)
+                block(scratch, src + u * width, pad, c, small, du, di, si, _0, next_rows)
                 _copy_out(dst + u * small * width, scratch, c * small * width, _1)
-        elif kind == ROWS:
-            _rows_block(dst, src, pad, big, small, du, di, si, stream, ahead)
         else:
-            _squares_block(dst, src, pad, big, small, du, di, si, stream, ahead)
+            block(dst, src, pad, big, small, du, di, si, stream, ahead)
 
     any_block.__name__ = any_block.__qualname__ = "_any_rows_block" if kind == ROWS else "_any_squares_block"
     return _subroutine(any_block)

@@ -743,18 +743,26 @@ def _prefetch_rows(typingctx: Any, address: Any, step: Any, length: Any, rows: A
     return types.void(types.intp, types.intp, types.intp, types.intp), codegen
 
 
-@_intrinsic
-def _prefetch_run(typingctx: Any, address: Any, lines: Any) -> Any:
-    """Hint the cache to fetch ``lines`` lines from ``address`` on, for reading."""
+def _run_prefetcher(locality: int) -> Any:
+    """An intrinsic: hint the cache to fetch ``lines`` lines from ``address`` on, for reading, into the cache level
+    of ``locality`` (3: the first level; 2: the second)."""
 
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        byte = ir.IntType(8).as_pointer()
-        kind = ir.FunctionType(ir.VoidType(), [byte, _I32, _I32, _I32])
-        fetch = builder.module.declare_intrinsic("llvm.prefetch", [byte], kind)
-        hints = [ir.Constant(_I32, 0), ir.Constant(_I32, 3), ir.Constant(_I32, 1)]  # read, keep, data
-        with cgutils.for_range(builder, args[1]) as loop:
-            at = builder.add(args[0], builder.mul(loop.index, ir.Constant(_I64, LINE)))
-            builder.call(fetch, [builder.inttoptr(at, byte), *hints])
-        return context.get_dummy_value()
+    @_intrinsic
+    def prefetch_run(typingctx: Any, address: Any, lines: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            byte = ir.IntType(8).as_pointer()
+            kind = ir.FunctionType(ir.VoidType(), [byte, _I32, _I32, _I32])
+            fetch = builder.module.declare_intrinsic("llvm.prefetch", [byte], kind)
+            hints = [ir.Constant(_I32, 0), ir.Constant(_I32, locality), ir.Constant(_I32, 1)]  # read, level, data
+            with cgutils.for_range(builder, args[1]) as loop:
+                at = builder.add(args[0], builder.mul(loop.index, ir.Constant(_I64, LINE)))
+                builder.call(fetch, [builder.inttoptr(at, byte), *hints])
+            return context.get_dummy_value()
 
-    return types.void(types.intp, types.intp), codegen
+        return types.void(types.intp, types.intp), codegen
+
+    return prefetch_run
+
+
+_prefetch_run = _run_prefetcher(3)
+_prefetch_run_l2 = _run_prefetcher(2)  # (runs read long after: many lines in flight, past the first level's few)

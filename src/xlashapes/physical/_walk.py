@@ -56,6 +56,7 @@ from ._intrinsics import (
     _pack_rows4,
     _prefetch_rows,
     _prefetch_run,
+    _prefetch_run_l2,
     _put,
     _side,
     _side_by_side2,
@@ -669,9 +670,10 @@ def _stage(
     bits: int, packs: int,
 ) -> None:
     """Copy ``rows`` source rows of ``length`` elements (``si`` apart) to scratch rows ``stride`` bytes apart, each
-    prefetching the one ``ahead`` rows on; bytes: pairs of rows interleaved into one row of 2-byte words (an odd
-    last row paired with nothing), a line at a time, the last partial line too where the bytes after it (up to
-    ``limit``, the end of the source) can be read.
+    prefetching the one ``ahead`` rows on (into the second cache level; bytes, an even number of rows: into the
+    first); bytes: pairs of rows interleaved into one row of 2-byte words (an odd last row paired with nothing), a
+    line at a time, the last partial line too where the bytes after it (up to ``limit``, the end of the source) can
+    be read.
 
     Sub-byte fields (E(``bits``), ``bits`` < 8) are staged one per byte: ``packs``, each staged byte packs the
     fields of ``8 / bits`` source rows of bytes (``si`` is the step of these groups, bytes); else the source rows
@@ -683,7 +685,7 @@ def _stage(
         for k in range(rows):
             at = src + k * si * width
             if ahead and k + ahead < rows:
-                _prefetch_run(at + ahead * si * width, n // LINE + 1)
+                _prefetch_run_l2(at + ahead * si * width, n // LINE + 1)
             _copy(scratch + k * stride, at, n)
         return
     per = 8 // bits
@@ -698,9 +700,9 @@ def _stage(
             for u in range(n):
                 _put(to, 2 * u, _staged_byte(at, u, sub, bits, packs, pad))
             continue
-        if ahead and k + 2 * ahead < rows:
+        if ahead and k + ahead < rows:
             for q in range(2 * reads):
-                _prefetch_run(at + 2 * ahead * si + q * sub, span // LINE + 1)
+                _prefetch_run(at + ahead * si + q * sub, span // LINE + 1)
         if col == 1 and whole < n and at + (2 * reads - 1) * sub + whole + LINE <= limit:
             whole += LINE
         for u in range(0, whole, LINE):

@@ -566,7 +566,8 @@ def test_terminal_progress_draws_a_bar_on_a_terminal() -> None:
 def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str,
                            offset: int) -> None:
     # long 2-d transposes go through blocks of source rows staged in the cache: several blocks each way here,
-    # columns left over (300, 700), bytes as interleaved 2-byte words; destination rows of whole lines off the
+    # columns left over (300, 700), bytes as interleaved 2-byte words (rows on the line grid) or as they are (rows
+    # off it, transposed 64 x 64 at a time); destination rows of whole lines off the
     # line grid have their middles shifted onto it first; rows at other offsets (odd lengths, legacy padding) are
     # written from their own line boundaries, each row's unfinished line carried from block to block
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)

@@ -220,8 +220,8 @@ STAGE_COLS = 512  # bytes of each source row it reads per block (destination row
 STAGE_SIDE = 64  # shortest side (elements; of 2-byte and wider words, twice that) of a 2-d transpose worth staging
 STAGE_AHEAD = 8  # source rows of 2- and 4-byte words a staged block prefetches ahead of the one it copies, into the
 # second cache level (512 MiB: 1.45-1.7x memcpy; 2 rows into the first level: 1.6-1.85x)
-STAGE_AHEAD_BYTES = 4  # ... of bytes (and E(n) fields), into the first level (into the second, 8 rows: no faster for
-# bytes; u4 'to' 2.3x, not 1.65x)
+STAGE_AHEAD_BYTES = 4  # ... of bytes paired into 2-byte words (and E(n) fields), into the first level (into the
+# second, 8 rows: no faster for bytes; u4 'to' 2.3x, not 1.65x); shifted bytes, staged plainly, as wider words
 
 
 def _stage_fits(sides: Sequence[int] | np.ndarray[Any, Any], width: int) -> bool:
@@ -255,15 +255,15 @@ def _staged(
     rows, cols = STAGE_ROWS // width, STAGE_COLS // width
     line = LINE // width
     staged = STAGE_ROWS * (STAGE_COLS + LINE)
-    ring = (LINE // 2) * (STAGE_ROWS + LINE) + cols * LINE  # a band's rows, then a line per row
+    ring = LINE * (STAGE_ROWS + LINE) + cols * LINE  # a band's rows (up to a line's bytes), then a line per row
 
     def part(bounds: tuple[int, int]) -> None:
         room = np.empty(staged + ring + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         last = big if bounds[1] * line >= big - big % line else bounds[1] * line
         walk.staged_transpose(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, rows, cols,
-                              STAGE_AHEAD if width > 1 else STAGE_AHEAD_BYTES, scratch + staged, int(mode == 2),
-                              bits, packs)
+                              STAGE_AHEAD if width > 1 or (bits == 8 and mode == 2) else STAGE_AHEAD_BYTES,
+                              scratch + staged, int(mode == 2), bits, packs)
 
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 

@@ -587,6 +587,27 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     assert sum(staged.values()) >= 3, text
 
 
+@pytest.mark.parametrize("text", ["u8[100,700]{0,1}", "u8[72,9,70]{0,2,1}", "bf16[200,600]{0,1}", "f32[128,900]{0,1}"])
+@pytest.mark.parametrize("offset", [0, 16])
+def test_staged_transposes_onto_rows_back_to_back(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
+                                                  text: str, offset: int) -> None:
+    # destination rows no longer than a block's source rows and back to back, off the line grid (a minor batch dim,
+    # as u8[B,H,W]{0,2,1}): each band of them is transposed as it lies in the destination, spilling into the next
+    # row where a row ends inside a square, and streamed on as one piece, the line between bands carried
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_copy, "STAGE_COLS", 256)
+    monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
+    walk = _dispatch.walker()
+    staged = Counter[int]()
+    monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
+    expected = round_trip_off_the_grid(x, shape, offset)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    assert np.array_equal(to_physical(x, shape, threads=3), expected), text  # bands split over threads
+    assert sum(staged.values()) >= 3, text
+
+
 @pytest.mark.parametrize("text", ["u4[256,768]{0,1:E(4)}", "s4[330,702]{0,1:E(4)}", "u2[512,520]{0,1:E(2)}",
                                   "s2[300,1100]{0,1:E(2)}", "u4[768,256,1]{0,2,1:E(4)}"])
 @pytest.mark.parametrize("offset", [0, 16, 3])

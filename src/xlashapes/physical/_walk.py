@@ -769,7 +769,9 @@ def staged_transpose(
     the next one. Bytes streamed straight are staged as rows of 2-byte words (two source rows interleaved), whose
     squares are one line of each destination row too; ``shifted`` ones are staged as they are (a plain copy, which
     prefetches as wider words do: 2.05 -> 1.85-1.9x memcpy for u8[65552,8191]{0,1} 'to') and transposed in squares
-    of 64 x 64 bytes, 64 destination rows at a time.
+    of 64 x 64 bytes, 64 destination rows at a time. Destination rows back to back (``du`` = ``small``, at most
+    ``rows``: a minor batch dim, as ``u8[B,H,W]{0,2,1}``) are one run: a band's rows are transposed into ``ring``
+    as they lie there, and streamed on as one piece (u8[184,520,700]{0,2,1} 'to': 3.2 -> 1.7x memcpy).
 
     Sub-byte fields (E(``bits``), ``bits`` < 8; bytes): ``packs``, the destination is packed and everything here
     counts its bytes (``small``, ``du``), each of its source rows ``8 / bits`` rows of bytes (``si`` apart / ``8 /
@@ -785,6 +787,10 @@ def staged_transpose(
     stride = cols * word + LINE  # a line of slack per staged row keeps the squares' rows off one cache set
     ring_step = rows * width + LINE
     carry = ring + band * ring_step
+    # destination rows back to back, each whole in one block (E(n) fields go row by row)
+    packed = shifted and bits == 8 and small <= rows and du == small
+    if packed:
+        ring_step = small * width  # (the band's rows as they lie in the destination)
     per = 8 // bits
     unpacks = per > 1 and not packs
     step = si // per if unpacks else si  # between source rows, in the units of ``u``'s bytes
@@ -802,6 +808,12 @@ def staged_transpose(
                     for rb in range(0, r, line):
                         _square(dst + ((u0 + cb) * du + i0 + rb) * width, du * width,
                                 at + rb // pair * stride, stride, _1, pad, word)
+                    continue
+                if packed:  # the band's rows, one run, last lines first (each spills into the next row's first)
+                    for rb in range(r - 1 - (r - 1) % line, -1, -line):
+                        _square(ring + LINE + rb * width, ring_step, at + rb // pair * stride, stride, _0, pad, word)
+                    u = u0 + cb
+                    _emit(dst + u * du * width, ring, valid * ring_step, carry, u == first, u + valid >= last)
                     continue
                 for rb in range(0, r, line):  # the band's lines of this block, after each row's carry
                     _square(ring + LINE + rb * width, ring_step, at + rb // pair * stride, stride, _0, pad, word)

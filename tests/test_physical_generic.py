@@ -587,13 +587,15 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     assert sum(staged.values()) >= 3, text
 
 
-@pytest.mark.parametrize("text", ["u8[100,700]{0,1}", "u8[72,9,70]{0,2,1}", "bf16[200,600]{0,1}", "f32[128,900]{0,1}"])
+@pytest.mark.parametrize("text", ["u8[100,700]{0,1}", "u8[72,9,70]{0,2,1}", "bf16[200,600]{0,1}", "f32[128,900]{0,1}",
+                                  "u8[40,700]{0,1}", "bf16[48,900]{0,1}"])
 @pytest.mark.parametrize("offset", [0, 16])
 def test_staged_transposes_onto_rows_back_to_back(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
                                                   text: str, offset: int) -> None:
     # destination rows no longer than a block's source rows and back to back, off the line grid (a minor batch dim,
     # as u8[B,H,W]{0,2,1}): each band of them is transposed as it lies in the destination, spilling into the next
-    # row where a row ends inside a square, and streamed on as one piece, the line between bands carried
+    # row where a row ends inside a square, and streamed on as one piece, the line between bands carried; such rows
+    # are staged from 32 elements (40 bytes, 48 2-byte words), where other transposes need 64 and 128
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     monkeypatch.setattr(_copy, "STAGE_COLS", 256)
     monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
@@ -679,13 +681,15 @@ def _chunks_of(shape: xs.Shape) -> list[tuple[int, int]]:
 
 def test_2d_transposes_with_sides_of_64_words_and_up_are_staged(compiled_everywhere: Counter[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    # bytes from 64 on (as 2-byte words of two rows), wider words from 128 on; shorter sides: the walk's blocks
+    # bytes from 64 on (as 2-byte words of two rows), wider words from 128 on; destination rows back to back and
+    # no longer than a block's: from 64 on the line grid, from 32 off it; shorter sides: the walk's blocks
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     walk = _dispatch.walker()
     staged = Counter[int]()
     monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
-    for text, expect in (("s8[64,300]{0,1}", 2), ("s8[63,300]{0,1}", 0), ("bf16[128,130]{0,1}", 2),
-                         ("f32[127,300]{0,1}", 0)):
+    for text, expect in (("s8[64,300]{0,1}", 2), ("s8[63,600]{0,1}", 1), ("s8[31,300]{0,1}", 0),
+                         ("bf16[128,130]{0,1}", 2), ("f32[127,300]{0,1}", 1), ("f32[48,900]{0,1}", 0),
+                         ("f32[64,900]{0,1}", 1)):
         shape = xs.parse_shape(text)
         x = random_array(str(shape.element_type), shape.dimensions, 7)
         buffer = to_physical(x, shape)

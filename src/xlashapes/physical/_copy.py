@@ -81,7 +81,9 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
     if walk is None:
         return False
     stream = int(STREAM and d.nbytes >= run.stream_bytes)
-    staged = d.ndim == 2 and s.strides[-1] != width and s.strides[0] == width and _stage_fits(d.shape, width)
+    staged = (d.ndim == 2 and s.strides[-1] != width and s.strides[0] == width
+              and _stage_fits(d.shape, width, d.strides[0] == d.shape[1] * width,
+                              dispatch.address(d) % LINE == 0 and d.strides[0] % LINE == 0))
     shift = _line_shift(d, s) if stream and not staged else 0  # (the staged kernel takes rows at any offset)
     if shift:  # destination lines off the line grid: a thin head, a middle of whole lines (streamed), a thin tail
         n = d.shape[-1]
@@ -218,29 +220,50 @@ STAGE_COLS = 512  # bytes of each source row it reads per block (destination row
 # (bytes need rows of 512 and up: 256 x 2048 reads 2-byte words at 2.1x memcpy, 512 x 512 at 1.7-1.8x; wider words
 # are the same either way)
 STAGE_SIDE = 64  # shortest side (elements; of 2-byte and wider words, twice that) of a 2-d transpose worth staging
+STAGE_DENSE_SIDE = 32  # ... when its destination rows are back to back and off the line grid (a minor batch dim of 32
+# to 63: u8[48,N,1024]{0,2,1} 'to' 2.6-2.9 -> 1.7-1.9x memcpy, bf16 2.15-2.3 -> 1.6-1.7; 24 bytes: 2.05-2.3 -> 2.5)
 STAGE_AHEAD = 8  # source rows of 2- and 4-byte words a staged block prefetches ahead of the one it copies, into the
 # second cache level (512 MiB: 1.45-1.7x memcpy; 2 rows into the first level: 1.6-1.85x)
 STAGE_AHEAD_BYTES = 4  # ... of bytes paired into 2-byte words (and E(n) fields), into the first level (into the
 # second, 8 rows: no faster for bytes; u4 'to' 2.3x, not 1.65x); shifted bytes, staged plainly, as wider words
 
 
-def _stage_fits(sides: Sequence[int] | np.ndarray[Any, Any], width: int) -> bool:
-    """True when the staged kernel takes a 2-d transpose of ``width``-byte words with these sides: 1-, 2- and 4-byte
-    words, sides of at least ``STAGE_SIDE`` elements (2-byte and wider words: twice that).
+def _stage_fits(
+    sides: Sequence[int] | np.ndarray[Any, Any], width: int, dense: bool = False, on_lines: bool = False
+) -> bool:
+    """True when the staged kernel takes a 2-d transpose of ``width``-byte words with these sides (destination rows,
+    their length): 1-, 2- and 4-byte words, sides of at least ``STAGE_SIDE`` elements (2-byte and wider words: twice
+    that); when the destination rows are back to back (``dense``) and short enough to be whole in each block, sides
+    of ``STAGE_SIDE`` elements, or ``STAGE_DENSE_SIDE`` off the line grid (not ``on_lines``).
 
     >>> _stage_fits((64, 1000), 1), _stage_fits((64, 1000), 4), _stage_fits((512, 512), 8)
     (True, False, False)
+    >>> _stage_fits((100000, 100), 4), _stage_fits((100000, 100), 4, dense=True)
+    (False, True)
+    >>> _stage_fits((100000, 48), 2, dense=True), _stage_fits((100000, 48), 4, dense=True, on_lines=True)
+    (True, False)
     """
-    return width in (1, 2, 4) and min(int(n) for n in sides) >= STAGE_SIDE * min(width, 2)
+    if width not in (1, 2, 4):
+        return False
+    side = min(int(n) for n in sides)
+    if dense and int(sides[1]) * width <= STAGE_ROWS:
+        return side >= (STAGE_SIDE if on_lines else STAGE_DENSE_SIDE)
+    return side >= STAGE_SIDE * min(width, 2)
 
 
-def _stages(target: int, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], width: int, stream: int) -> int:
+def _stages(
+    target: int, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], width: int, stream: int,
+    dense: bool = True,
+) -> int:
     """How the staged kernel takes a streamed 2-d transpose (source-contiguous axis first) that it fits
-    (:func:`_stage_fits`): 1 straight onto destination rows on the line grid, 2 through staged rows (rows at other
-    offsets); 0 when it does not."""
-    if not stream or len(shape) != 2 or int(d_steps[1]) != 1 or target % width or not _stage_fits(shape, width):
+    (:func:`_stage_fits`; ``dense``: with destination rows back to back counted as such): 1 straight onto
+    destination rows on the line grid, 2 through staged rows (rows at other offsets); 0 when it does not."""
+    if not stream or len(shape) != 2 or int(d_steps[1]) != 1 or target % width:
         return 0
-    return 1 if target % LINE == 0 and int(d_steps[0]) * width % LINE == 0 else 2
+    on_lines = target % LINE == 0 and int(d_steps[0]) * width % LINE == 0
+    if not _stage_fits(shape, width, dense and int(d_steps[0]) == int(shape[1]), on_lines):
+        return 0
+    return 1 if on_lines else 2
 
 
 def _staged(

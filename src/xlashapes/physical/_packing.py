@@ -158,7 +158,7 @@ def _packed_transpose(
         small, du, si = small // per, du // per, si * per
     at = address(target)
     shape, d_steps, s_steps = (np.array(v, np.int64) for v in ((big, small), (du, 1), (1, si)))
-    mode = _copy._stages(at, shape, d_steps, 1, 1)
+    mode = _copy._stages(at, shape, d_steps, 1, 1, dense=False)  # (E(n) fields go row by row)
     if not mode:
         return False
     _copy._staged(walk, at, address(logical if to else physical), np.uint8(0), shape, d_steps, s_steps,

@@ -224,6 +224,8 @@ STAGE_DENSE_SIDE = 32  # ... when its destination rows are back to back and off 
 # to 63: u8[48,N,1024]{0,2,1} 'to' 2.6-2.9 -> 1.7-1.9x memcpy, bf16 2.15-2.3 -> 1.6-1.7; 24 bytes: 2.05-2.3 -> 2.5)
 STAGE_AHEAD = 8  # source rows of 2- and 4-byte words a staged block prefetches ahead of the one it copies, into the
 # second cache level (512 MiB: 1.45-1.7x memcpy; 2 rows into the first level: 1.6-1.85x)
+STAGE_AHEAD_SPAN = 4096  # ... or as many as span this many bytes, where rows are short (u8[100,N,1024]{0,2,1} 'from',
+# rows of 100 bytes: 2.3 -> 1.6x memcpy; 2 KiB: 1.8, 8 KiB: 1.7)
 STAGE_AHEAD_BYTES = 4  # ... of bytes paired into 2-byte words (and E(n) fields), into the first level (into the
 # second, 8 rows: no faster for bytes; u4 'to' 2.3x, not 1.65x); shifted bytes, staged plainly, as wider words
 
@@ -266,6 +268,20 @@ def _stages(
     return 1 if on_lines else 2
 
 
+def _stage_ahead(read: int, plain: bool, bits: int) -> int:
+    """Source rows a staged block prefetches ahead of the one it copies when it reads ``read`` bytes of each row:
+    ``STAGE_AHEAD`` rows staged as they are (``plain``), ``STAGE_AHEAD_BYTES`` bytes paired into words and E(n) fields,
+    or as many more as span ``STAGE_AHEAD_SPAN`` bytes (short rows; not for E(n) fields); an even number.
+
+    >>> _stage_ahead(1024, True, 8), _stage_ahead(1024, False, 8), _stage_ahead(100, False, 8)
+    (8, 4, 42)
+    """
+    ahead = STAGE_AHEAD if plain else STAGE_AHEAD_BYTES
+    if bits == 8:
+        ahead = max(ahead, -(-STAGE_AHEAD_SPAN // max(1, read)))
+    return ahead + ahead % 2
+
+
 def _staged(
     walk: Any, target: int, source: int, pad: Any, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any],
     s_steps: np.ndarray[Any, Any], nbytes: int, run: Run, mode: int, bits: int = 8, packs: int = 0,
@@ -284,9 +300,9 @@ def _staged(
         room = np.empty(staged + ring + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         last = big if bounds[1] * line >= big - big % line else bounds[1] * line
+        ahead = _stage_ahead(min(cols, last - bounds[0] * line) * width, width > 1 or mode == 2, bits)
         walk.staged_transpose(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, rows, cols,
-                              STAGE_AHEAD if width > 1 or (bits == 8 and mode == 2) else STAGE_AHEAD_BYTES,
-                              scratch + staged, int(mode == 2), bits, packs)
+                              ahead, scratch + staged, int(mode == 2), bits, packs)
 
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 

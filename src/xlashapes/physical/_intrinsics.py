@@ -643,6 +643,67 @@ def _deinterleaver(p: int) -> Any:
     return deinterleave
 
 
+def _lane_transposed(builder: Any, rows: list[Any]) -> tuple[list[Any], dict[int, tuple[int, int]]]:
+    """Rows (one per 16-byte lane's element) transposed within each 16-byte lane by unpacks, and where each column
+    ends up: column ``c`` of every row, in row order, is lane ``L`` of row ``r`` for ``(r, L) = where[c]``."""
+    n, lane = rows[0].type.count, len(rows)
+    labels = [[(r, c) for c in range(n)] for r in range(lane)]
+    rows = list(rows)
+    group = 1
+    while group < lane:
+        for i in range(lane):
+            if i & group:
+                continue
+            a, b, pair = rows[i], rows[i + group], labels[i] + labels[i + group]
+            for target, high in ((i, False), (i + group, True)):
+                order = _unpack_order(n, lane, group, high)
+                rows[target] = builder.shuffle_vector(a, b, _mask(order))
+                labels[target] = [pair[k] for k in order]
+        group *= 2
+    where = {}
+    for r in range(lane):
+        for at in range(0, n, lane):
+            part = labels[r][at : at + lane]
+            assert [k for k, _ in part] == list(range(lane)) and len({c for _, c in part}) == 1
+            where[part[0][1]] = (r, at // lane)
+    return rows, where
+
+
+@_intrinsic
+def _interleave_planes(typingctx: Any, dst: Any, src: Any, step: Any, count: Any, witness: Any) -> Any:
+    """``dst[u*count + k] = src[u + k*step]`` for a line's worth of ``u`` and any ``count`` rows (planes) ``step``
+    elements apart: a 16-byte lane's worth of rows at a time, transposed within lanes, each column's piece stored
+    where it goes. The last group of rows goes first, its pieces spilling up to 16 bytes past their place, into the
+    next column's first group, which a later store fills; past the last column, ``dst`` needs that room."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        element, width = _element(context, signature.args[4])
+        n, lane = lanes_of(width), 16 // width
+        vector, piece = ir.VectorType(element, n), ir.VectorType(element, lane)
+        dst, src, step, count = args[0], args[1], args[2], args[3]
+        one, size = ir.Constant(_I64, 1), ir.Constant(_I64, lane)
+        groups = builder.udiv(builder.add(count, ir.Constant(_I64, lane - 1)), size)
+        with cgutils.for_range(builder, groups) as loop:
+            first = builder.mul(builder.sub(builder.sub(groups, one), loop.index), size)  # (the last group first)
+            rows = []
+            for k in range(lane):
+                plane = builder.add(first, ir.Constant(_I64, k))
+                plane = builder.select(builder.icmp_unsigned("<", plane, count), plane, builder.sub(count, one))
+                at = builder.add(src, builder.mul(builder.mul(plane, step), ir.Constant(_I64, width)))
+                rows.append(builder.load(_at(builder, at, vector), align=1))
+            moved, where = _lane_transposed(builder, rows)
+            for u in range(n):
+                r, part = where[u]
+                value = builder.shuffle_vector(moved[r], ir.Constant(vector, None),
+                                               _mask(list(range(part * lane, part * lane + lane))))
+                offset = builder.add(builder.mul(ir.Constant(_I64, u), count), first)
+                target = builder.add(dst, builder.mul(offset, ir.Constant(_I64, width)))
+                builder.store(value, _at(builder, target, piece), align=1)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+
 _interleave2, _interleave3, _interleave4 = _interleaver(2), _interleaver(3), _interleaver(4)
 _interleave5, _interleave6, _interleave7 = _interleaver(5), _interleaver(6), _interleaver(7)
 _interleave8 = _interleaver(8)

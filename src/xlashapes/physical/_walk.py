@@ -47,6 +47,7 @@ from ._intrinsics import (
     _interleave6,
     _interleave7,
     _interleave8,
+    _interleave_planes,
     _jit,
     _lanes,
     _line_square2,
@@ -200,6 +201,24 @@ def _interleaved(dst: int, src: int, pad: Any, big: int, small: int, si: int, al
 
 
 @_subroutine
+def _interleaved_planes(dst: int, src: int, pad: Any, big: int, small: int, si: int, room: int) -> None:
+    """``dst[u*small + i] = src[u + i*si]`` for any number (``small``) of rows of ``big`` elements, a line of each
+    row's elements at a time (the columns left: the last line's worth again, overlapping), into ``room`` bytes at
+    ``dst``: the columns whose pieces would spill past it (:func:`_interleave_planes`) element by element."""
+    width = _width(pad)
+    lanes = _lanes(pad)
+    full = big - big % lanes
+    done = 0
+    for u in range(0, full + lanes if lanes < big != full else full, lanes):
+        at = min(u, big - lanes)
+        if (at + lanes) * small * width + 16 > room:
+            break
+        _interleave_planes(dst + at * small * width, src + at * width, si, small, pad)
+        done = at + lanes
+    _scalar(dst, src, pad, big, small, small, _1, si, done, small)
+
+
+@_subroutine
 def _deinterleaved(dst: int, src: int, pad: Any, big: int, small: int, du: int, rows_aligned: int) -> None:
     """``dst[u*du + i] = src[u + i*big]`` for ``big`` (2 to 7) destination rows of ``small`` elements, a line of
     each row at a time (``rows_aligned``: every destination row on a line, whole lines streamed)."""
@@ -254,6 +273,9 @@ def _block_of(kind: int) -> Any:
             _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
             return
         lanes = _lanes(pad)
+        if kind == ROWS and du == small and small > 8:  # more rows interleaved: a lane's worth at a time
+            _interleaved_planes(dst, src, pad, big, small, si, big * small * width)
+            return
         if kind == ROWS and du == small and 2 <= small <= 8:  # rows interleaved: (2,1), (4,1) sub-tiles out; channels
             _interleaved(dst, src, pad, big, small, si, aligned)
             if big < lanes:
@@ -477,6 +499,12 @@ def _any_block_of(kind: int) -> Any:
         if run and dst % LINE and n <= room:
             block(scratch, src, pad, big, small, du, di, si, _0, ahead)
             _copy_out(dst, scratch, n, _1)
+        elif kind == ROWS and run and small > 8 and room >= small * width:  # planes interleaved, through scratch
+            rows = room // (small * width)
+            for u in range(0, big, rows):
+                c = min(rows, big - u)
+                _interleaved_planes(scratch, src + u * width, pad, c, small, si, room + LINE)
+                _copy_out(dst + u * small * width, scratch, c * small * width, _1)
         elif run and small > 4 and (small * width) % LINE and room >= small * width:
             rows = room // (small * width)
             for u in range(0, big, rows):

@@ -15,9 +15,10 @@ benchmark, against 1.2-4.1 s (17 of 25 layouts over 2.8 s) when one entry point 
 - ``WIDE``: short destination rows (8 elements and up, less than a line) that continue each other (tiled
   transposes read back), many blocks a band at a time;
 - ``QUARTERS``: the same with rows of 2 or 4 elements, on lines: as many blocks as fill a line at a time;
-- ``ROWS``: rows interleaved (2-7 of them: ``(2,1)`` and ``(4,1)`` sub-tiles, channels; 8 of 1- or 2-byte words;
-  9 to 31 bytes, 15 2-byte words or 12 4-byte words, a 16-byte lane's worth of rows at a time) or de-interleaved
-  (2-7);
+- ``ROWS``: rows interleaved (2-7 of them: ``(2,1)`` and ``(4,1)`` sub-tiles, channels; 8 of 1- or 2-byte words)
+  or de-interleaved (2-7);
+- ``PLANES``: more rows interleaved (from 9: up to 31 bytes, 15 2-byte words or 12 4-byte words; planes to
+  channels), a 16-byte lane's worth of rows at a time;
 - ``SQUARES``: anything else (register transposes of squares, short blocks, element by element).
 """
 
@@ -27,13 +28,13 @@ from collections.abc import Sequence
 
 LINE = 64  # bytes of a cache line
 
-RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES = 1, 2, 3, 4, 5, 6
-PLANES = {1: 31, 2: 15, 4: 12}  # most rows (from 9) interleaved a lane's worth at a time, by word width: planes to
+RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES = 1, 2, 3, 4, 5, 6, 7
+MOST_PLANES = {1: 31, 2: 15, 4: 12}  # most rows (from 9) interleaved a lane's worth at a time, by word width: planes to
 # channels, 64 MiB 'from', x memcpy: u8 9 3.6 -> 2.6, 12 2.8 -> 2.0, 16 1.6 -> 1.3, 24 2.7 -> 2.5, 28 2.95 -> 2.6, bf16
 # 12 2.6 -> 2.3, f32 12 2.1 -> 1.6; more rows go through squares, faster there (u8 32 2.6 against 3.5, bf16 24 2.3
 # against 2.5)
 WALKS = {RUNS: "walk_runs", GROUPS: "walk_groups", WIDE: "walk_wide", QUARTERS: "walk_quarters", ROWS: "walk_rows",
-         SQUARES: "walk_squares"}
+         SQUARES: "walk_squares", PLANES: "walk_planes"}
 """The entry point of each kind (:mod:`._walk`)."""
 
 
@@ -92,6 +93,8 @@ def walk_kind(
     True
     >>> walk_kind((23, 6, 192), (192, 4480, 1), (1152, 1, 6), 1, 1, 0, 1) == (ROWS, 1)  # 6 channels to planes
     True
+    >>> walk_kind((2, 4900, 12), (58800, 12, 1), (58800, 1, 4900), 1, 1, 0, 1) == (PLANES, 1)  # and 12 from them
+    True
     """
     inner = len(shape) - 1
     axes = [k for k in range(inner) if k != unit]
@@ -114,8 +117,9 @@ def walk_kind(
             if big >= 8 and small >= 8:
                 return WIDE, 1
     # (rows of 8: 1- and 2-byte words only; wider ones are as fast through squares)
-    planes = 9 <= small <= PLANES.get(width, 0)
-    interleaved = du == small and (2 <= small <= 7 or (small == 8 and width <= 2) or planes)
+    if big > 1 and di == 1 and du == small and 9 <= small <= MOST_PLANES.get(width, 0):
+        return PLANES, 1
+    interleaved = du == small and (2 <= small <= 7 or (small == 8 and width <= 2))
     rows = big > 1 and di == 1 and (interleaved or (si == big and 2 <= big <= 7))
     return (ROWS if rows else SQUARES), 1
 

@@ -1,21 +1,21 @@
 """The generic compiled kernel: one strided copy that walks the factor views of any layout (numba).
 
-Every layout the factor plan covers (any tiling: tiled transposes, rank-1 and multi-level tiles, partial-rank
-tiles, ``*`` dims on factor boundaries, legacy padding; relayout between two of them) is one copy between two
-strided views of the same factors. This kernel does that copy in destination order. Its innermost work is a
-block of two axes: the destination's most minor one and the one that is contiguous in the source. Depending on
-their sizes and strides the block is a plain run (``memcpy``), a 2- to 7-way (de)interleave of rows, or a
-transpose in registers of 16x16 (or 8x8) squares; with line-aligned destination rows, squares whose rows are one
-line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other side is shorter than a line, or
-two, four or eight blocks side by side whose rows are a half, a quarter or an eighth of a line), are streamed;
-anything else is moved element by element. Each transposing block prefetches the source of the next one while it
-moves its own.
+Every layout the factor plan covers (any tiling: tiled transposes, rank-1 and multi-level tiles, partial-rank tiles,
+``*`` dims on factor boundaries, legacy padding; relayout between two of them) is one copy between two strided views
+of the same factors. This kernel does that copy in destination order. Its innermost work is a block of two axes: the
+destination's most minor one and the one that is contiguous in the source. Depending on their sizes and strides the
+block is a plain run (``memcpy``), a 2- to 8-way (de)interleave of rows, 9 or more rows (planes) interleaved a
+16-byte lane's worth at a time, or a transpose in registers of 16x16 (or 8x8) squares; with line-aligned destination
+rows, squares whose rows are one line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other
+side is shorter than a line, or two, four or eight blocks side by side whose rows are a half, a quarter or an eighth
+of a line), are streamed; anything else is moved element by element. Each transposing block prefetches the source of
+the next one while it moves its own.
 
 The kind of block is the same for every step of one copy, so it is chosen in Python (:mod:`._kinds`) and each kind
 is an entry point of its own (``walk_runs``, ``walk_groups``, ``walk_wide``, ``walk_quarters``, ``walk_rows``,
-``walk_squares``), made by :func:`_walker` from one walk with the kind a constant of the closure: numba prunes the
-other kinds' branches before typing, so a first use compiles the code of its kind only (``_kinds`` gives the
-measured first-use times). Row (de)interleaves are loops of their own (:func:`_interleaved`,
+``walk_squares``, ``walk_planes``), made by :func:`_walker` from one walk with the kind a constant of the closure:
+numba prunes the other kinds' branches before typing, so a first use compiles the code of its kind only
+(``_kinds`` gives the measured first-use times). Row (de)interleaves are loops of their own (:func:`_interleaved`,
 :func:`_deinterleaved`): inside the block subroutine LLVM made the byte de-interleaves up to 1.6x slower.
 
 Long 2-d transposes have a kernel of their own, ``staged_transpose`` (blocks of source rows copied into the cache
@@ -79,7 +79,7 @@ from ._intrinsics import (
     _width,
 )
 from ._kernels import _copy_out, _lines
-from ._kinds import GROUPS, LINE, QUARTERS, ROWS, RUNS, SQUARES, WALKS, WIDE
+from ._kinds import GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SQUARES, WALKS, WIDE
 
 WIDE_BLOCKS = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 WIDE_LINES = 8  # lines of each destination row the line squares of a wide block write before the next row
@@ -273,9 +273,6 @@ def _block_of(kind: int) -> Any:
             _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
             return
         lanes = _lanes(pad)
-        if kind == ROWS and du == small and small > 8:  # more rows interleaved: a lane's worth at a time
-            _interleaved_planes(dst, src, pad, big, small, si, big * small * width)
-            return
         if kind == ROWS and du == small and 2 <= small <= 8:  # rows interleaved: (2,1), (4,1) sub-tiles out; channels
             _interleaved(dst, src, pad, big, small, si, aligned)
             if big < lanes:
@@ -499,12 +496,6 @@ def _any_block_of(kind: int) -> Any:
         if run and dst % LINE and n <= room:
             block(scratch, src, pad, big, small, du, di, si, _0, ahead)
             _copy_out(dst, scratch, n, _1)
-        elif kind == ROWS and run and small > 8 and room >= small * width:  # planes interleaved, through scratch
-            rows = room // (small * width)
-            for u in range(0, big, rows):
-                c = min(rows, big - u)
-                _interleaved_planes(scratch, src + u * width, pad, c, small, si, room + LINE)
-                _copy_out(dst + u * small * width, scratch, c * small * width, _1)
         elif run and small > 4 and (small * width) % LINE and room >= small * width:
             rows = room // (small * width)
             for u in range(0, big, rows):
@@ -521,6 +512,29 @@ def _any_block_of(kind: int) -> Any:
 
 _any_rows_block = _any_block_of(ROWS)
 _any_squares_block = _any_block_of(SQUARES)
+
+
+@_subroutine
+def _planes_block(
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, scratch: int,
+    room: int,
+) -> None:
+    """``dst[u*small + i] = src[u + i*si]``: 9 or more rows (planes) of ``big`` elements interleaved
+    (:func:`_interleaved_planes`); streamed, through ``scratch`` (on a line, ``room`` bytes and a line more), whence
+    whole lines are streamed out."""
+    width = _width(pad)
+    if di != 1 or du != small:  # (not planes after all: the walk's kind says they are)
+        _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
+        return
+    n = big * small * width
+    if not (stream and 4 * LINE <= n and room >= small * width):
+        _interleaved_planes(dst, src, pad, big, small, si, n)
+        return
+    rows = room // (small * width)
+    for u in range(0, big, rows):
+        c = min(rows, big - u)
+        _interleaved_planes(scratch, src + u * width, pad, c, small, si, room + LINE)
+        _copy_out(dst + u * small * width, scratch, c * small * width, _1)
 
 
 def _walker(kind: int) -> Any:
@@ -550,9 +564,11 @@ def _walker(kind: int) -> Any:
             if k != unit:
                 axes[m] = k
                 m += 1
-        if kind == ROWS or kind == SQUARES:
+        if kind == ROWS or kind == SQUARES or kind == PLANES:
             if m == 0:
-                if kind == ROWS:
+                if kind == PLANES:
+                    _planes_block(dst, src, pad, big, small, du, di, si, stream, scratch, room)
+                elif kind == ROWS:
                     _any_rows_block(dst, src, pad, big, small, du, di, si, stream, _0, scratch, room)
                 else:
                     _any_squares_block(dst, src, pad, big, small, du, di, si, stream, _0, scratch, room)
@@ -610,6 +626,9 @@ def _walker(kind: int) -> Any:
                     elif kind == QUARTERS:
                         _quarter_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
                                        fs, stream, _0)
+                    elif kind == PLANES:
+                        _planes_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
+                                      scratch, room)
                     elif kind == ROWS:
                         _any_rows_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
                                         src + s_off * width, scratch, room)
@@ -633,6 +652,9 @@ def _walker(kind: int) -> Any:
                         elif kind == QUARTERS:
                             _quarter_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
                                            fs, stream, _0)
+                        elif kind == PLANES:
+                            _planes_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si,
+                                          stream, scratch, room)
                         elif kind == ROWS:
                             _any_rows_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si,
                                             stream, _0, scratch, room)
@@ -657,6 +679,7 @@ walk_wide = _walker(WIDE)
 walk_quarters = _walker(QUARTERS)
 walk_rows = _walker(ROWS)
 walk_squares = _walker(SQUARES)
+walk_planes = _walker(PLANES)
 
 
 @_inline

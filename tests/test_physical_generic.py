@@ -228,11 +228,13 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              "bf16[2,12,30,70]{1,3,2,0}",
              # 9 to 15 channels to planes: 8 rows at a time, the rest (2 to 7) as a short block of their own
              "u8[2,9,70,10]{2,1,3,0}", "u8[2,9,70,9]{2,1,3,0}", "f32[2,7,40,15]{2,1,3,0}", "bf16[2,5,70,13]{2,1,3,0}",
-             # from planes, 9 to 31 channels (15 of 2-byte words, 12 of 4-byte): a lane's worth of planes at a
-             # time, transposed within lanes, the last group's pieces first, each spilling into the next column's
-             # place; unstreamed, the columns whose pieces would spill past the block element by element
+             # from planes, 9 to 32 channels (24 of 2-byte words, 12 of 4-byte): a lane's worth of planes at a
+             # time, transposed within lanes, four columns' worth of each group gathered into lines, each line
+             # spilling into the next's place; unstreamed, the columns whose lines would spill past the block
+             # element by element
              "u8[2,30,70,16]{2,1,3,0}", "u8[2,30,70,24]{2,1,3,0}", "u8[2,11,70,31]{2,1,3,0}", "u8[2,3,5,20]{2,1,3,0}",
-             "bf16[2,9,41,15]{2,1,3,0}", "f32[2,9,41,12]{2,1,3,0}",
+             "bf16[2,9,41,15]{2,1,3,0}", "f32[2,9,41,12]{2,1,3,0}", "u8[2,9,70,32]{2,1,3,0}",
+             "bf16[2,9,41,24]{2,1,3,0}", "f32[2,9,41,9]{2,1,3,0}", "u8[2,9,70,17]{2,1,3,0}",
              # rows of 2 or 4 elements: 2 or 4 source rows at a time, blocks side by side filling lines (the whole
              # walk one wide block), (2,1) / (4,1) sub-tiles moved as 4-byte words, whose tiles of 4 or 2 word rows
              # go through squares spanning 4 or 8 tiles

@@ -178,7 +178,7 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
 
     def part(bounds: tuple[int, int]) -> None:
         work = np.empty(2 * len(shape), np.int64)
-        room = np.empty(STAGED_BLOCK + LINE, np.uint8)
+        room = np.empty(STAGED_BLOCK + 2 * LINE, np.uint8)  # (a line of it past the block: planes spill there)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         kernel(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream, work, scratch,
                STAGED_BLOCK)

@@ -17,7 +17,7 @@ from numba.core import config as _config
 from numba.extending import intrinsic
 
 from ._cache import cache_directory, kernels_digest
-from ._kinds import LINE, grouped_side, lanes_of, side_of
+from ._kinds import LINE, MOST_PLANES, grouped_side, lanes_of, side_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 cgutils: Any = _cgutils
@@ -276,6 +276,7 @@ _width = _constant(lambda width: width)
 _lanes = _constant(lanes_of)
 _side = _constant(side_of)
 _grouped_side = _constant(grouped_side)
+_most_planes = _constant(lambda width: MOST_PLANES.get(width, 0))
 
 
 # the masks of the rounds that pack the low ``bits`` bits of each byte of a uint64 (rounds: shift, mask after)
@@ -643,22 +644,17 @@ def _deinterleaver(p: int) -> Any:
     return deinterleave
 
 
-def _lane_transposed(builder: Any, rows: list[Any]) -> tuple[list[Any], dict[int, tuple[int, int]]]:
-    """Rows (one per 16-byte lane's element) transposed within each 16-byte lane by unpacks, and where each column
-    ends up: column ``c`` of every row, in row order, is lane ``L`` of row ``r`` for ``(r, L) = where[c]``."""
-    n, lane = rows[0].type.count, len(rows)
+def _lane_where(n: int, lane: int) -> dict[int, tuple[int, int]]:
+    """Where :func:`_lane_transposed` puts each column of ``lane`` rows of ``n`` elements: column ``c`` of every row,
+    in row order, is lane ``L`` of row ``r`` for ``(r, L) = where[c]``."""
     labels = [[(r, c) for c in range(n)] for r in range(lane)]
-    rows = list(rows)
     group = 1
     while group < lane:
         for i in range(lane):
-            if i & group:
-                continue
-            a, b, pair = rows[i], rows[i + group], labels[i] + labels[i + group]
-            for target, high in ((i, False), (i + group, True)):
-                order = _unpack_order(n, lane, group, high)
-                rows[target] = builder.shuffle_vector(a, b, _mask(order))
-                labels[target] = [pair[k] for k in order]
+            if not i & group:
+                pair = labels[i] + labels[i + group]
+                labels[i], labels[i + group] = ([pair[k] for k in _unpack_order(n, lane, group, high)]
+                                                for high in (False, True))
         group *= 2
     where = {}
     for r in range(lane):
@@ -666,39 +662,84 @@ def _lane_transposed(builder: Any, rows: list[Any]) -> tuple[list[Any], dict[int
             part = labels[r][at : at + lane]
             assert [k for k, _ in part] == list(range(lane)) and len({c for _, c in part}) == 1
             where[part[0][1]] = (r, at // lane)
-    return rows, where
+    return where
+
+
+def _lane_transposed(builder: Any, rows: list[Any]) -> list[Any]:
+    """Rows (one per element of a 16-byte lane) transposed within each 16-byte lane by unpacks (:func:`_lane_where`
+    says where each column goes)."""
+    n, lane = rows[0].type.count, len(rows)
+    rows = list(rows)
+    group = 1
+    while group < lane:
+        for i in range(lane):
+            if not i & group:
+                a, b = rows[i], rows[i + group]
+                rows[i], rows[i + group] = (builder.shuffle_vector(a, b, _mask(_unpack_order(n, lane, group, high)))
+                                            for high in (False, True))
+        group *= 2
+    return rows
 
 
 @_intrinsic
-def _interleave_planes(typingctx: Any, dst: Any, src: Any, step: Any, count: Any, witness: Any) -> Any:
-    """``dst[u*count + k] = src[u + k*step]`` for a line's worth of ``u`` and any ``count`` rows (planes) ``step``
-    elements apart: a 16-byte lane's worth of rows at a time, transposed within lanes, each column's piece stored
-    where it goes. The last group of rows goes first, its pieces spilling up to 16 bytes past their place, into the
-    next column's first group, which a later store fills; past the last column, ``dst`` needs that room."""
+def _interleave_lane_planes(typingctx: Any, dst: Any, src: Any, step: Any, count: Any, witness: Any) -> Any:
+    """``dst[u*count + k] = src[u + k*step]`` for a line's worth of ``u`` and ``count`` rows (planes) ``step``
+    elements apart (9 up to ``MOST_PLANES``), in whole lines: the rows' columns put in an order that leaves, after
+    a transpose within 16-byte lanes (a lane's worth of rows at a time), four consecutive columns in each vector of
+    each group of rows; the ``count`` elements of those four columns then gathered from the groups' vectors into
+    lines (shuffles made for each count) and stored in their place, the last spilling up to a line past it (into
+    the next four columns' place, which the next store fills; past the last, ``dst`` needs that room)."""
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         element, width = _element(context, signature.args[4])
+        counts = range(9, MOST_PLANES.get(width, 0) + 1)
+        if not counts:
+            return context.get_dummy_value()
         n, lane = lanes_of(width), 16 // width
-        vector, piece = ir.VectorType(element, n), ir.VectorType(element, lane)
+        vector = ir.VectorType(element, n)
         dst, src, step, count = args[0], args[1], args[2], args[3]
-        one, size = ir.Constant(_I64, 1), ir.Constant(_I64, lane)
-        groups = builder.udiv(builder.add(count, ir.Constant(_I64, lane - 1)), size)
-        with cgutils.for_range(builder, groups) as loop:
-            first = builder.mul(builder.sub(builder.sub(groups, one), loop.index), size)  # (the last group first)
-            rows = []
-            for k in range(lane):
-                plane = builder.add(first, ir.Constant(_I64, k))
-                plane = builder.select(builder.icmp_unsigned("<", plane, count), plane, builder.sub(count, one))
-                at = builder.add(src, builder.mul(builder.mul(plane, step), ir.Constant(_I64, width)))
-                rows.append(builder.load(_at(builder, at, vector), align=1))
-            moved, where = _lane_transposed(builder, rows)
-            for u in range(n):
-                r, part = where[u]
-                value = builder.shuffle_vector(moved[r], ir.Constant(vector, None),
-                                               _mask(list(range(part * lane, part * lane + lane))))
-                offset = builder.add(builder.mul(ir.Constant(_I64, u), count), first)
-                target = builder.add(dst, builder.mul(offset, ir.Constant(_I64, width)))
-                builder.store(value, _at(builder, target, piece), align=1)
+        where = _lane_where(n, lane)
+        order = _mask([4 * where[c][0] + where[c][1] for c in range(n)])  # (column 4r + L ends in lane L of row r)
+        last = builder.sub(count, ir.Constant(_I64, 1))
+        done = builder.append_basic_block("planes.done")
+        by_groups = builder.switch(builder.udiv(builder.add(count, ir.Constant(_I64, lane - 1)),
+                                                ir.Constant(_I64, lane)), done)
+        for groups in sorted({-(-c // lane) for c in counts}):
+            block = builder.append_basic_block(f"planes.groups{groups}")
+            by_groups.add_case(ir.Constant(_I64, groups), block)
+            builder.position_at_end(block)
+            vectors = n // 4  # of each group: four columns each
+            held = cgutils.alloca_once(builder, ir.ArrayType(vector, groups * vectors))
+            for g in range(groups):
+                rows = []
+                for k in range(lane):
+                    plane = ir.Constant(_I64, g * lane + k)
+                    plane = builder.select(builder.icmp_unsigned("<", plane, count), plane, last)
+                    at = builder.add(src, builder.mul(builder.mul(plane, step), ir.Constant(_I64, width)))
+                    row = builder.load(_at(builder, at, vector), align=1)
+                    rows.append(builder.shuffle_vector(row, ir.Constant(vector, None), order))
+                for r, moved in enumerate(_lane_transposed(builder, rows)):
+                    builder.store(moved, cgutils.gep_inbounds(builder, held, 0, g * vectors + r))
+            by_count = builder.switch(count, done)
+            for c in (c for c in counts if -(-c // lane) == groups):
+                case = builder.append_basic_block(f"planes.{c}")
+                by_count.add_case(ir.Constant(_I64, c), case)
+                builder.position_at_end(case)
+                # (a loop over the vectors, not unrolled: each count's shuffles are lowered once)
+                with cgutils.for_range(builder, ir.Constant(_I64, vectors)) as loop:
+                    parts = [builder.load(builder.gep(held, [ir.Constant(_I32, 0),
+                                                             builder.add(loop.index, ir.Constant(_I64, g * vectors))]))
+                             for g in range(groups)]
+                    joined = _concatenated(builder, parts)
+                    base = builder.mul(loop.index, ir.Constant(_I64, 4 * c * width))
+                    for q in range(0, 4 * c, n):  # element j of the four columns: column j // c, row j % c
+                        take = [(j // c) * lane + (j % c) % lane + (j % c) // lane * n if j < 4 * c else 0
+                                for j in range(q, q + n)]
+                        value = builder.shuffle_vector(joined, ir.Constant(joined.type, None), _mask(take))
+                        target = builder.add(builder.add(dst, base), ir.Constant(_I64, q * width))
+                        builder.store(value, _at(builder, target, vector), align=1)
+                builder.branch(done)
+        builder.position_at_end(done)
         return context.get_dummy_value()
 
     return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen

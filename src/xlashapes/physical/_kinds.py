@@ -17,8 +17,8 @@ benchmark, against 1.2-4.1 s (17 of 25 layouts over 2.8 s) when one entry point 
 - ``QUARTERS``: the same with rows of 2 or 4 elements, on lines: as many blocks as fill a line at a time;
 - ``ROWS``: rows interleaved (2-7 of them: ``(2,1)`` and ``(4,1)`` sub-tiles, channels; 8 of 1- or 2-byte words)
   or de-interleaved (2-7);
-- ``PLANES``: more rows interleaved (from 9: up to 31 bytes, 15 2-byte words or 12 4-byte words; planes to
-  channels), a 16-byte lane's worth of rows at a time;
+- ``PLANES``: more rows interleaved (from 9: up to 32 bytes, 24 2-byte words or 12 4-byte words; planes to
+  channels), a 16-byte lane's worth of rows at a time, gathered into whole lines;
 - ``SQUARES``: anything else (register transposes of squares, short blocks, element by element).
 """
 
@@ -29,10 +29,10 @@ from collections.abc import Sequence
 LINE = 64  # bytes of a cache line
 
 RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES = 1, 2, 3, 4, 5, 6, 7
-MOST_PLANES = {1: 31, 2: 15, 4: 12}  # most rows (from 9) interleaved a lane's worth at a time, by word width: planes to
-# channels, 64 MiB 'from', x memcpy: u8 9 3.6 -> 2.6, 12 2.8 -> 2.0, 16 1.6 -> 1.3, 24 2.7 -> 2.5, 28 2.95 -> 2.6, bf16
-# 12 2.6 -> 2.3, f32 12 2.1 -> 1.6; more rows go through squares, faster there (u8 32 2.6 against 3.5, bf16 24 2.3
-# against 2.5)
+MOST_PLANES = {1: 32, 2: 24, 4: 12}  # most rows (from 9) interleaved a lane's worth at a time, by word width: planes to
+# channels, 64 MiB 'from', x memcpy, against squares: u8 9 1.45 (3.6), 12 1.45 (2.8), 17 1.8 (2.95), 24 1.8 (2.7), 31
+# 1.6 (3.0), 32 1.75 (2.7), bf16 12 1.4-1.6 (2.6), 24 1.5 (2.6), f32 12 1.5 (2.1); up to 64 bytes u8 48 2.4 (3.4) and
+# 63 2.6 (2.8), but four groups of rows take 2 s more to compile, and f32 16 1.5 (1.4)
 WALKS = {RUNS: "walk_runs", GROUPS: "walk_groups", WIDE: "walk_wide", QUARTERS: "walk_quarters", ROWS: "walk_rows",
          SQUARES: "walk_squares", PLANES: "walk_planes"}
 """The entry point of each kind (:mod:`._walk`)."""

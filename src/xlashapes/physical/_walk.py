@@ -47,11 +47,12 @@ from ._intrinsics import (
     _interleave6,
     _interleave7,
     _interleave8,
-    _interleave_planes,
+    _interleave_lane_planes,
     _jit,
     _lanes,
     _line_square2,
     _line_square4,
+    _most_planes,
     _move_line,
     _pack_rows2,
     _pack_rows4,
@@ -202,19 +203,21 @@ def _interleaved(dst: int, src: int, pad: Any, big: int, small: int, si: int, al
 
 @_subroutine
 def _interleaved_planes(dst: int, src: int, pad: Any, big: int, small: int, si: int, room: int) -> None:
-    """``dst[u*small + i] = src[u + i*si]`` for any number (``small``) of rows of ``big`` elements, a line of each
-    row's elements at a time (the columns left: the last line's worth again, overlapping), into ``room`` bytes at
-    ``dst``: the columns whose pieces would spill past it (:func:`_interleave_planes`) element by element."""
+    """``dst[u*small + i] = src[u + i*si]`` for ``small`` rows (planes: from 9, up to ``MOST_PLANES`` of the width)
+    of ``big`` elements, a line of each row's elements at a time (the columns left: the last line's worth again,
+    overlapping), into ``room`` bytes at ``dst``: the columns whose lines would spill past it
+    (:func:`_interleave_lane_planes`) element by element."""
     width = _width(pad)
     lanes = _lanes(pad)
     full = big - big % lanes
     done = 0
-    for u in range(0, full + lanes if lanes < big != full else full, lanes):
-        at = min(u, big - lanes)
-        if (at + lanes) * small * width + 16 > room:
-            break
-        _interleave_planes(dst + at * small * width, src + at * width, si, small, pad)
-        done = at + lanes
+    if 9 <= small <= _most_planes(pad):
+        for u in range(0, full + lanes if lanes < big != full else full, lanes):
+            at = min(u, big - lanes)
+            if (at + lanes) * small * width + LINE > room:
+                break
+            _interleave_lane_planes(dst + at * small * width, src + at * width, si, small, pad)
+            done = at + lanes
     _scalar(dst, src, pad, big, small, small, _1, si, done, small)
 
 

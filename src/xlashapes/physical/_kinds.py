@@ -19,7 +19,9 @@ benchmark, against 1.2-4.1 s (17 of 25 layouts over 2.8 s) when one entry point 
   or de-interleaved (2-7);
 - ``PLANES``: more rows interleaved (from 9: up to 32 bytes, 24 2-byte words or 12 4-byte words; planes to
   channels), a 16-byte lane's worth of rows at a time, gathered into whole lines;
-- ``SQUARES``: anything else (register transposes of squares, short blocks, element by element).
+- ``SHORT``: source rows shorter than a line (2 to a line's elements less one) onto destination rows on lines:
+  blocks of 8 (else 4 or 2) rows of a line each, transposed in registers and streamed;
+- ``SQUARES``: anything else (register transposes of squares, element by element).
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ from collections.abc import Sequence
 
 LINE = 64  # bytes of a cache line
 
-RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES = 1, 2, 3, 4, 5, 6, 7
+RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES, SHORT = 1, 2, 3, 4, 5, 6, 7, 8
 MOST_PLANES = {1: 32, 2: 24, 4: 12}  # most rows (from 9) interleaved a lane's worth at a time, by word width: planes to
 # channels, 64 MiB 'from', x memcpy, against squares: u8 9 1.45 (3.6), 12 1.45 (2.8), 17 1.8 (2.95), 24 1.8 (2.7), 31
 # 1.6 (3.0), 32 1.75 (2.7), bf16 12 1.4-1.6 (2.6), 24 1.5 (2.6), f32 12 1.5 (2.1); up to 64 bytes u8 48 2.4 (3.4) and
 # 63 2.6 (2.8), but four groups of rows take 2 s more to compile, and f32 16 1.5 (1.4)
 WALKS = {RUNS: "walk_runs", GROUPS: "walk_groups", WIDE: "walk_wide", QUARTERS: "walk_quarters", ROWS: "walk_rows",
-         SQUARES: "walk_squares", PLANES: "walk_planes"}
+         SQUARES: "walk_squares", PLANES: "walk_planes", SHORT: "walk_short"}
 """The entry point of each kind (:mod:`._walk`)."""
 
 
@@ -95,6 +97,8 @@ def walk_kind(
     True
     >>> walk_kind((2, 4900, 12), (58800, 12, 1), (58800, 1, 4900), 1, 1, 0, 1) == (PLANES, 1)  # and 12 from them
     True
+    >>> walk_kind((2, 12, 4480), (53760, 4480, 1), (53760, 1, 12), 1, 1, 0, 1) == (SHORT, 1)  # and 12 to them
+    True
     """
     inner = len(shape) - 1
     axes = [k for k in range(inner) if k != unit]
@@ -120,8 +124,14 @@ def walk_kind(
     if big > 1 and di == 1 and du == small and 9 <= small <= MOST_PLANES.get(width, 0):
         return PLANES, 1
     interleaved = du == small and (2 <= small <= 7 or (small == 8 and width <= 2))
-    rows = big > 1 and di == 1 and (interleaved or (si == big and 2 <= big <= 7))
-    return (ROWS if rows else SQUARES), 1
+    if big > 1 and di == 1 and (interleaved or (si == big and 2 <= big <= 7)):
+        return ROWS, 1
+    lanes = lanes_of(width)
+    steps = [d_steps[a] for a in axes] + [du]
+    on_lines = stream and target % LINE == 0 and all(step * width % LINE == 0 for step in steps)
+    if di == 1 and 2 <= big < lanes <= small and lanes > 8 and on_lines:
+        return SHORT, 1
+    return SQUARES, 1
 
 
 def tiled_entry(stem: str, canonical: bool, packed: bool) -> str:

@@ -13,10 +13,11 @@ the next one while it moves its own.
 
 The kind of block is the same for every step of one copy, so it is chosen in Python (:mod:`._kinds`) and each kind
 is an entry point of its own (``walk_runs``, ``walk_groups``, ``walk_wide``, ``walk_quarters``, ``walk_rows``,
-``walk_squares``, ``walk_planes``), made by :func:`_walker` from one walk with the kind a constant of the closure:
-numba prunes the other kinds' branches before typing, so a first use compiles the code of its kind only
-(``_kinds`` gives the measured first-use times). Row (de)interleaves are loops of their own (:func:`_interleaved`,
-:func:`_deinterleaved`): inside the block subroutine LLVM made the byte de-interleaves up to 1.6x slower.
+``walk_squares``, ``walk_planes``, ``walk_short``), made by :func:`_walker` from one walk with the kind a constant
+of the closure: numba prunes the other kinds' branches before typing, so a first use compiles the code of its kind
+only (``_kinds`` gives the measured first-use times). Row (de)interleaves are loops of their own
+(:func:`_interleaved`, :func:`_deinterleaved`): inside the block subroutine LLVM made the byte de-interleaves up to
+1.6x slower.
 
 Long 2-d transposes have a kernel of their own, ``staged_transpose`` (blocks of source rows copied into the cache
 first, then transposed out), and so do long rows at different offsets in their lines, ``shifted_rows``.
@@ -80,7 +81,7 @@ from ._intrinsics import (
     _width,
 )
 from ._kernels import _copy_out, _lines
-from ._kinds import GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SQUARES, WALKS, WIDE
+from ._kinds import GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SHORT, SQUARES, WALKS, WIDE
 
 WIDE_BLOCKS = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 WIDE_LINES = 8  # lines of each destination row the line squares of a wide block write before the next row
@@ -247,7 +248,7 @@ def _deinterleaved(dst: int, src: int, pad: Any, big: int, small: int, du: int, 
 
 
 def _block_of(kind: int) -> Any:
-    """The block subroutine of ``kind`` (``ROWS`` or ``SQUARES``): ``dst[u*du + i*di] = src[u + i*si]`` for
+    """The block subroutine of ``kind`` (``ROWS``, ``SQUARES``, ``SHORT``): ``dst[u*du + i*di] = src[u + i*si]`` for
     ``u < big``, ``i < small`` (addresses in bytes, steps in elements), the other kind's code left out (``kind``
     is a constant of the closure: numba prunes its branches before typing them).
 
@@ -286,10 +287,10 @@ def _block_of(kind: int) -> Any:
             if small < lanes:
                 _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
             return
-        if kind == ROWS:  # (not rows (de)interleaved after all: the walk's kind says they are)
-            _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
+        if kind == ROWS or (kind == SHORT and not (rows_aligned and 2 <= big < lanes <= small and lanes > 8)):
+            _scalar(dst, src, pad, big, small, du, di, si, _0, _0)  # (not the walk's kind after all)
             return
-        if rows_aligned and 8 <= big < lanes <= small and lanes > 8:  # short source rows: 8 x line blocks, streamed
+        if kind == SHORT and 8 <= big:  # short source rows: 8 x line blocks, streamed
             full_u, full_i = big - big % 8, small - small % lanes
             for u in range(0, full_u, 8):
                 for i in range(0, full_i, lanes):
@@ -301,7 +302,7 @@ def _block_of(kind: int) -> Any:
             else:
                 _scalar(dst, src, pad, big, small, du, di, si, full_u, full_i)
             return
-        if rows_aligned and 2 <= big < 8 and lanes <= small and lanes > 8:  # 4 (2) x line blocks
+        if kind == SHORT:  # 4 (2) x line blocks
             _short_rows(dst, src, pad, big, small, du, si, ahead)
             return
         side = _side(pad)
@@ -336,12 +337,13 @@ def _block_of(kind: int) -> Any:
                 else:
                     _transpose16(d, du, s, si, streamed and on_lines, pad)
 
-    block.__name__ = block.__qualname__ = "_rows_block" if kind == ROWS else "_squares_block"
+    block.__name__ = block.__qualname__ = {ROWS: "_rows_block", SQUARES: "_squares_block", SHORT: "_short_block"}[kind]
     return _subroutine(block)
 
 
 _rows_block = _block_of(ROWS)
 _squares_block = _block_of(SQUARES)
+_short_block = _block_of(SHORT)
 
 
 @_subroutine
@@ -482,12 +484,12 @@ def _grouped_block(
 
 
 def _any_block_of(kind: int) -> Any:
-    """The block subroutine of ``kind`` (``ROWS`` or ``SQUARES``, :func:`_block_of`); a streamed block whose rows
-    continue each other (one contiguous run) goes through ``scratch`` (on a line, ``room`` bytes) instead, whence
-    its whole lines are streamed out (only the run's partial first and last lines are stored plainly), when its
-    destination is off the line grid (a run of at most ``room`` bytes) or its rows are not whole lines (rows of
+    """The block subroutine of ``kind`` (``ROWS``, ``SQUARES``, ``SHORT``: :func:`_block_of`); a streamed block whose
+    rows continue each other (one contiguous run) goes through ``scratch`` (on a line, ``room`` bytes) instead,
+    whence its whole lines are streamed out (only the run's partial first and last lines are stored plainly), when
+    its destination is off the line grid (a run of at most ``room`` bytes) or its rows are not whole lines (rows of
     more than 4 elements: shorter ones are interleaved on the way out; ``room`` bytes of rows at a time)."""
-    block = _rows_block if kind == ROWS else _squares_block  # (a constant of the closure, as ``kind`` is)
+    block = {ROWS: _rows_block, SQUARES: _squares_block, SHORT: _short_block}[kind]  # (a constant of the closure)
 
     def any_block(
         dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, stream: int, ahead: int,
@@ -509,12 +511,14 @@ def _any_block_of(kind: int) -> Any:
         else:
             block(dst, src, pad, big, small, du, di, si, stream, ahead)
 
-    any_block.__name__ = any_block.__qualname__ = "_any_rows_block" if kind == ROWS else "_any_squares_block"
+    any_block.__name__ = any_block.__qualname__ = {ROWS: "_any_rows_block", SQUARES: "_any_squares_block",
+                                                   SHORT: "_any_short_block"}[kind]
     return _subroutine(any_block)
 
 
 _any_rows_block = _any_block_of(ROWS)
 _any_squares_block = _any_block_of(SQUARES)
+_any_short_block = _any_block_of(SHORT)
 
 
 @_subroutine
@@ -567,9 +571,11 @@ def _walker(kind: int) -> Any:
             if k != unit:
                 axes[m] = k
                 m += 1
-        if kind == ROWS or kind == SQUARES or kind == PLANES:
+        if kind == ROWS or kind == SQUARES or kind == PLANES or kind == SHORT:
             if m == 0:
-                if kind == PLANES:
+                if kind == SHORT:
+                    _any_short_block(dst, src, pad, big, small, du, di, si, stream, _0, scratch, room)
+                elif kind == PLANES:
                     _planes_block(dst, src, pad, big, small, du, di, si, stream, scratch, room)
                 elif kind == ROWS:
                     _any_rows_block(dst, src, pad, big, small, du, di, si, stream, _0, scratch, room)
@@ -632,6 +638,9 @@ def _walker(kind: int) -> Any:
                     elif kind == PLANES:
                         _planes_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
                                       scratch, room)
+                    elif kind == SHORT:
+                        _any_short_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si,
+                                         stream, src + s_off * width, scratch, room)
                     elif kind == ROWS:
                         _any_rows_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
                                         src + s_off * width, scratch, room)
@@ -658,6 +667,9 @@ def _walker(kind: int) -> Any:
                         elif kind == PLANES:
                             _planes_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si,
                                           stream, scratch, room)
+                        elif kind == SHORT:
+                            _any_short_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si,
+                                             stream, _0, scratch, room)
                         elif kind == ROWS:
                             _any_rows_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si,
                                             stream, _0, scratch, room)
@@ -683,6 +695,7 @@ walk_quarters = _walker(QUARTERS)
 walk_rows = _walker(ROWS)
 walk_squares = _walker(SQUARES)
 walk_planes = _walker(PLANES)
+walk_short = _walker(SHORT)
 
 
 @_inline

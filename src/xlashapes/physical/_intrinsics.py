@@ -486,35 +486,49 @@ def _lane_squares(builder: Any, rows: list[Any]) -> list[Any]:
     return out
 
 
-def _short_transposer(short: int, groups: int) -> Any:
+def _short_transposer(short: int, groups: int, flagged: bool = False) -> Any:
     """An intrinsic: a block of ``short`` destination rows of one line each (``LINE / width`` elements), from as
     many source rows of ``short`` elements; each line streamed out (``dst`` rows line-aligned). The source rows
     come in ``groups`` equal groups (each a part of every destination line), ``g_step`` bytes apart, the rows of a
     group ``s_step`` elements apart (one strided block: ``g_step`` is the step of a group's worth of rows; blocks
     side by side in the destination: the step between blocks). ``groups`` 0: blocks of ``short`` rows side by
-    side, as many as fill a line. No code for an element width the shape does not fit (never called)."""
+    side, as many as fill a line. No code for an element width the shape does not fit (never called). ``flagged``:
+    a ``stream`` argument before the witness says whether to stream the lines (else stored plainly, anywhere)."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        element, width = _element(context, signature.args[-1])
+        long = LINE // width
+        rows_of_group = max(1, long // (groups or max(1, LINE // (short * width))))
+        if rows_of_group < short or long < 2 * short:
+            return context.get_dummy_value()
+        vector = ir.VectorType(element, short)
+        rows = []
+        for i in range(long):
+            start = _offset(builder, args[2], args[3], i // rows_of_group, 1)
+            rows.append(builder.load(_at(builder, _offset(builder, start, args[4], i % rows_of_group, width),
+                                         vector), align=1))
+        squares = [_squares(builder, rows[k : k + short]) for k in range(0, long, short)]
+        pairs = []
+        for j in range(short):
+            line = _concatenated(builder, [square[j] for square in squares])
+            pairs.append((line, _at(builder, _offset(builder, args[0], args[1], j, width), line.type)))
+        if flagged:
+            _stores(builder, pairs, args[5])
+        else:
+            for line, target in pairs:
+                _store(builder, line, target, True)
+        return context.get_dummy_value()
+
+    if flagged:
+        @_intrinsic
+        def flagged_transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, g_step: Any, s_step: Any, stream: Any,
+                              witness: Any) -> Any:
+            return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+        return flagged_transpose
 
     @_intrinsic
     def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, g_step: Any, s_step: Any, witness: Any) -> Any:
-        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-            element, width = _element(context, signature.args[5])
-            long = LINE // width
-            rows_of_group = max(1, long // (groups or max(1, LINE // (short * width))))
-            if rows_of_group < short or long < 2 * short:
-                return context.get_dummy_value()
-            vector = ir.VectorType(element, short)
-            rows = []
-            for i in range(long):
-                start = _offset(builder, args[2], args[3], i // rows_of_group, 1)
-                rows.append(builder.load(_at(builder, _offset(builder, start, args[4], i % rows_of_group, width),
-                                             vector), align=1))
-            squares = [_squares(builder, rows[k : k + short]) for k in range(0, long, short)]
-            for j in range(short):
-                line = _concatenated(builder, [square[j] for square in squares])
-                target = _at(builder, _offset(builder, args[0], args[1], j, width), line.type)
-                _store(builder, line, target, True)
-            return context.get_dummy_value()
-
         return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
     return transpose
@@ -555,12 +569,14 @@ def _line_square_transposer(rows: int) -> Any:
     """An intrinsic: a square of one line a side (``LINE / width`` elements, 2-, 4- and 8-byte words) transposed in
     registers, whose source rows come in groups of ``rows``: row ``k`` at ``src + (k // rows) * g_step`` bytes ``+
     (k % rows) * s_step`` elements (blocks of ``rows`` rows side by side in the destination, as many as fill a
-    line); each destination row (``d_step`` elements apart) is one line, streamed."""
+    line); each destination row (``d_step`` elements apart) is one line, streamed when ``stream`` (on the line grid)
+    else stored plainly."""
 
     @_intrinsic
-    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, g_step: Any, s_step: Any, witness: Any) -> Any:
+    def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, g_step: Any, s_step: Any, stream: Any,
+                  witness: Any) -> Any:
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-            element, width = _element(context, signature.args[5])
+            element, width = _element(context, signature.args[6])
             n = LINE // width
             if width == 1 or n % rows:
                 return context.get_dummy_value()  # (never called for bytes: no code)
@@ -570,11 +586,12 @@ def _line_square_transposer(rows: int) -> Any:
                 start = _offset(builder, args[2], args[3], k // rows, 1)
                 loaded.append(builder.load(_at(builder, _offset(builder, start, args[4], k % rows, width), vector),
                                            align=1))
-            for j, row in enumerate(_squares(builder, loaded)):
-                _store(builder, row, _at(builder, _offset(builder, args[0], args[1], j, width), vector), True)
+            pairs = [(row, _at(builder, _offset(builder, args[0], args[1], j, width), vector))
+                     for j, row in enumerate(_squares(builder, loaded))]
+            _stores(builder, pairs, args[5])
             return context.get_dummy_value()
 
-        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
     return transpose
 
@@ -586,7 +603,8 @@ _transpose_short_nt = _short_transposer(8, 2)  # 8 destination rows of one line:
 _transpose_short_nt4 = _short_transposer(8, 4)  # (rows of a quarter of a line, four blocks side by side)
 _transpose_short_nt8 = _short_transposer(8, 8)  # (rows of 8 bytes, eight blocks side by side)
 _transpose_short4_nt, _transpose_short2_nt = _short_transposer(4, 2), _short_transposer(2, 2)  # 4 / 2 dest rows
-_side_by_side4, _side_by_side2 = _short_transposer(4, 0), _short_transposer(2, 0)  # blocks of 4 / 2 rows filling a line
+_side_by_side4 = _short_transposer(4, 0, True)  # blocks of 4 / 2 rows filling a line (streamed or not)
+_side_by_side2 = _short_transposer(2, 0, True)
 _transpose8 = _transposer(8)
 _transpose16 = _transposer(16, native=False)  # (2-byte words: 1- and 4-byte words' own side is 16)
 

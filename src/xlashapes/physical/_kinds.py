@@ -14,7 +14,8 @@ benchmark, against 1.2-4.1 s (17 of 25 layouts over 2.8 s) when one entry point 
   across several blocks at a time (tiled transposes);
 - ``WIDE``: short destination rows (8 elements and up, less than a line) that continue each other (tiled
   transposes read back), many blocks a band at a time;
-- ``QUARTERS``: the same with rows of 2 or 4 elements, on lines: as many blocks as fill a line at a time;
+- ``QUARTERS``: the same with rows of 2 or 4 elements: as many blocks as fill a line at a time (streamed where the
+  destination rows are on lines, else stored plainly);
 - ``ROWS``: rows interleaved (2-7 of them: ``(2,1)`` and ``(4,1)`` sub-tiles, channels; 8 of 1- or 2-byte words)
   or de-interleaved (2-7);
 - ``PLANES``: more rows interleaved (from 9: up to 32 bytes, 24 2-byte words or 12 4-byte words; planes to
@@ -113,10 +114,8 @@ def walk_kind(
         if unit >= 0 and s_steps[last] == big and per and shape[last] >= per:
             return GROUPS, per if len(axes) == 1 else 1
         if unit >= 0 and d_steps[last] == small and small * width < LINE:
-            # every wide block on whole lines: rows of 2 or 4 elements, as many blocks as fill a line at a time
-            on_lines = stream and target % LINE == 0 and all(d_steps[a] * width % LINE == 0 for a in (unit, *axes[:-1]))
-            quarter = small in (2, 4) and big >= small and on_lines
-            if quarter:
+            # rows of 2 or 4 elements: as many blocks as fill a line at a time (streamed where on lines)
+            if small in (2, 4) and big >= small:
                 return QUARTERS, LINE // (small * width) if len(axes) == 1 else 1
             if big >= 8 and small >= 8:
                 return WIDE, 1

@@ -364,10 +364,12 @@ def _quarter_block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
     ahead: int,
 ) -> None:
-    """:func:`_wide_block` of destination rows of 2 or 4 elements (tiled transposes' short tiles read back), on
-    lines and streamed: as many blocks as fill a line at a time (``ahead``: unused, for the same arguments)."""
+    """:func:`_wide_block` of destination rows of 2 or 4 elements (tiled transposes' short tiles read back): as many
+    blocks as fill a line at a time, streamed on the line grid, else stored plainly (``ahead``: unused, for the
+    same arguments)."""
     width = _width(pad)
-    if (small == 2 or small == 4) and big >= small and stream and dst % LINE == 0 and (du * width) % LINE == 0:
+    lined = _1 if stream and dst % LINE == 0 and (du * width) % LINE == 0 else _0
+    if (small == 2 or small == 4) and big >= small:
         group = LINE // (small * width)
         grouped = count - count % group
         full_u = big - big % small
@@ -381,22 +383,22 @@ def _quarter_block(
                     for g in range(group):  # these rows' lines two squares on
                         _prefetch_rows(s + g * fs * width + 2 * LINE, si * width, _1, small)
                     if small == 4:
-                        _line_square4(d, du, s, fs * width, si, pad)
+                        _line_square4(d, du, s, fs * width, si, lined, pad)
                     else:
-                        _line_square2(d, du, s, fs * width, si, pad)
+                        _line_square2(d, du, s, fs * width, si, lined, pad)
         for f in range(0, grouped, group):
             for u in range(squares, full_u, small):
                 d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
                 if small == 4:
-                    _side_by_side4(d, du, s, fs * width, si, pad)
+                    _side_by_side4(d, du, s, fs * width, si, lined, pad)
                 else:
-                    _side_by_side2(d, du, s, fs * width, si, pad)
+                    _side_by_side2(d, du, s, fs * width, si, lined, pad)
         for f in range(count):
             if f >= grouped or full_u < big:
                 first = _0 if f >= grouped else full_u  # (whole blocks left over, or the rows after full_u)
                 _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, first, small)
         return
-    for f in range(count):  # (the walk's kind gives these only blocks on lines)
+    for f in range(count):  # (the walk's kind gives these only rows of 2 or 4)
         _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
 
 

@@ -35,15 +35,18 @@ is the only well-kept way to get vectorized machine code (shuffles, streaming st
 by large conversions: arrays under ``FIRST_NUMBA_BYTES`` (64 MiB) never import it in a process that has not loaded numba
 yet, and once it is loaded arrays from ``NUMBA_BYTES`` (1 MiB) use it. Small work never imports numba. The kernels are
 few and general: the generic kernel of ``_walk`` walks the factor views of *any* layout the plan covers, in both
-directions and for relayout (runs; 2- to 7-way row (de)interleaves, as TPU sub-tiles and channels make them; register
-transposes of blocks from 2 rows up; streaming whole lines out; a run contiguous on both sides, as a ``(2,1)``
+directions and for relayout (runs; 2- to 8-way row (de)interleaves, as TPU sub-tiles and channels make them; 9 to 32
+bytes' worth of planes interleaved into channels, a 16-byte lane of planes at a time gathered into whole lines;
+register transposes of blocks from 2 rows up; streaming whole lines out; a run contiguous on both sides, as a ``(2,1)``
 sub-tile's row pair, moves as one word); transposing walks read one line's worth of source rows ~2 KiB at a time and
 write whole destination lines (rows off the line grid are shifted onto it; short rows at different offsets, as legacy
 padding makes, go through ``shifted_rows``); 2-d transposes with both sides 128 words and up (64 bytes: ``{0,1}`` of any
-size, legacy padding) go through ``staged_transpose``, which copies blocks of source rows into the cache one long run at
-a time before transposing them out, each destination row's lines streamed from its own line boundary (a read pattern
-memory serves at close to ``memcpy`` speed, where reading a line's worth of rows at once is not); bytes are transposed
-as 2-byte words of two interleaved rows, squares of whole lines, and E(4) / E(2) fields (``u4[m,n]{0,1:E(4)}``) are
+size, legacy padding; from 32 elements onto short destination rows back to back, as a minor batch dim makes) go through
+``staged_transpose``, which copies blocks of source rows into the cache one long run at a time (prefetched 8 rows or
+4 KiB ahead) before transposing them out, each destination row's lines streamed from its own line boundary (a read
+pattern memory serves at close to ``memcpy`` speed, where reading a line's worth of rows at once is not), or short
+rows back to back as one run; bytes on the line grid are transposed as 2-byte words of two interleaved rows, squares of
+whole lines, bytes off it 64 x 64 at a time, and E(4) / E(2) fields (``u4[m,n]{0,1:E(4)}``) are
 packed or unpacked as the source rows are staged (four or eight rows' fields to one row of words), so a packed transpose
 is one pass with no unpacked temporary. The 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P > 1``: the TPU's 8- and
 16-bit formats, pred made 0/1 and plain E(n) fields packed tile by tile on the way) are faster special cases; ``pack`` /
@@ -51,9 +54,10 @@ is one pass with no unpacked temporary. The 2-d tiled kernels (any ``T(R,C)(P,1)
 whole lines can be streamed into them. Transposing walks prefetch the next block's source lines while they move the
 current one; 2- and 4-byte squares of whole lines are transposed by in-lane unpacks and block shuffles. The generic
 kernel is one entry point per kind of block (``_kinds``: runs, grouped squares, wide and quarter-line blocks, row
-(de)interleaves, squares), and the tiled kernels one per extra step (none, canonical bytes, E(n) packing), chosen in
-Python; numba compiles only the kind a conversion uses, so a layout's first compiled use pays for its own code (0.8 to
-2.7 s, to and from, cold, on the benchmark's layouts; ``bench_physical.py --cold``). Each entry point compiles once
+(de)interleaves, planes to channels, short source rows, squares), and the tiled kernels one per extra step (none,
+canonical bytes, E(n) packing), chosen in Python; numba compiles only the kind a conversion uses, so a layout's first
+compiled use pays for its own code (0.75 to 2.85 s, to and from, cold, on the benchmark's layouts;
+``bench_physical.py --cold``). Each entry point compiles once
 per element width on first use (its callees are subroutines compiled into its own code, so that LLVM optimizes and
 emits each kernel's code once: :func:`._intrinsics._subroutine`) and is cached with numba's
 ``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else

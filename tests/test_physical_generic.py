@@ -267,14 +267,7 @@ def test_rows_of_two_or_four_off_the_line_grid(compiled_everywhere: Counter[str]
     # destination rows of 2 or 4 elements, blocks side by side filling lines, when the destination is off the line
     # grid (an out= array 16 bytes past a line): the same register transposes, their lines stored plainly (they
     # went element by element: 14x memcpy for bf16[4,4096,2048]{0,1,2}, now 3.2x)
-    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
-    monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
-    walk = _dispatch.walker()
-    quarters = Counter[int]()
-    monkeypatch.setattr(walk, "walk_quarters", _counting(walk.walk_quarters, quarters))
-    shape = shape_of(text)
-    x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
-    round_trip_off_the_grid(x, shape, offset)
+    quarters, *_ = _spied_round_trip(monkeypatch, "walk_quarters", text, offset)
     assert sum(quarters.values()) >= 1, text
 
 
@@ -364,6 +357,21 @@ def round_trip_off_the_grid(x: np.ndarray[Any, Any], shape: xs.Shape, offset: in
     assert from_physical(expected, shape, out=back) is back
     assert same_bits(back, x), shape
     return expected
+
+
+def _spied_round_trip(monkeypatch: pytest.MonkeyPatch, entry: str, text: str, offset: int) -> tuple[
+        Counter[int], xs.Shape, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The calls of the generic kernel's ``entry`` during a streamed round trip of a random array of ``text`` through
+    ``out=`` arrays ``offset`` bytes past a line (:func:`round_trip_off_the_grid`; the 2-d kernels left out), the
+    shape, the array and its physical bytes."""
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
+    walk = _dispatch.walker()
+    calls = Counter[int]()
+    monkeypatch.setattr(walk, entry, _counting(getattr(walk, entry), calls))
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
+    return calls, shape, x, round_trip_off_the_grid(x, shape, offset)
 
 
 def _counting(function: Callable[..., Any], seen: Counter[Any]) -> Callable[..., Any]:
@@ -596,17 +604,10 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     # off it, transposed 64 x 64 at a time); destination rows of whole lines off the
     # line grid have their middles shifted onto it first; rows at other offsets (odd lengths, legacy padding) are
     # written from their own line boundaries, each row's unfinished line carried from block to block
-    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     monkeypatch.setattr(_copy, "STAGE_ROWS", 128)
     monkeypatch.setattr(_copy, "STAGE_COLS", 256)
     monkeypatch.setattr(_copy, "SHIFT_BYTES", 256)
-    monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
-    walk = _dispatch.walker()
-    staged = Counter[int]()
-    monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
-    shape = shape_of(text)
-    x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
-    expected = round_trip_off_the_grid(x, shape, offset)
+    staged, shape, x, expected = _spied_round_trip(monkeypatch, "staged_transpose", text, offset)
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
     assert np.array_equal(to_physical(x, shape, threads=3), expected), text  # destination rows split over threads
     assert same_bits(from_physical(expected, shape, threads=2), x), text
@@ -622,15 +623,8 @@ def test_staged_transposes_onto_rows_back_to_back(compiled_everywhere: Counter[s
     # as u8[B,H,W]{0,2,1}): each band of them is transposed as it lies in the destination, spilling into the next
     # row where a row ends inside a square, and streamed on as one piece, the line between bands carried; such rows
     # are staged from 32 elements (40 bytes, 48 2-byte words), where other transposes need 64 and 128
-    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     monkeypatch.setattr(_copy, "STAGE_COLS", 256)
-    monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
-    walk = _dispatch.walker()
-    staged = Counter[int]()
-    monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
-    shape = shape_of(text)
-    x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
-    expected = round_trip_off_the_grid(x, shape, offset)
+    staged, shape, x, expected = _spied_round_trip(monkeypatch, "staged_transpose", text, offset)
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
     assert np.array_equal(to_physical(x, shape, threads=3), expected), text  # bands split over threads
     assert sum(staged.values()) >= 3, text

@@ -300,7 +300,8 @@ def _staged(
         room = np.empty(staged + ring + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         last = big if bounds[1] * line >= big - big % line else bounds[1] * line
-        ahead = _stage_ahead(min(cols, last - bounds[0] * line) * width, width > 1 or mode == 2, bits)
+        plain = width > 1 or (bits == 8 and mode == 2)  # (rows staged as they are, as the kernel decides)
+        ahead = _stage_ahead(min(cols, last - bounds[0] * line) * width, plain, bits)
         walk.staged_transpose(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, rows, cols,
                               ahead, scratch + staged, int(mode == 2), bits, packs)
 

@@ -449,28 +449,18 @@ def _unpack_order(n: int, lane: int, group: int, high: bool) -> list[int]:
 
 def _lane_squares(builder: Any, rows: list[Any]) -> list[Any]:
     """A square of whole-line rows (4 lanes of 16 bytes) transposed: first within each lane, 16-byte blocks at a time,
-    by unpacks (``log2(lane)`` stages), then the lanes' blocks across each 4 rows by two block shuffles.
+    by unpacks (``log2(lane)`` stages: :func:`_lane_transposed`), then the lanes' blocks across each 4 rows by two
+    block shuffles.
 
     Every stage is a cheap in-lane or block shuffle (no general two-source word permutes); which row holds which
     column at the end is followed by labels.
     """
     n = len(rows)
     lane = n // 4
-    labels = [[(r, c) for c in range(n)] for r in range(n)]
-    group = 1
-    while group < lane:  # 16-byte blocks of `lane` rows transposed in place
-        rows, labels = list(rows), list(labels)
-        for first in range(0, n, lane):
-            for i in range(first, first + lane):
-                if i & group:
-                    continue
-                a, b = rows[i], rows[i + group]
-                pair = labels[i] + labels[i + group]
-                for target, high in ((i, False), (i + group, True)):
-                    order = _unpack_order(n, lane, group, high)
-                    rows[target] = builder.shuffle_vector(a, b, _mask(order))
-                    labels[target] = [pair[k] for k in order]
-        group *= 2
+    column_at = {spot: c for c, spot in _lane_where(n, lane).items()}
+    rows = [row for first in range(0, n, lane) for row in _lane_transposed(builder, rows[first : first + lane])]
+    # (element p of row r: lane p // lane of the rows' own group, holding their column at that spot, row p % lane)
+    labels = [[(r - r % lane + p % lane, column_at[(r % lane, p // lane)]) for p in range(n)] for r in range(n)]
     out: list[Any] = [None] * n
     for m in range(lane):  # the 4 x 4 blocks of rows m, m + lane, ...: block (g, L) to (L, g)
         picked = [(rows[g * lane + m], labels[g * lane + m]) for g in range(4)]

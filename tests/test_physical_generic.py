@@ -271,6 +271,19 @@ def test_rows_of_two_or_four_off_the_line_grid(compiled_everywhere: Counter[str]
     assert sum(quarters.values()) >= 1, text
 
 
+@pytest.mark.parametrize("text", ["u8[16,64,200]{0,1,2}", "u8[8,64,200]{0,1,2}", "f32[8,64,100]{0,1,2}",
+                                  "bf16[24,40,100]{0,1,2}", "u8[200,300]{0,1:T(8,128)}"])
+@pytest.mark.parametrize("offset", [0, 16, 4])
+def test_wide_blocks_side_by_side_on_and_off_the_line_grid(compiled_everywhere: Counter[str],
+                                                            monkeypatch: pytest.MonkeyPatch, text: str,
+                                                            offset: int) -> None:
+    # destination rows of a half, a quarter or an eighth of a line (8 or more elements): two, four or eight blocks
+    # side by side make one line of each row, streamed on the line grid, staged off it and streamed from there (off
+    # it they went 8 x 8 at a time: u8[16,4096,1024]{0,1,2} 'to' 22x memcpy 16 bytes past a line, now 2.7x)
+    wide, *_ = _spied_round_trip(monkeypatch, "walk_wide", text, offset)
+    assert sum(wide.values()) >= 1, text
+
+
 @pytest.mark.parametrize("text", ["bf16[544,576]{0,1}", "f32[160,272]{0,1}", "f64[80,136]{0,1}",
                                   "f32[2,272,160]{1,2,0}", "f32[128,640]{0,1:T(8,128)}", "s16[36,1000]{0,1}",
                                   "s16[96,1024]{0,1}"])

@@ -13,7 +13,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import _dispatch as dispatch
 from ._dispatch import Run
 from ._geometry import _STORAGE, _void
-from ._kinds import LINE, WALKS, walk_kind
+from ._kinds import LINE, WALKS, WIDE, walk_kind
 
 _SMALL_BYTES = 1 << 16  # copies this small go straight to np.copyto
 
@@ -178,10 +178,10 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
 
     def part(bounds: tuple[int, int]) -> None:
         work = np.empty(2 * len(shape), np.int64)
-        room = np.empty(STAGED_BLOCK + 2 * LINE, np.uint8)  # (a line of it past the block: planes spill there)
+        block = WIDE_ROOM if kind == WIDE else STAGED_BLOCK
+        room = np.empty(block + 2 * LINE, np.uint8)  # (a line of it past the block: planes spill there)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
-        kernel(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream, work, scratch,
-               STAGED_BLOCK)
+        kernel(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream, work, scratch, block)
 
     units = int(shape[split]) if split >= 0 else 1
     dispatch.run_parts(part, dispatch.parts(units, d.nbytes, run, step) if split >= 0 else [(0, 1)])
@@ -309,6 +309,7 @@ def _staged(
 
 
 STAGED_BLOCK = 1 << 14  # bytes of scratch (in L1) a walk's blocks take on their way to a destination off the line grid
+WIDE_ROOM = 1 << 17  # (wide blocks: a line of source rows' bands across 64 blocks, each row a line at most, in L2)
 SHIFTED_ROWS = 2048  # destination rows a shifted-rows transpose takes at a time, a multiple of 64 (2 lines each
 # in its scratch: 256 KiB, in L2); each pass reads as many words of each source row it visits (4 KiB of 2-byte
 # words: runs long enough for the hardware prefetcher; 256 rows (512 bytes) with software prefetching read half

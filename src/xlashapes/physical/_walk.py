@@ -295,7 +295,7 @@ def _block_of(kind: int) -> Any:
             for u in range(0, full_u, 8):
                 for i in range(0, full_i, lanes):
                     s = src + (u + i * si) * width
-                    _transpose_short_nt(dst + (u * du + i) * width, du, s, lanes // 2 * si * width, si, pad)
+                    _transpose_short_nt(dst + (u * du + i) * width, du, s, lanes // 2 * si * width, si, _1, pad)
             if big - full_u >= 2:  # the rows after the last 8 (12 channels: 4) as a block of 2 to 7 rows
                 _short_rows(dst + full_u * du * width, src + full_u * width, pad, big - full_u, small, du, si, _0)
                 _scalar(dst, src, pad, full_u, small, du, di, si, full_u, full_i)
@@ -405,45 +405,55 @@ def _quarter_block(
 @_subroutine
 def _wide_block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
-    ahead: int,
+    ahead: int, scratch: int, room: int,
 ) -> None:
     """``count`` blocks side by side in the destination (block ``f`` at ``dst + f*small`` elements, ``src + f*fs``):
     short destination rows (tiled transposes read back) written a band of 8 rows at a time across many blocks, so
     that each row gets one long run instead of ``count`` scattered pieces; rows of a half, a quarter or an eighth
-    of a line, two, four or eight blocks at a time, whole lines streamed. ``ahead`` (0: none) is the source of the
-    next wide block, of the same shape: its blocks' source rows are prefetched one block per group moved, over the
-    first bands. (Rows of 2 or 4 elements: :func:`_quarter_block`.)"""
+    of a line, two, four or eight blocks at a time, whole lines streamed (off the line grid through ``scratch``, on a
+    line, ``room`` bytes). ``ahead`` (0: none) is the source of the next wide block, of the same shape: its blocks'
+    source rows are prefetched one block per group moved, over the first bands. (Rows of 2 or 4 elements:
+    :func:`_quarter_block`.)"""
     width = _width(pad)
     if big < 8 or small < 8:  # (the walk's kind leaves these to blocks of their own)
         for f in range(count):
             _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
         return
     full_u, full_i = big - big % 8, small - small % 8
-    # rows of a half, a quarter or an eighth of a line, on lines: as many blocks side by side make one line of
-    # each row, streamed out
+    # rows of a half, a quarter or an eighth of a line: as many blocks side by side make one line of each row,
+    # streamed out on the line grid; off it, the bands of a chunk of rows go to ``scratch`` (the blocks' pieces of
+    # each row), whence each row's piece is streamed from its own line boundary (stored plainly when not streamed)
     row = small * width
-    lined = stream and dst % LINE == 0 and (du * width) % LINE == 0 and row < LINE and LINE % row == 0
-    group = LINE // row if lined and small % 8 == 0 else 1  # blocks per line
+    lined = _1 if stream and dst % LINE == 0 and (du * width) % LINE == 0 else _0
+    group = LINE // row if row < LINE and LINE % row == 0 and small % 8 == 0 else 1  # blocks per line
+    # source rows a multiple of 4 KiB apart share their cache sets: all the bands of a line of them before the next
+    # blocks (else one band across all the blocks, each destination row one long run)
+    chunk = LINE // width if (si * width) % 4096 == 0 else 8
+    staged = stream and not lined and group > 1 and chunk * (WIDE_BLOCKS * row + LINE) <= room
     for f0 in range(0, count, WIDE_BLOCKS):
         f1 = min(count, f0 + WIDE_BLOCKS)
         grouped = f0 + (f1 - f0) // group * group if group > 1 else f0
-        # source rows a multiple of 4 KiB apart share their cache sets: all the bands of a line of them before
-        # the next blocks (else one band across all the blocks, each destination row one long run)
-        chunk = LINE // width if (si * width) % 4096 == 0 else 8
+        span = (grouped - f0) * row  # bytes of each staged row (a line of slack after each: no shared cache sets)
         for u0 in range(0, full_u, chunk):
             u1 = min(full_u, u0 + chunk)
             for f in range(f0, grouped, group):
                 for u in range(u0, u1, 8):
-                    d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
+                    d, step = dst + (u * du + f * small) * width, du
+                    if staged:
+                        d, step = scratch + (u - u0) * (span + LINE) + (f - f0) * row, (span + LINE) // width
+                    s = src + (f * fs + u) * width
                     if ahead and u // 8 < group:  # one block's rows per call, over the first bands
                         g = f + u // 8
                         _prefetch_rows(ahead + g * fs * width, si * width, big * width, small)
                     if group == 2:
-                        _transpose_short_nt(d, du, s, fs * width, si, pad)
+                        _transpose_short_nt(d, step, s, fs * width, si, lined, pad)
                     elif group == 4:
-                        _transpose_short_nt4(d, du, s, fs * width, si, pad)
+                        _transpose_short_nt4(d, step, s, fs * width, si, lined, pad)
                     else:
-                        _transpose_short_nt8(d, du, s, fs * width, si, pad)
+                        _transpose_short_nt8(d, step, s, fs * width, si, lined, pad)
+            if staged:
+                for r in range(u1 - u0):
+                    _copy_out(dst + ((u0 + r) * du + f0 * small) * width, scratch + r * (span + LINE), span, _1)
             for f in range(grouped, f1):
                 for u in range(u0, u1, 8):
                     d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
@@ -607,7 +617,7 @@ def _walker(kind: int) -> Any:
             if m == 1:  # no other axis: one wide block of the blocks [first, last) (the threads' split)
                 if kind == WIDE and first < last:
                     _wide_block(dst + first * small * width, src + first * fs * width, pad, big, small, du, si,
-                                last - first, fs, stream, _0)
+                                last - first, fs, stream, _0, scratch, room)
                 elif kind == QUARTERS and first < last:
                     _quarter_block(dst + first * small * width, src + first * fs * width, pad, big, small, du, si,
                                    last - first, fs, stream, _0)
@@ -633,7 +643,7 @@ def _walker(kind: int) -> Any:
                 if held:
                     if kind == WIDE:
                         _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs,
-                                    stream, src + s_off * width)
+                                    stream, src + s_off * width, scratch, room)
                     elif kind == QUARTERS:
                         _quarter_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
                                        fs, stream, _0)
@@ -662,7 +672,7 @@ def _walker(kind: int) -> Any:
                     if held:
                         if kind == WIDE:
                             _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs,
-                                        stream, _0)
+                                        stream, _0, scratch, room)
                         elif kind == QUARTERS:
                             _quarter_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
                                            fs, stream, _0)

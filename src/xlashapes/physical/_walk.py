@@ -85,6 +85,7 @@ from ._kinds import GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SHORT, SQUARES, 
 
 WIDE_BLOCKS = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 WIDE_LINES = 8  # lines of each destination row the line squares of a wide block write before the next row
+STAGED_LINES = 16  # (off the line grid, through scratch: bf16[4,4096,2048]{0,1,2} 'to' 2.3 at 8, 2.05, 2.35 at 32)
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1 = np.int64(0), np.int64(1)
 _WORD = np.uint16(0)  # the witness of 2-byte words
@@ -362,11 +363,12 @@ def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int
 @_subroutine
 def _quarter_block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
-    ahead: int,
+    ahead: int, scratch: int, room: int,
 ) -> None:
     """:func:`_wide_block` of destination rows of 2 or 4 elements (tiled transposes' short tiles read back): as many
-    blocks as fill a line at a time, streamed on the line grid, else stored plainly (``ahead``: unused, for the
-    same arguments)."""
+    blocks as fill a line at a time, streamed on the line grid; off it, a square's rows of lines go through
+    ``scratch`` (on a line, ``room`` bytes), whence each row's piece is streamed (else stored plainly; ``ahead``:
+    unused, for the same arguments)."""
     width = _width(pad)
     lined = _1 if stream and dst % LINE == 0 and (du * width) % LINE == 0 else _0
     if (small == 2 or small == 4) and big >= small:
@@ -375,17 +377,26 @@ def _quarter_block(
         full_u = big - big % small
         side = _side(pad)
         squares = big - big % side if width > 1 and side * width == LINE else 0  # whole lines of source rows
-        for f0 in range(0, grouped, WIDE_LINES * group):  # a run of lines of each destination row at a time
-            f1 = min(grouped, f0 + WIDE_LINES * group)
+        lines = STAGED_LINES if stream and not lined else WIDE_LINES
+        staged = stream and not lined and side * (lines + 1) * LINE <= room
+        for f0 in range(0, grouped, lines * group):  # a run of lines of each destination row at a time
+            f1 = min(grouped, f0 + lines * group)
+            span = (f1 - f0) * small * width  # bytes of each staged row (and a line of slack)
             for u in range(0, squares, side):
                 for f in range(f0, f1, group):
-                    d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
+                    d, step = dst + (u * du + f * small) * width, du
+                    if staged:
+                        d, step = scratch + (f - f0) * small * width, (span + LINE) // width
+                    s = src + (f * fs + u) * width
                     for g in range(group):  # these rows' lines two squares on
                         _prefetch_rows(s + g * fs * width + 2 * LINE, si * width, _1, small)
                     if small == 4:
-                        _line_square4(d, du, s, fs * width, si, lined, pad)
+                        _line_square4(d, step, s, fs * width, si, lined, pad)
                     else:
-                        _line_square2(d, du, s, fs * width, si, lined, pad)
+                        _line_square2(d, step, s, fs * width, si, lined, pad)
+                if staged:
+                    for r in range(side):
+                        _copy_out(dst + ((u + r) * du + f0 * small) * width, scratch + r * (span + LINE), span, _1)
         for f in range(0, grouped, group):
             for u in range(squares, full_u, small):
                 d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
@@ -620,7 +631,7 @@ def _walker(kind: int) -> Any:
                                 last - first, fs, stream, _0, scratch, room)
                 elif kind == QUARTERS and first < last:
                     _quarter_block(dst + first * small * width, src + first * fs * width, pad, big, small, du, si,
-                                   last - first, fs, stream, _0)
+                                   last - first, fs, stream, _0, scratch, room)
                 if stream:
                     _fence()
                 return
@@ -646,7 +657,7 @@ def _walker(kind: int) -> Any:
                                     stream, src + s_off * width, scratch, room)
                     elif kind == QUARTERS:
                         _quarter_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
-                                       fs, stream, _0)
+                                       fs, stream, _0, scratch, room)
                     elif kind == PLANES:
                         _planes_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
                                       scratch, room)
@@ -675,7 +686,7 @@ def _walker(kind: int) -> Any:
                                         stream, _0, scratch, room)
                         elif kind == QUARTERS:
                             _quarter_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
-                                           fs, stream, _0)
+                                           fs, stream, _0, scratch, room)
                         elif kind == PLANES:
                             _planes_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si,
                                           stream, scratch, room)

@@ -399,6 +399,54 @@ def _counting(function: Callable[..., Any], seen: Counter[Any]) -> Callable[...,
     return call
 
 
+@pytest.mark.parametrize(("source", "target"), [
+    ("bf16[64,512]{1,0:T(8,128)(2,1)}", "bf16[64,512]{0,1:T(8,128)(2,1)}"),
+    ("s8[64,512]{0,1:T(8,128)(4,1)}", "s8[64,512]{1,0:T(8,128)(4,1)}"),
+    ("f32[256,512]{0,1:T(8,128)}", "f32[256,512]{1,0:T(2,128)}"),
+    ("bf16[256,512]{1,0:T(8,128)}", "bf16[256,512]{0,1:T(8,128)(2,1)}")])
+@pytest.mark.parametrize("whole", [True, False])
+def test_fine_grained_relayouts_go_through_the_logical_array(compiled_everywhere: Counter[str],
+                                                             monkeypatch: pytest.MonkeyPatch, source: str,
+                                                             target: str, whole: bool) -> None:
+    # sub-tiles turned around inside tiles leave the direct copy blocks of a few elements (bf16 (2,1) to (2,1)
+    # transposed: 2 x 2, 44x memcpy), so the relayout reads the logical array and writes it (4.5x); over
+    # FINE_TEMPORARY, directly all the same (bounded memory)
+    if not whole:
+        monkeypatch.setattr(physical, "FINE_TEMPORARY", 0)
+    reads = Counter[int]()
+    monkeypatch.setattr(physical, "_read_physical", _counting(physical._read_physical, reads))
+    shape, other = xs.parse_shape(source), xs.parse_shape(target)
+    x = random_array(str(shape.element_type), shape.dimensions, len(source))
+    buffer = numpy_path(to_physical, x, shape)
+    assert np.array_equal(relayout(buffer, shape, other), numpy_path(to_physical, x, other)), source
+    assert (sum(reads.values()) == 1) == whole, source
+
+
+def test_fine_grained_copies_are_told_apart() -> None:
+    # the blocks of the generic kernel's walk: 2 x 2 words of (2,1) sub-tiles turned around (fine-grained), whole
+    # lines of a plain transpose, and the rows of (2,1) sub-tiles interleaved into tiles (not)
+    a = np.zeros((64, 64, 2, 2), np.uint16)
+    assert _copy.fine_grained(a, a.transpose(1, 0, 3, 2))
+    assert not _copy.fine_grained(a.reshape(64, 256), a.reshape(256, 64).T)
+    tiles = np.zeros((8, 4, 128, 2), np.uint16)
+    assert not _copy.fine_grained(tiles, tiles.reshape(8, 4, 2, 128).transpose(0, 1, 3, 2))
+
+
+@pytest.mark.parametrize(("source", "target"), [("bf16[64,512]", "bf16[64,512]{1,0:T(8,128)(2,1)}"),
+                                                ("s4[64,512]{1,0:T(8,128)(2,1)E(4)}", "s4[64,512]")])
+def test_relayouts_from_or_to_the_plain_layout_are_to_physical_or_from_physical(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, source: str, target: str) -> None:
+    # the plain row-major layout's bytes are the logical array itself: the two directions' own kernels, no copy
+    # between factor views (bf16 {1,0} to T(8,128)(2,1) 3.2x memcpy at 16 MiB that way, 1.2x to_physical's)
+    direct = Counter[int]()
+    monkeypatch.setattr(physical, "_relayout_direct", _counting(physical._relayout_direct, direct))
+    shape, other = xs.parse_shape(source), xs.parse_shape(target)
+    x = random_array(str(shape.element_type), shape.dimensions, len(source))
+    buffer = numpy_path(to_physical, x, shape)
+    assert np.array_equal(relayout(buffer, shape, other), numpy_path(to_physical, x, other)), source
+    assert not direct, source
+
+
 # ----- slabs, memory maps and chunk boundaries ------------------------------------------------------------------
 def test_slabs_follow_the_most_major_dim() -> None:
     def cut(text: str) -> tuple[int, int, int, int] | None:

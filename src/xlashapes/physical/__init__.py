@@ -83,7 +83,7 @@ from .._ints import checked_int
 from ..errors import ShapeError
 from ..shape import Shape
 from . import _slabbed as slabbed
-from ._convert import _read_physical, _relayout_direct, _write_physical
+from ._convert import _plain, _read_physical, _relayout_direct, _write_physical
 from ._dispatch import run_settings, with_fallback
 from ._geometry import (
     _check_size,
@@ -105,6 +105,9 @@ __all__ = [
     "unpack_file",
 ]
 
+FINE_TEMPORARY = 64 << 20
+"""Largest logical array a fine-grained relayout goes through whole (4x memcpy, not 10-50x); larger ones copy
+directly (``{1,0:T(8,128)(2,1)}`` to ``{0,1:T(8,128)(2,1)}``: 2 x 2 blocks), unless both layouts cut the same dim."""
 MEMORY_LIMIT = 16 * 2**30
 """Largest array or buffer (bytes) these functions allocate unless ``memory_limit=`` says otherwise."""
 
@@ -242,13 +245,29 @@ def relayout(
     big = max(src.nbytes, dst.nbytes) > slabbed.CHUNK_BYTES
 
     def copy() -> None:
-        if big and (src.packed or dst.packed) and relayout_in_slabs(data, src, dst, pad, result, run):
+        if _plain(src):  # the source bytes are the logical array: to_physical's kernels
+            x = data[: src.nbytes].view(src.storage).reshape(src.dims)
+            if not (wants_slabs(dst, x, result) and write_in_slabs(x, dst, pad, result, run)):
+                _write_physical(x, dst, pad, result, run)
             return
-        if _relayout_direct(data, src, dst, pad, result, run) or (
-            big and relayout_in_slabs(data, src, dst, pad, result, run)
-        ):
+        if _plain(dst):  # the target bytes are: from_physical's
+            storage = result[: dst.nbytes].view(dst.storage).reshape(dst.dims)
+            if not (wants_slabs(src, data, result) and read_in_slabs(data, src, storage, run)):
+                _read_physical(data, src, storage, run)
             return
-        _check_size(math.prod(src.dims) * src.storage.itemsize, limit, f"the logical array of {src_shape}")
+        packed = src.packed or dst.packed  # (a direct copy would unpack both sides whole)
+        if big and packed and relayout_in_slabs(data, src, dst, pad, result, run):
+            return
+        if not packed and _relayout_direct(data, src, dst, pad, result, run, coarse=True):
+            return
+        # packed, fine-grained (sub-tiles turned around inside tiles) or no direct copy: through the logical array,
+        # in slabs when both layouts cut the same dim, whole when that is small enough (or packed), else directly
+        if relayout_in_slabs(data, src, dst, pad, result, run):
+            return
+        size = math.prod(src.dims) * src.storage.itemsize
+        if size > FINE_TEMPORARY and not packed and _relayout_direct(data, src, dst, pad, result, run):
+            return
+        _check_size(size, limit, f"the logical array of {src_shape}")
         logical = np.empty(src.dims, src.storage)
         _read_physical(data, src, logical, run)
         _write_physical(logical, dst, pad, result, run)

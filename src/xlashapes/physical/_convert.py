@@ -11,7 +11,16 @@ from ._compiled import _compiled_read, _compiled_write
 from ._dispatch import Run
 from ._geometry import _canonicalize, _check_size, _Geometry
 from ._packing import _elements, _pack, _packed_transpose, _unpack
-from ._plan import _common_boundaries, _fill_padding, _physical_view, _plain_chains, _Plan, _plan, _transfer
+from ._plan import (
+    _common_boundaries,
+    _fill_padding,
+    _fine_transfer,
+    _physical_view,
+    _plain_chains,
+    _Plan,
+    _plan,
+    _transfer,
+)
 from ._reference import _reference_elements, _reference_logical
 
 
@@ -92,8 +101,11 @@ def _relayout_direct(
     pad: np.ndarray[Any, Any],
     result: np.ndarray[Any, Any],
     run: Run,
+    coarse: bool = False,
 ) -> bool:
-    """Copy from one layout's bytes to the other's in one pass; False when the tiles split dims incompatibly."""
+    """Copy from one layout's bytes to the other's in one pass; False (nothing written) when the tiles split dims
+    incompatibly, or with ``coarse`` when that copy is fine-grained (:func:`._plan._fine_transfer`: unpacked layouts
+    only)."""
     src_plan, dst_plan = _plan(src.dims, src.layout), _plan(dst.dims, dst.layout)
     if src_plan is None or dst_plan is None or math.prod(src.dims) == 0:
         return False
@@ -103,6 +115,11 @@ def _relayout_direct(
     dst_chains = dst_plan.chains + ((1,),) * (phantoms - dst_plan.phantoms)
     if any(_common_boundaries((a, b), n) is None for a, b, n in zip(src_chains, dst_chains, extents)):
         return False
+    if coarse and not (src.packed or dst.packed):  # (views of the bytes as they are: the copy's strides)
+        src_view = _factor_view(data[: src.nbytes].view(src.storage), src_plan, phantoms)
+        dst_view = _factor_view(result[: dst.nbytes].view(dst.storage), dst_plan, phantoms)
+        if _fine_transfer(dst_view, dst_chains, src_view, src_chains, extents):
+            return False
     src_elements = _elements(data, src, run, "the unpacked source elements")
     if dst.packed:
         _check_size(dst.aligned, run.limit, "the unpacked target elements")
@@ -110,14 +127,29 @@ def _relayout_direct(
     else:
         dst_elements = result.view(dst.storage)
     dst_elements[dst.count :] = pad
-    dst_view = _physical_view(dst_elements, dst_plan)
-    _fill_padding(dst_view, dst_plan, pad)
-    src_view = _physical_view(src_elements, src_plan)
-    src_view = src_view.reshape(src_view.shape + (1,) * (phantoms - src_plan.phantoms))
-    dst_view = dst_view.reshape(dst_view.shape + (1,) * (phantoms - dst_plan.phantoms))
+    _fill_padding(_physical_view(dst_elements, dst_plan), dst_plan, pad)
+    src_view = _factor_view(src_elements, src_plan, phantoms)
+    dst_view = _factor_view(dst_elements, dst_plan, phantoms)
     _transfer(dst_view, dst_chains, src_view, src_chains, extents, run)
     if dst.packed:
         _pack(dst_elements, dst, result, run)
     elif dst.etype.kind == "pred" or dst.etype.bits < 8:
         _canonicalize(result, dst)
     return True
+
+
+
+def _factor_view(elements: np.ndarray[Any, Any], plan: _Plan, phantoms: int) -> np.ndarray[Any, Any]:
+    """The plan's factor view of a layout's elements, with size-1 axes up to ``phantoms`` phantom dims."""
+    view = _physical_view(elements, plan)
+    shaped: np.ndarray[Any, Any] = view.reshape(view.shape + (1,) * (phantoms - plan.phantoms))
+    return shaped
+
+
+def _plain(geometry: _Geometry) -> bool:
+    """True when a layout's bytes are exactly its logical array in row-major order (no padding, one element per
+    storage word)."""
+    plan = _plan(geometry.dims, geometry.layout)
+    word = geometry.storage.itemsize
+    whole = geometry.nbytes == geometry.count * word == geometry.aligned * word
+    return not geometry.packed and whole and plan is not None and plan.identity

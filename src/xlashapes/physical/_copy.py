@@ -13,7 +13,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import _dispatch as dispatch
 from ._dispatch import Run
 from ._geometry import _STORAGE, _void
-from ._kinds import LINE, QUARTERS, WALKS, WIDE, walk_kind
+from ._kinds import LINE, QUARTERS, ROWS, SQUARES, WALKS, WIDE, walk_kind
 
 _SMALL_BYTES = 1 << 16  # copies this small go straight to np.copyto
 
@@ -138,8 +138,13 @@ def _on_lines(d: np.ndarray[Any, Any]) -> bool:
     return dispatch.address(d) % LINE == 0 and all(step % LINE == 0 for step in d.strides[:-1])
 
 
-def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run, stream: int) -> None:
-    """The normalized copy ``d[...] = s`` by the generic kernel (its axes ordered here), over ``run``'s threads."""
+def _walk_order(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], stream: int) -> tuple[
+        np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], int]:
+    """(shape, destination steps, source steps, unit) of the normalized copy ``d[...] = s`` as the generic kernel
+    walks it (steps in elements): the two block axes innermost (the source's contiguous one, ``unit``, -1 for none,
+    then the destination's most minor one), the others in source order (largest source stride outermost), but
+    that the axes continuing destination rows shorter than ``_SHORT_ROW`` bytes go last, finishing each line while
+    it is cached."""
     width = d.itemsize
     shape = np.array(d.shape, np.int64)
     d_steps = np.array(d.strides, np.int64) // width
@@ -155,8 +160,41 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
         follow = [k for k in outer if d_steps[k] == shape[inner] * d_steps[inner]]
         outer = [k for k in outer if k not in follow] + follow
     order = [*outer, *([unit] if unit >= 0 else []), inner]
-    shape, d_steps, s_steps = shape[order], d_steps[order], s_steps[order]
-    unit = inner - 1 if unit >= 0 else -1
+    return shape[order], d_steps[order], s_steps[order], inner - 1 if unit >= 0 else -1
+
+
+FINE_BYTES = 256
+"""Bytes of the blocks under which a copy's squares or rows are fine-grained (:func:`fine_grained`)."""
+
+
+def fine_grained(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> bool:
+    """True when the generic kernel would move ``dst[...] = src`` (same dtype) in blocks of a few elements each,
+    one step of its walk per block: sub-tiles turned around inside tiles, as between ``{1,0:T(8,128)(2,1)}`` and
+    ``{0,1:T(8,128)(2,1)}`` (2 x 2 blocks: 40x memcpy), which are faster through the logical array.
+
+    >>> a = np.zeros((64, 64, 2, 2), np.uint16)
+    >>> fine_grained(a, a.transpose(1, 0, 3, 2)), fine_grained(a, a.transpose(1, 0, 2, 3))
+    (True, False)
+    """
+    if dst.size == 0:
+        return False
+    d, s = _word_runs(*_normalized(dst, src))
+    width = d.itemsize
+    if d.ndim < 2 or width not in (1, 2, 4, 8) or any(x % width or x < 0 for x in (*d.strides, *s.strides)):
+        return False
+    shape, d_steps, s_steps, unit = _walk_order(d, s, 1)
+    if unit < 0:
+        return False
+    kind, _ = walk_kind(shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width, 0, 1)
+    return kind in (ROWS, SQUARES) and int(shape[unit] * shape[-1]) * width < FINE_BYTES
+
+
+def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run, stream: int) -> None:
+    """The normalized copy ``d[...] = s`` by the generic kernel (its axes ordered here), over ``run``'s threads."""
+    width = d.itemsize
+    shape, d_steps, s_steps, unit = _walk_order(d, s, stream)
+    inner = d.ndim - 1
+    lines = bool(stream) and _on_lines(d)
     mode = _stages(dispatch.address(d), shape, d_steps, width, stream) if unit == 0 else 0
     if mode:
         _staged(walk, dispatch.address(d), dispatch.address(s), np.zeros(1, _STORAGE[width])[0], shape, d_steps,

@@ -363,6 +363,32 @@ def _copy_out(out: int, scratch: int, n: int, stream: int) -> None:
     _copy(out + k, scratch + k, n - k)
 
 
+
+@_subroutine
+def _emit(out: int, row: int, n: int, carry: int, first: int, last: int) -> None:
+    """Write the ``n`` bytes staged at ``row + LINE`` to ``out``, one destination row's piece: its whole lines streamed
+    from the row's own line boundary, with the bytes before ``out`` in that line (the carry: the tail the row's
+    previous piece left at the end of the line at ``carry``); the partial first line of a ``first`` piece and the
+    tail of a ``last`` one stored plainly, any other tail kept at ``carry`` (``n`` at least a line)."""
+    head = out & (LINE - 1)
+    start = row + LINE - head
+    total = head + n
+    k = 0
+    if first:
+        if head:
+            k = LINE
+            _copy(out, row + LINE, min(LINE - head, n))
+    else:
+        _move_line(row, carry)
+    base = out - head
+    whole = (total - k) // LINE * LINE
+    _lines(base + k, start + k, whole)
+    k += whole
+    if last:
+        _copy(base + k, start + k, max(0, total - k))
+    else:
+        _move_line(carry, start + total - LINE)  # the tail ends the carry's line
+
 # ----- sub-byte packing --------------------------------------------------------------------------------------------
 _U = np.uint64
 _LOW_NIBBLES, _LOW_BITS = _U(0x0F0F0F0F0F0F0F0F), _U(0x0101010101010101)

@@ -14,7 +14,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..layout import Layout
 from ..tiling import COMBINE_DIMENSION, tiled_dimensions
-from ._copy import _copy
+from ._copy import _copy, fine_grained
 from ._dispatch import Run
 
 Chains = tuple[tuple[int, ...], ...]
@@ -264,6 +264,24 @@ def _transfer(
     extents: Sequence[int], run: Run | None = None,
 ) -> None:
     """Copy every logical element from one factor view to another (their chains must have common boundaries)."""
+    for d, s in _transfer_boxes(dst, dst_chains, src, src_chains, extents):
+        _copy(d, s, run)
+
+
+def _fine_transfer(
+    dst: np.ndarray[Any, Any], dst_chains: Chains, src: np.ndarray[Any, Any], src_chains: Chains,
+    extents: Sequence[int],
+) -> bool:
+    """True when the largest copy of a :func:`_transfer` is fine-grained (:func:`._copy.fine_grained`)."""
+    boxes = _transfer_boxes(dst, dst_chains, src, src_chains, extents)
+    return fine_grained(*max(boxes, key=lambda pair: pair[0].size))
+
+
+def _transfer_boxes(
+    dst: np.ndarray[Any, Any], dst_chains: Chains, src: np.ndarray[Any, Any], src_chains: Chains,
+    extents: Sequence[int],
+) -> list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
+    """The (destination, source) views a :func:`_transfer` copies: one per box of valid elements."""
     bounds = []
     for a, b, n in zip(dst_chains, src_chains, extents):
         common = _common_boundaries((a, b), n)
@@ -273,6 +291,4 @@ def _transfer(
     dst_split = _split_view(dst, dst_chains, bounds, extents)
     src_split = _split_view(src, src_chains, bounds, extents)
     boxes = [_range_boxes(0, n, _refined_sizes(b, n)) for b, n in zip(bounds, extents)]
-    for parts in product(*boxes):
-        where = _box_slices(parts)
-        _copy(dst_split[where], src_split[where], run)
+    return [(dst_split[where], src_split[where]) for where in map(_box_slices, product(*boxes))]

@@ -131,6 +131,7 @@ def relayout_in_slabs(
     n = src.dims[a.axis]
     per_row = max(1, src.nbytes // max(1, n), dst.nbytes // max(1, n))
     rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
+    room = np.empty(math.prod(src.dims) // max(1, n) * rows, src.storage)  # (one chunk's pages, faulted in once)
     for low in range(0, n, rows):
         high = min(n, low + rows)
         pieces = []
@@ -138,7 +139,7 @@ def relayout_in_slabs(
             first, last = low // cut.weight, -(-high // cut.weight)
             pieces.append((_geometry(cut.piece(first, last)), cut.byte_range(first, last)))
         (src_piece, (s0, s1)), (dst_piece, (d0, d1)) = pieces
-        logical = np.empty(src_piece.dims, src.storage)
+        logical = room[: math.prod(src_piece.dims)].reshape(src_piece.dims)
         _read_physical(data[s0:s1], src_piece, logical, run)
         _write_physical(logical, dst_piece, pad, result[d0:d1], run)
         release(result)

@@ -54,7 +54,6 @@ from ._intrinsics import (
     _line_square2,
     _line_square4,
     _most_planes,
-    _move_line,
     _pack_rows2,
     _pack_rows4,
     _prefetch_rows,
@@ -80,7 +79,7 @@ from ._intrinsics import (
     _unpack_rows4,
     _width,
 )
-from ._kernels import _copy_out, _lines
+from ._kernels import _copy_out, _emit
 from ._kinds import GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SHORT, SQUARES, WALKS, WIDE
 
 WIDE_BLOCKS = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
@@ -800,32 +799,6 @@ def _stage(
         for u in range(whole, n):
             _put(to, 2 * u, _staged_byte(at, u, sub, bits, packs, pad))
             _put(to, 2 * u + 1, _staged_byte(at + si, u, sub, bits, packs, pad))
-
-
-@_subroutine
-def _emit(out: int, row: int, n: int, carry: int, first: int, last: int) -> None:
-    """Write the ``n`` bytes staged at ``row + LINE`` to ``out``, one destination row's piece: its whole lines streamed
-    from the row's own line boundary, with the bytes before ``out`` in that line (the carry: the tail the row's
-    previous piece left at the end of the line at ``carry``); the partial first line of a ``first`` piece and the
-    tail of a ``last`` one stored plainly, any other tail kept at ``carry`` (``n`` at least a line)."""
-    head = out & (LINE - 1)
-    start = row + LINE - head
-    total = head + n
-    k = 0
-    if first:
-        if head:
-            k = LINE
-            _copy(out, row + LINE, min(LINE - head, n))
-    else:
-        _move_line(row, carry)
-    base = out - head
-    whole = (total - k) // LINE * LINE
-    _lines(base + k, start + k, whole)
-    k += whole
-    if last:
-        _copy(base + k, start + k, max(0, total - k))
-    else:
-        _move_line(carry, start + total - LINE)  # the tail ends the carry's line
 
 
 @_subroutine

@@ -17,10 +17,13 @@ import xlashapes as xs
 from xlashapes import physical
 from xlashapes.layout import COMBINE_DIMENSION
 from xlashapes.physical import _copy as copies
+from xlashapes.physical import _dispatch as dispatch
 from xlashapes.physical import _packing as packing
 from xlashapes.physical import _plan as plans
 from xlashapes.physical import _reference as reference
+from xlashapes.physical import _slabbed as slabbed
 from xlashapes.physical import from_physical, relayout, to_physical
+from xlashapes.physical._geometry import _geometry, _padding_storage
 
 STAR = COMBINE_DIMENSION
 ARRAY_TYPES = [name for name, kind in xs.ELEMENT_TYPES.items() if kind.is_array_type]
@@ -550,6 +553,25 @@ def test_relayout_equals_to_physical_of_from_physical(case: tuple[xs.Shape, np.n
     for buffer in (to_physical(x, shape), noise):
         expected = to_physical(from_physical(buffer, shape), other)
         assert np.array_equal(relayout(buffer, shape, other), expected)
+
+
+@settings(PROPERTY, max_examples=150)
+@given(cases(max_dim=40), st.sampled_from([1, 300, 1 << 12]))
+def test_relayout_in_windows_equals_reference_path(case: tuple[xs.Shape, np.ndarray, xs.Shape], budget: int) -> None:
+    # chunks of the source's slabs (one step each, a few, all) written into windows of the target's factor view
+    shape, x, other = case
+    src, dst = _geometry(shape), _geometry(other)
+    result = np.full(dst.nbytes, 0xAB, np.uint8)
+    saved = slabbed.CHUNK_BYTES
+    try:
+        slabbed.CHUNK_BYTES = budget
+        run = dispatch.run_settings(physical.MEMORY_LIMIT, 1, dst.nbytes)
+        done = slabbed.relayout_in_windows(to_physical(x, shape), src, dst, _padding_storage(dst, None),
+                                           result, run)
+    finally:
+        slabbed.CHUNK_BYTES = saved
+    assume(done)
+    assert np.array_equal(result, reference._reference_to_physical(x, other))
 
 
 TUNING = ("_SMALL_BYTES", "_BLOCK_BYTES", "_TILE_BYTES", "_WIDEN_BYTES", "_GATHER_STRIDE", "_MAX_LOOPS")

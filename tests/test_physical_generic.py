@@ -404,22 +404,28 @@ def _counting(function: Callable[..., Any], seen: Counter[Any]) -> Callable[...,
     ("s8[64,512]{0,1:T(8,128)(4,1)}", "s8[64,512]{1,0:T(8,128)(4,1)}"),
     ("f32[256,512]{0,1:T(8,128)}", "f32[256,512]{1,0:T(2,128)}"),
     ("bf16[256,512]{1,0:T(8,128)}", "bf16[256,512]{0,1:T(8,128)(2,1)}")])
-@pytest.mark.parametrize("whole", [True, False])
+@pytest.mark.parametrize("route", ["windows", "whole", "direct"])
 def test_fine_grained_relayouts_go_through_the_logical_array(compiled_everywhere: Counter[str],
                                                              monkeypatch: pytest.MonkeyPatch, source: str,
-                                                             target: str, whole: bool) -> None:
+                                                             target: str, route: str) -> None:
     # sub-tiles turned around inside tiles leave the direct copy blocks of a few elements (bf16 (2,1) to (2,1)
-    # transposed: 2 x 2, 44x memcpy), so the relayout reads the logical array and writes it (4.5x); over
-    # FINE_TEMPORARY, directly all the same (bounded memory)
-    if not whole:
+    # transposed: 2 x 2, 44x memcpy), so the relayout goes through the logical array: chunks of the source's slabs
+    # written into windows of the target (3.5x; here chunks of 16 KiB, cutting through the target's tiles); whole
+    # where the source has no slabs; over FINE_TEMPORARY, directly all the same (bounded memory)
+    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 1 << 14)
+    if route != "windows":
+        monkeypatch.setattr(physical, "relayout_in_windows", lambda *args: False)
+    if route == "direct":
         monkeypatch.setattr(physical, "FINE_TEMPORARY", 0)
-    reads = Counter[int]()
-    monkeypatch.setattr(physical, "_read_physical", _counting(physical._read_physical, reads))
+    chunks, wholes = Counter[int](), Counter[int]()
+    monkeypatch.setattr(_slabbed, "_read_physical", _counting(_slabbed._read_physical, chunks))
+    monkeypatch.setattr(physical, "_read_physical", _counting(physical._read_physical, wholes))
     shape, other = xs.parse_shape(source), xs.parse_shape(target)
     x = random_array(str(shape.element_type), shape.dimensions, len(source))
     buffer = numpy_path(to_physical, x, shape)
     assert np.array_equal(relayout(buffer, shape, other), numpy_path(to_physical, x, other)), source
-    assert (sum(reads.values()) == 1) == whole, source
+    assert (sum(chunks.values()) >= 2, sum(wholes.values())) == {"windows": (True, 0), "whole": (False, 1),
+                                                                 "direct": (False, 0)}[route], source
 
 
 def test_fine_grained_copies_are_told_apart() -> None:

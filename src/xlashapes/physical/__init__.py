@@ -97,7 +97,7 @@ from ._geometry import (
     _resolved_shape,
     _tuple_items,
 )
-from ._slabbed import read_in_slabs, relayout_in_slabs, wants_slabs, write_in_slabs
+from ._slabbed import read_in_slabs, relayout_in_slabs, relayout_in_windows, wants_slabs, write_in_slabs
 from .files import pack_file, terminal_progress, unpack_file
 
 __all__ = [
@@ -106,8 +106,9 @@ __all__ = [
 ]
 
 FINE_TEMPORARY = 64 << 20
-"""Largest logical array a fine-grained relayout goes through whole (4x memcpy, not 10-50x); larger ones copy
-directly (``{1,0:T(8,128)(2,1)}`` to ``{0,1:T(8,128)(2,1)}``: 2 x 2 blocks), unless both layouts cut the same dim."""
+"""Largest logical array a fine-grained relayout goes through whole (4-5x memcpy, not 10-50x) when it cannot go in
+chunks (the source has no slabs); larger ones copy directly (``{1,0:T(8,128)(2,1)}`` to ``{0,1:T(8,128)(2,1)}``:
+2 x 2 blocks)."""
 MEMORY_LIMIT = 16 * 2**30
 """Largest array or buffer (bytes) these functions allocate unless ``memory_limit=`` says otherwise."""
 
@@ -261,8 +262,10 @@ def relayout(
         if not packed and _relayout_direct(data, src, dst, pad, result, run, coarse=True):
             return
         # packed, fine-grained (sub-tiles turned around inside tiles) or no direct copy: through the logical array,
-        # in slabs when both layouts cut the same dim, whole when that is small enough (or packed), else directly
-        if relayout_in_slabs(data, src, dst, pad, result, run):
+        # in slabs when both layouts cut the same dim, else in the source's slabs written into windows of the
+        # target, else whole when that is small enough (or packed), else directly
+        if relayout_in_slabs(data, src, dst, pad, result, run) or relayout_in_windows(
+                data, src, dst, pad, result, run):
             return
         size = math.prod(src.dims) * src.storage.itemsize
         if size > FINE_TEMPORARY and not packed and _relayout_direct(data, src, dst, pad, result, run):

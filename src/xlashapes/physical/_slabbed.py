@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import mmap
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from ._compiled import _compiled_plan
 from ._convert import _read_physical, _write_physical
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
-from ._plan import _plan
+from ._plan import _fill_padding, _physical_view, _plain_chains, _plan, _transfer
 
 CHUNK_BYTES = 8 << 20
 """Bytes of one slab chunk (of the physical buffer): what a conversion holds in temporaries at a time."""
@@ -142,6 +143,48 @@ def relayout_in_slabs(
         logical = room[: math.prod(src_piece.dims)].reshape(src_piece.dims)
         _read_physical(data[s0:s1], src_piece, logical, run)
         _write_physical(logical, dst_piece, pad, result[d0:d1], run)
+        release(result)
+        release(data)
+    return True
+
+
+def relayout_in_windows(
+    data: np.ndarray[Any, Any], src: _Geometry, dst: _Geometry, pad: np.ndarray[Any, Any],
+    result: np.ndarray[Any, Any], run: Run,
+) -> bool:
+    """Relayout through a logical chunk at a time, cut from the source's slabs (its own kernels read them) and
+    written into the window of the target that holds the same rows (the generic kernel, between factor views);
+    False (nothing written) when the source has no slabs or either layout is packed or has no factor plan."""
+    cut, plan = slabs(src.shape, src.bits), _plan(dst.dims, dst.layout)
+    if cut is None or plan is None or src.packed or dst.packed or src.nbytes == 0:
+        return False
+    axis, chain = cut.axis, plan.chains[cut.axis]
+    top = math.prod(chain[1:])  # rows of the target's outer factor of that axis: windows start on its multiples
+    grid = math.lcm(cut.weight * cut.step, top)
+    n = src.dims[axis]
+    per_row = max(1, math.prod(src.dims) // max(1, n) * src.storage.itemsize)
+    rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
+    elements = result.view(dst.storage)
+    elements[dst.count :] = pad
+    view = _physical_view(elements, plan)
+    _fill_padding(view, plan, pad)
+    start = sum(len(c) for c in plan.chains[:axis])  # the factor view's axis of that outer factor
+    room = np.empty(math.prod(src.dims) // max(1, n) * rows, src.storage)  # (one chunk's pages, faulted in once)
+    out = replace(run, numba_bytes=0 if result.nbytes >= run.numba_bytes else run.numba_bytes,
+                  stream_bytes=0 if result.nbytes >= run.stream_bytes else run.stream_bytes)  # (as for the whole)
+    for low in range(0, n, rows):
+        high = min(n, low + rows)
+        first, last = low // cut.weight, -(-high // cut.weight)
+        piece = _geometry(cut.piece(first, last))
+        s0, s1 = cut.byte_range(first, last)
+        logical = room[: math.prod(piece.dims)].reshape(piece.dims)
+        _read_physical(data[s0:s1], piece, logical, run)
+        outer = (low // top, -(-high // top))
+        window = view[(slice(None),) * start + (slice(*outer),)]
+        chains = (*plan.chains[:axis], (outer[1] - outer[0], *chain[1:]), *plan.chains[axis + 1 :])
+        extents = (*plan.extents[:axis], high - low, *plan.extents[axis + 1 :])
+        _transfer(window, chains, logical.reshape(logical.shape + (1,) * plan.phantoms), _plain_chains(extents),
+                  extents, out)
         release(result)
         release(data)
     return True

@@ -76,7 +76,17 @@ CASES = (
     ("u4 E(4) {0,1} transpose", "u4[{N},16384]{{0,1:E(4)}}", 4096, OTHER),
     ("u2 E(2) packing", "u2[{N},8192]{{1,0:E(2)}}", 8192, OTHER),
 )
-RELAYOUTS = (("relayout T(8,128) -> {0,1}", "f32[{N},4096]{{1,0:T(8,128)}}", "f32[{N},4096]{{0,1}}", 4096),)
+RELAYOUTS = (  # (name, source, target, N at 64 MiB)
+    ("relayout T(8,128) -> {0,1}", "f32[{N},4096]{{1,0:T(8,128)}}", "f32[{N},4096]{{0,1}}", 4096),
+    ("relayout {1,0} -> T(8,128)(2,1)", "bf16[{N},8192]{{1,0}}", "bf16[{N},8192]{{1,0:T(8,128)(2,1)}}", 4096),
+    ("relayout bf16 T(8,128) -> T(4,128)(2,1)", "bf16[{N},8192]{{1,0:T(8,128)}}", "bf16[{N},8192]{{1,0:T(4,128)(2,1)}}",
+     4096),
+    ("relayout (2,1) -> {0,1:..(2,1)} fine", "bf16[{N},8192]{{1,0:T(8,128)(2,1)}}",
+     "bf16[{N},8192]{{0,1:T(8,128)(2,1)}}", 4096),
+    ("relayout s8 {0,1:..(4,1)} -> (4,1) fine", "s8[{N},8192]{{0,1:T(8,128)(4,1)}}",
+     "s8[{N},8192]{{1,0:T(8,128)(4,1)}}", 8192),
+    ("relayout u4 E(4) -> {0,1:E(4)}", "u4[{N},16384]{{1,0:E(4)}}", "u4[{N},16384]{{0,1:E(4)}}", 8192),
+)
 NO_NUMBA = "XLASHAPES_NO_NUMBA"
 
 
@@ -125,7 +135,7 @@ def matrix(args: argparse.Namespace) -> None:
     threads = [int(t) for t in args.threads.split(",")]
     print(f"clock: {'thread CPU time' if args.cpu else 'wall'} (threaded rows: wall); ratio = time / memcpy time; "
           f"out= arrays {'16 bytes past a cache line' if args.unaligned else 'on a cache line'}")
-    print(f"{'layout':32} {'MiB':>4} {'dir':>4} {'memcpy ms':>9} {'numpy':>6} " +
+    print(f"{'layout':40} {'MiB':>4} {'dir':>4} {'memcpy ms':>9} {'numpy':>6} " +
           " ".join(f"{'x' + str(t):>6}" for t in threads))
     for size in (int(s) for s in args.sizes.split(",")):
         for count in (t for t in threads if t > 1):
@@ -203,7 +213,7 @@ def report(args: argparse.Namespace, name: str, size: int, jobs: dict[str, Calla
             times.update(zip([-2, *[p for p in paths if p > 1]], wall))
         memcpy = times[-1]
         cells = [f"{times[p] / (times[-2] if p > 1 else memcpy):6.2f}" for p in threads]
-        print(f"{name:32} {size:4} {direction:>4} {memcpy * 1e3:9.2f} {times[0] / memcpy:6.2f} " + " ".join(cells),
+        print(f"{name:40} {size:4} {direction:>4} {memcpy * 1e3:9.2f} {times[0] / memcpy:6.2f} " + " ".join(cells),
               flush=True)
 
 

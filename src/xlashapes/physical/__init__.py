@@ -66,6 +66,15 @@ and the numba version), and a new process runs that through llvmlite alone, with
 ``XLASHAPES_NO_AOT=1`` turns it off). ``XLASHAPES_NO_NUMBA=1`` forces the NumPy path, which stays the reference: every
 compiled path gives its bytes exactly (the tests compare them).
 
+**Relayout.** From or to the plain row-major layout, a relayout is :func:`to_physical` or :func:`from_physical` on
+the buffer viewed as the logical array (their own kernels). Between two other layouts it is one copy between their
+factor views, unless that copy is fine-grained: sub-tiles turned around inside tiles (``{1,0:T(8,128)(2,1)}`` to
+``{0,1:T(8,128)(2,1)}``) leave the generic kernel blocks of 2 x 2 elements, one step of its walk each (44x memcpy).
+Those, and packed layouts (whose direct copy would unpack both sides whole), go through the logical array: a chunk of
+slabs at a time when both layouts cut the same dim; else chunks of the source's slabs, read by its own kernels and
+written into the windows of the target's factor view that hold their rows (3-4x memcpy; ``_slabbed``); else whole,
+up to ``FINE_TEMPORARY`` (packed: any size the memory limit allows).
+
 **Large arrays.** ``out=`` takes preallocated arrays and memory maps; packed layouts, irregular ones and memory
 maps are converted one chunk of slabs at a time (bounded temporaries; pages handed back after each chunk), and
 :func:`pack_file` / :func:`unpack_file` stream ``.npy`` files larger than memory. ``threads=`` (or

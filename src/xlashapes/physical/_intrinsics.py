@@ -589,9 +589,10 @@ def _line_square_transposer(rows: int) -> Any:
 _line_square2, _line_square4 = _line_square_transposer(2), _line_square_transposer(4)
 _transpose_groups = _transposer(0, grouped=True)
 _transpose = _transposer(0)
-_transpose_short_nt = _short_transposer(8, 2, True)  # 8 destination rows of one line (streamed, or stored plainly)
-_transpose_short_nt4 = _short_transposer(8, 4, True)  # (rows of a quarter of a line, four blocks side by side)
-_transpose_short_nt8 = _short_transposer(8, 8, True)  # (rows of 8 bytes, eight blocks side by side)
+_transpose_short_nt = _short_transposer(8, 2)  # 8 destination rows of one line, streamed
+_wide_lines2 = _short_transposer(8, 2, True)  # (the same, streamed or stored plainly: rows of half a line, two blocks
+_wide_lines4 = _short_transposer(8, 4, True)  # side by side; a quarter of a line, four blocks;
+_wide_lines8 = _short_transposer(8, 8, True)  # 8 bytes, eight blocks)
 _transpose_short4_nt, _transpose_short2_nt = _short_transposer(4, 2), _short_transposer(2, 2)  # 4 / 2 dest rows
 _side_by_side4 = _short_transposer(4, 0, True)  # blocks of 4 / 2 rows filling a line (streamed or not)
 _side_by_side2 = _short_transposer(2, 0, True)

@@ -73,10 +73,11 @@ from ._intrinsics import (
     _transpose_short2_nt,
     _transpose_short4_nt,
     _transpose_short_nt,
-    _transpose_short_nt4,
-    _transpose_short_nt8,
     _unpack_rows2,
     _unpack_rows4,
+    _wide_lines2,
+    _wide_lines4,
+    _wide_lines8,
     _width,
 )
 from ._kernels import _copy_out, _emit
@@ -295,7 +296,7 @@ def _block_of(kind: int) -> Any:
             for u in range(0, full_u, 8):
                 for i in range(0, full_i, lanes):
                     s = src + (u + i * si) * width
-                    _transpose_short_nt(dst + (u * du + i) * width, du, s, lanes // 2 * si * width, si, _1, pad)
+                    _transpose_short_nt(dst + (u * du + i) * width, du, s, lanes // 2 * si * width, si, pad)
             if big - full_u >= 2:  # the rows after the last 8 (12 channels: 4) as a block of 2 to 7 rows
                 _short_rows(dst + full_u * du * width, src + full_u * width, pad, big - full_u, small, du, si, _0)
                 _scalar(dst, src, pad, full_u, small, du, di, si, full_u, full_i)
@@ -456,11 +457,11 @@ def _wide_block(
                         g = f + u // 8
                         _prefetch_rows(ahead + g * fs * width, si * width, big * width, small)
                     if group == 2:
-                        _transpose_short_nt(d, step, s, fs * width, si, lined, pad)
+                        _wide_lines2(d, step, s, fs * width, si, lined, pad)
                     elif group == 4:
-                        _transpose_short_nt4(d, step, s, fs * width, si, lined, pad)
+                        _wide_lines4(d, step, s, fs * width, si, lined, pad)
                     else:
-                        _transpose_short_nt8(d, step, s, fs * width, si, lined, pad)
+                        _wide_lines8(d, step, s, fs * width, si, lined, pad)
             if staged:
                 for r in range(u1 - u0):
                     _copy_out(dst + ((u0 + r) * du + f0 * small) * width, scratch + r * (span + LINE), span, _1)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from numpy.lib.stride_tricks import as_strided
 
 import xlashapes as xs
 import xlashapes.physical as physical
@@ -270,6 +271,42 @@ def test_rows_of_two_or_four_off_the_line_grid(compiled_everywhere: Counter[str]
     # there (they went element by element: 14x memcpy for bf16[4,4096,2048]{0,1,2}; stored plainly 3.1x, now 2.05x)
     quarters, *_ = _spied_round_trip(monkeypatch, "walk_quarters", text, offset)
     assert sum(quarters.values()) >= 1, text
+
+
+@pytest.mark.parametrize("text", ["f32[1024,640]{0,1:T(8,128)}", "s8[512,1024]{0,1:T(8,128)(4,1)}",
+                                  "u8[512,512]{0,1:T(8,128)}", "bf16[300,512]{0,1:T(8,128)(2,1)}"])
+@pytest.mark.parametrize("offset", [0, 16, 4])
+def test_grouped_squares_on_and_off_the_line_grid(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
+                                                  text: str, offset: int) -> None:
+    # tiled transposes: squares of one line a side across blocks of 2-16 rows, streamed on the line grid; off it the
+    # rows of a run of squares go through scratch, each block's rows (which continue each other) streamed from their
+    # own line boundary (s8[8192,8192]{0,1:T(8,128)(4,1)} 'to' 16 bytes past a line: 2.5 -> 1.9x)
+    groups, *_ = _spied_round_trip(monkeypatch, "walk_groups", text, offset)
+    assert sum(groups.values()) >= 1, text
+
+
+@pytest.mark.parametrize(("dtype", "big"), [(np.float32, 8), (np.uint16, 16), (np.uint8, 4)])
+@pytest.mark.parametrize("offset", [0, 16])
+def test_grouped_squares_onto_rows_apart(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
+                                         dtype: Any, big: int, offset: int) -> None:
+    # the same squares onto destination rows that do not continue each other (a gap after each): off the line grid
+    # each row goes out on its own
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    walk = _dispatch.walker()
+    calls = Counter[int]()
+    monkeypatch.setattr(walk, "walk_groups", _counting(walk.walk_groups, calls))
+    small, count, row = 256, 40, 264  # (elements: a row with its gap; each block's rows have a gap after them too)
+    block = big * row + 24
+    src = np.random.default_rng(big).integers(0, 255, (small, count, big)).astype(dtype)
+    width = np.dtype(dtype).itemsize
+    room = off_the_grid(count * block * width, offset).view(dtype)
+    room[...] = 7
+    dst = as_strided(room, (count, big, small), (block * width, row * width, width))
+    _copy._copy(dst, src.transpose(1, 2, 0), _dispatch.run_settings(1 << 30, 1, room.nbytes))
+    assert np.array_equal(dst, src.transpose(1, 2, 0))
+    dst[...] = 7
+    assert (room == 7).all()  # (nothing written outside the rows)
+    assert sum(calls.values()) == 1
 
 
 @pytest.mark.parametrize("text", ["u8[16,64,200]{0,1,2}", "u8[8,64,200]{0,1,2}", "f32[8,64,100]{0,1,2}",

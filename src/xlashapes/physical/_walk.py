@@ -478,12 +478,16 @@ def _wide_block(
 
 @_subroutine
 def _grouped_block(
-    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, dg: int, stream: int
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, dg: int, stream: int,
+    scratch: int, room: int,
 ) -> None:
     """``count`` blocks of ``big`` (2, 4, 8 or 16) source-contiguous rows that continue each other in the source (block
     ``g`` at ``src + g*big``, ``dst + g*dg`` elements): tiled transposes (``T(8,128)``, and those whose sub-tiles
     are moved as words, each tile 4 or 2 rows of them). Squares of one line a side take as many blocks at once
-    (whole source lines in, whole destination lines out), a band of source rows across all the blocks at a time."""
+    (whole source lines in, whole destination lines out), a band of source rows across all the blocks at a time.
+    Streamed off the line grid, the destination rows of as many squares as ``scratch`` holds (on a line, ``room``
+    bytes) are transposed there whole, a band of source rows across those squares at a time, and each row is
+    streamed from its own line boundary."""
     width = _width(pad)
     side = _grouped_side(pad)
     per = side // big  # blocks a square spans
@@ -495,12 +499,33 @@ def _grouped_block(
         for g in range(count):
             _scalar(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, _0, _0)
         return
-    for i in range(0, full_i, side):
-        # the blocks a whole number of squares leaves: one more square, overlapping the last (the same values again)
-        for gg in range(0, full_g + per if full_g < count else full_g, per):
-            g = min(gg, count - per)
-            d, s = dst + (g * dg + i) * width, src + (g * big + i * si) * width
-            _transpose_groups(d, du, s, si, dg, shift, lined, pad)
+    # the blocks a whole number of squares leaves: one more square, overlapping the last (the same values again)
+    ends = full_g + per if full_g < count else full_g
+    # staged rows: a line of slack after each (no shared cache sets), or after each block when its rows continue each
+    # other in the destination (moved out as one run)
+    run = du == small and full_i == small
+    stride = full_i * width + (0 if run else LINE)  # bytes from a staged row to the next
+    block = big * stride + (LINE if run else 0)  # and from a staged block to the next
+    squares = room // (per * block) if stream and not lined and side * width == LINE else 0  # staged at a time
+    if squares == 0:
+        for i in range(0, full_i, side):
+            for gg in range(0, ends, per):
+                g = min(gg, count - per)
+                d, s = dst + (g * dg + i) * width, src + (g * big + i * si) * width
+                _transpose_groups(d, du, s, si, dg, shift, lined, pad)
+    for g0 in range(0, ends if squares else 0, max(1, squares) * per):
+        b0, b1 = min(g0, count - per), min(count, g0 + squares * per)  # the blocks staged
+        for i in range(0, full_i, side):
+            for gg in range(g0, min(ends, g0 + squares * per), per):
+                g = min(gg, count - per)
+                d, s = scratch + (g - b0) * block + i * width, src + (g * big + i * si) * width
+                _transpose_groups(d, stride // width, s, si, block // width, shift, _0, pad)
+        for g in range(b0, b1):
+            if run:
+                _copy_out(dst + g * dg * width, scratch + (g - b0) * block, big * stride, _1)
+                continue
+            for u in range(big):
+                _copy_out(dst + (g * dg + u * du) * width, scratch + (g - b0) * block + u * stride, stride - LINE, _1)
     if full_i < small:  # the columns after the last whole square
         for g in range(count):
             _scalar(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, big, full_i)
@@ -618,7 +643,7 @@ def _walker(kind: int) -> Any:
             if m == 1:  # no other axis: one call for the blocks [first, last) (the threads' split)
                 if first < last:
                     _grouped_block(dst + first * dg * width, src + first * big * width, pad, big, small, du, si,
-                                   last - first, dg, stream)
+                                   last - first, dg, stream, scratch, room)
                 if stream:
                     _fence()
                 return
@@ -649,7 +674,8 @@ def _walker(kind: int) -> Any:
             if kind == RUNS:
                 _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, stream)
             elif kind == GROUPS:
-                _grouped_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, groups, dg, stream)
+                _grouped_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, groups, dg, stream,
+                               scratch, room)
             else:
                 if held:
                     if kind == WIDE:

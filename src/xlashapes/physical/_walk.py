@@ -507,20 +507,17 @@ def _grouped_block(
     stride = full_i * width + (0 if run else LINE)  # bytes from a staged row to the next
     block = big * stride + (LINE if run else 0)  # and from a staged block to the next
     squares = room // (per * block) if stream and not lined and side * width == LINE else 0  # staged at a time
-    if squares == 0:
+    span = squares * per if squares else ends  # blocks a pass takes (unstaged: all of them)
+    for g0 in range(0, ends, span):
+        b0, b1 = min(g0, count - per), min(count, g0 + span)  # the blocks staged
         for i in range(0, full_i, side):
-            for gg in range(0, ends, per):
+            for gg in range(g0, min(ends, g0 + span), per):
                 g = min(gg, count - per)
-                d, s = dst + (g * dg + i) * width, src + (g * big + i * si) * width
-                _transpose_groups(d, du, s, si, dg, shift, lined, pad)
-    for g0 in range(0, ends if squares else 0, max(1, squares) * per):
-        b0, b1 = min(g0, count - per), min(count, g0 + squares * per)  # the blocks staged
-        for i in range(0, full_i, side):
-            for gg in range(g0, min(ends, g0 + squares * per), per):
-                g = min(gg, count - per)
-                d, s = scratch + (g - b0) * block + i * width, src + (g * big + i * si) * width
-                _transpose_groups(d, stride // width, s, si, block // width, shift, _0, pad)
-        for g in range(b0, b1):
+                d, d_step, g_step = dst + (g * dg + i) * width, du, dg
+                if squares:
+                    d, d_step, g_step = scratch + (g - b0) * block + i * width, stride // width, block // width
+                _transpose_groups(d, d_step, src + (g * big + i * si) * width, si, g_step, shift, lined, pad)
+        for g in range(b0, b1 if squares else b0):
             if run:
                 _copy_out(dst + g * dg * width, scratch + (g - b0) * block, big * stride, _1)
                 continue

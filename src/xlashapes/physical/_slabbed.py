@@ -1,4 +1,5 @@
-"""Conversions one slab at a time: bounded temporaries for packed and irregular layouts, memory maps, files."""
+"""Conversions one slab at a time: bounded temporaries for packed and irregular layouts, memory maps, files, and
+relayouts through the logical array (in slabs, or slabs of the source written into windows of the target)."""
 
 from __future__ import annotations
 

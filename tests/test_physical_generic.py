@@ -571,6 +571,27 @@ def test_memmaps_in_and_out_at_unaligned_offsets(tmp_path: Path, monkeypatch: py
         del data, target
 
 
+@pytest.mark.parametrize(("source", "target"), [("bf16[67,300]{1,0:T(8,128)(2,1)}", "bf16[67,300]{0,1:T(8,128)(2,1)}"),
+                                                ("s8[300,70]{0,1:T(8,128)(4,1)}", "s8[300,70]{1,0:T(8,128)(4,1)}"),
+                                                ("u4[50,130]{1,0:E(4)}", "u4[50,130]{0,1:E(4)}")])
+def test_relayouts_between_memmaps_at_unaligned_offsets(compiled_everywhere: Counter[str], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch, source: str,
+                                                        target: str) -> None:
+    # fine-grained and packed relayouts (through the logical array, chunks of 1000 bytes) from one file to another
+    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 1000)
+    shape, other = xs.parse_shape(source), xs.parse_shape(target)
+    x = random_array(str(shape.element_type), shape.dimensions, 5)
+    expected = numpy_path(to_physical, x, other)
+    (tmp_path / "in.bin").write_bytes(b"\1" * 13 + numpy_path(to_physical, x, shape).tobytes())
+    (tmp_path / "out.bin").write_bytes(b"\2" * (len(expected) + 5))
+    data = np.memmap(tmp_path / "in.bin", dtype=np.uint8, mode="r", offset=13, shape=(shape.byte_size(),))
+    out = np.memmap(tmp_path / "out.bin", dtype=np.uint8, mode="r+", offset=5, shape=(len(expected),))
+    assert relayout(data, shape, other, out=out) is out
+    out.flush()
+    del data, out
+    assert (tmp_path / "out.bin").read_bytes() == b"\2" * 5 + expected.tobytes(), source
+
+
 @pytest.mark.parametrize("text", ["bf16[67,300]{1,0:T(8,128)(2,1)}", "s4[50,129]{0,1:T(8,128)(2,1)E(4)}",
                                   "f32[30,33]{1,0:T(4,*,128)}", "u8[0,5]{1,0}", "f8e8m0fnu[9,7]{1,0:T(8,8)}"])
 def test_pack_file_and_unpack_file_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:

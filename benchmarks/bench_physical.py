@@ -231,11 +231,12 @@ def timed(runs: list[Callable[[], object]], repeat: int, clock: Callable[[], flo
 STARTUP = (
     "import time, resource; t = time.perf_counter(); import numpy as np, xlashapes as xs; "
     "x = np.zeros(({rows}, 1024), np.float32); s = xs.parse_shape('f32[{rows},1024]{{0,1:T(8,128)}}'); "
+    "c = time.perf_counter(); a, z = np.ones_like(x), np.ones_like(x); del a, z; touch = time.perf_counter() - c; "
     "c = time.perf_counter(); b = xs.to_physical(x, s); xs.from_physical(b, s); first = time.perf_counter() - c; "
     "total = time.perf_counter() - t; c = time.perf_counter(); b = xs.to_physical(x, s); xs.from_physical(b, s); "
     "again = time.perf_counter() - c; import sys; "
     "print(total, first, again, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 'numba' in sys.modules, "
-    "'llvmlite' in sys.modules)"
+    "'llvmlite' in sys.modules, touch)"
 )
 
 
@@ -244,13 +245,16 @@ def startup() -> None:
     machine code loaded without numba, and numba's own cache with ``XLASHAPES_NO_AOT=1``).
 
     Each row: the process's wall time up to the end of its first conversion (import included), that conversion's
-    time, a second identical conversion's, and the first one's extra cost over the second.
+    time, a second identical conversion's, and the first one's extra cost over the second. Before the first, the
+    process touches new memory of the outputs' size once (its time is printed): a new process's first use of fresh
+    memory is slow on some machines (about 2 ms a MiB on this project's, for NumPy alone), and that is the
+    machine's cost, not the library's start-up.
     """
-    def run(rows: int, env: dict[str, str]) -> tuple[float, float, float, float, str]:
+    def run(rows: int, env: dict[str, str]) -> tuple[float, float, float, float, str, float]:
         out = subprocess.run([sys.executable, "-c", STARTUP.format(rows=rows)], env={**os.environ, **env},
                              capture_output=True, text=True, check=True).stdout.split()
         loaded = "numba" if out[4] == "True" else "llvmlite, no numba" if out[5] == "True" else "neither"
-        return float(out[0]), float(out[1]), float(out[2]), float(out[3]) / 1024, loaded
+        return float(out[0]), float(out[1]), float(out[2]), float(out[3]) / 1024, loaded, float(out[6])
 
     on = {NO_NUMBA: "0", "XLASHAPES_NO_AOT": "0"}
     with tempfile.TemporaryDirectory() as cache:
@@ -262,11 +266,12 @@ def startup() -> None:
                 ("64 MiB, compiled, warm, kept machine code", 16384, kept),
                 ("64 MiB, compiled, warm, numba (NO_AOT=1)", 16384, {**kept, "XLASHAPES_NO_AOT": "1"})]
         print("new process: import + to_physical + from_physical of f32[N,1024]{0,1:T(8,128)} (wall clock)")
-        print(f"  {'':44} {'total':>7} {'1st conv':>9} {'2nd conv':>9} {'extra':>7}   {'peak RSS':>9}   loaded")
+        print(f"  {'':44} {'total':>7} {'1st conv':>9} {'2nd conv':>9} {'extra':>7}   {'peak RSS':>9}   "
+              f"{'new memory':>10}   loaded")
         for name, count, env in rows:
-            total, first, again, rss, loaded = run(count, env)
+            total, first, again, rss, loaded, touch = run(count, env)
             print(f"  {name:44} {total:6.2f}s {first:8.3f}s {again:8.3f}s {first - again:6.3f}s   "
-                  f"{rss:5.0f} MiB   {loaded}")
+                  f"{rss:5.0f} MiB   {touch:9.3f}s   {loaded}")
 
 
 COLD = (

@@ -66,6 +66,7 @@ CASES = (
     ("f32 rank-6 transpose", "f32[{N},8,8,16,8,16]{{1,3,5,0,2,4}}", 128, OTHER),
     ("u8 3 channels to planes", "u8[{N},224,224,3]{{2,1,3,0}}", 446, OTHER),
     ("u8 12 channels to planes", "u8[{N},224,224,12]{{2,1,3,0}}", 112, OTHER),
+    ("u8 96 channels to planes", "u8[{N},224,224,96]{{2,1,3,0}}", 14, OTHER),
     ("u8 minor batch of 100 {0,2,1}", "u8[100,{N},1024]{{0,2,1}}", 656, OTHER),
     ("f32 tiled transpose", "f32[{N},4096]{{0,1:T(8,128)}}", 4096, OTHER),
     ("bf16 tiled transpose (2,1)", "bf16[{N},8192]{{0,1:T(8,128)(2,1)}}", 4096, OTHER),

@@ -550,7 +550,7 @@ def _any_block_of(kind: int) -> Any:
             rows = room // (small * width)
             for u in range(0, big, rows):
                 c = min(rows, big - u)
-                next_rows = ahead + u * width if ahead else _0
+                next_rows = src + (u + rows) * width if u + rows < big else ahead  # (the next chunk's rows)
                 block(scratch, src + u * width, pad, c, small, du, di, si, _0, next_rows)
                 _copy_out(dst + u * small * width, scratch, c * small * width, _1)
         else:

@@ -414,6 +414,22 @@ def _quarter_block(
 
 
 @_subroutine
+def _prefetch_blocks(
+    src: int, first: int, n: int, f0: int, f1: int, u1: int, full_u: int, chunk: int, fs: int, si: int, small: int,
+    width: int,
+) -> None:
+    """Prefetch the ``small`` source rows of blocks ``first`` to ``first + n`` of a wide block's blocks
+    ``[f0, f1)`` over the chunk of rows ending at ``u1``; blocks past ``f1`` are the next chunk's first (none after
+    ``full_u``). Their rows are many streams, one line each, which the hardware does not follow."""
+    for f in range(first, first + n):
+        at, length = src + (f * fs + u1 - chunk) * width, chunk * width
+        if f >= f1:
+            at, length = src + ((f - f1 + f0) * fs + u1) * width, min(chunk, full_u - u1) * width
+        if length > 0:
+            _prefetch_rows(at, si * width, length, small)
+
+
+@_subroutine
 def _wide_block(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
     ahead: int, scratch: int, room: int,
@@ -430,21 +446,24 @@ def _wide_block(
         for f in range(count):
             _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
         return
-    full_u, full_i = big - big % 8, small - small % 8
+    full_u = big - big % 8
     # rows of a half, a quarter or an eighth of a line: as many blocks side by side make one line of each row,
-    # streamed out on the line grid; off it, the bands of a chunk of rows go to ``scratch`` (the blocks' pieces of
-    # each row), whence each row's piece is streamed from its own line boundary (stored plainly when not streamed)
+    # streamed out on the line grid; off it, and for rows of other lengths (8 x 8 squares), the bands of a chunk of
+    # rows go to ``scratch`` (the blocks' pieces of each row), whence each row's piece is streamed from its own line
+    # boundary (stored plainly when not streamed)
     row = small * width
     lined = _1 if stream and dst % LINE == 0 and (du * width) % LINE == 0 else _0
     group = LINE // row if row < LINE and LINE % row == 0 and small % 8 == 0 else 1  # blocks per line
     # source rows a multiple of 4 KiB apart share their cache sets: all the bands of a line of them before the next
     # blocks (else one band across all the blocks, each destination row one long run)
     chunk = LINE // width if (si * width) % 4096 == 0 else 8
-    staged = stream and not lined and group > 1 and chunk * (WIDE_BLOCKS * row + LINE) <= room
+    staged = stream and (not lined or group == 1) and LINE // width * (WIDE_BLOCKS * row + LINE) <= room
+    if staged:  # (each source line whole before the next: the destination rows go out of scratch in long runs)
+        chunk = LINE // width
     for f0 in range(0, count, WIDE_BLOCKS):
         f1 = min(count, f0 + WIDE_BLOCKS)
         grouped = f0 + (f1 - f0) // group * group if group > 1 else f0
-        span = (grouped - f0) * row  # bytes of each staged row (a line of slack after each: no shared cache sets)
+        span = (f1 - f0) * row  # bytes of each staged row (a line of slack after each: no shared cache sets)
         for u0 in range(0, full_u, chunk):
             u1 = min(full_u, u0 + chunk)
             for f in range(f0, grouped, group):
@@ -456,24 +475,33 @@ def _wide_block(
                     if ahead and u // 8 < group:  # one block's rows per call, over the first bands
                         g = f + u // 8
                         _prefetch_rows(ahead + g * fs * width, si * width, big * width, small)
+                    if u == u0 and chunk == 8:  # the rows of the blocks two groups on (past the last: the next
+                        # chunk's first; not for rows 4 KiB apart, whose lines of a chunk are in the cache already)
+                        _prefetch_blocks(src, f + 2 * group, group, f0, f1, u1, full_u, chunk, fs, si, small, width)
                     if group == 2:
                         _wide_lines2(d, step, s, fs * width, si, lined, pad)
                     elif group == 4:
                         _wide_lines4(d, step, s, fs * width, si, lined, pad)
                     else:
                         _wide_lines8(d, step, s, fs * width, si, lined, pad)
+            # the other blocks: squares of 8 (the last of a row overlapping the one before)
+            for f in range(grouped, f1):
+                for u in range(u0, u1, 8):
+                    d, step = dst + (u * du + f * small) * width, du
+                    if staged:
+                        d, step = scratch + (u - u0) * (span + LINE) + (f - f0) * row, (span + LINE) // width
+                    s = src + (f * fs + u) * width
+                    if u == u0:  # the rows of the block four on (past the last: the next chunk's first)
+                        _prefetch_blocks(src, f + 4, _1, f0, f1, u1, full_u, chunk, fs, si, small, width)
+                    for ii in range(0, small, 8):
+                        i = min(ii, small - 8)
+                        _transpose8(d + i * width, step, s + i * si * width, si, _0, pad)
             if staged:
                 for r in range(u1 - u0):
                     _copy_out(dst + ((u0 + r) * du + f0 * small) * width, scratch + r * (span + LINE), span, _1)
-            for f in range(grouped, f1):
-                for u in range(u0, u1, 8):
-                    d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
-                    for i in range(0, full_i, 8):
-                        _transpose8(d + i * width, du, s + i * si * width, si, _0, pad)
-        if full_u < big or full_i < small:
+        if full_u < big:  # (the squares, the last of a row overlapping the one before, took every column)
             for f in range(f0, f1):
-                _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, full_u,
-                        full_i)
+                _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, full_u, small)
 
 
 @_subroutine

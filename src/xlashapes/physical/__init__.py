@@ -56,8 +56,8 @@ current one; 2- and 4-byte squares of whole lines are transposed by in-lane unpa
 kernel is one entry point per kind of block (``_kinds``: runs, grouped squares, wide and quarter-line blocks, row
 (de)interleaves, planes to channels, short source rows, squares), and the tiled kernels one per extra step (none,
 canonical bytes, E(n) packing), chosen in Python; numba compiles only the kind a conversion uses, so a layout's first
-compiled use pays for its own code (0.75 to 2.85 s, to and from, cold, on the benchmark's layouts;
-``bench_physical.py --cold``). Each entry point compiles once
+compiled use pays for its own code (0.8 to 2.7 s, to and from, cold, on the benchmark's layouts, 12 channels to
+planes 2.9-3.4 s; ``bench_physical.py --cold``). Each entry point compiles once
 per element width on first use (its callees are subroutines compiled into its own code, so that LLVM optimizes and
 emits each kernel's code once: :func:`._intrinsics._subroutine`) and is cached with numba's
 ``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else

@@ -7,7 +7,8 @@ first needs it. A first compiled use then pays for the code its layout runs, not
 types and lowers all of a function's code, reached or not; the kind is a constant in each entry, whose other
 branches numba prunes before typing). Measured (``bench_physical.py --cold``, this 2-core machine, to and from
 64 MiB in a new process with an empty kernel cache, numba's import included): 0.8-2.7 s per layout of the
-benchmark (29 of them; 12 channels to planes 2.9-3.4 s), against 1.2-4.1 s (17 of 25 layouts over 2.8 s) when one entry point held every kind. The kinds:
+benchmark (29 of them; 12 channels to planes 2.9-3.4 s), against 1.2-4.1 s (17 of 25 layouts over 2.8 s) when one
+entry point held every kind. The kinds:
 
 - ``RUNS``: rows contiguous on both sides (memcpy runs, many per call);
 - ``GROUPS``: blocks of 2, 4, 8 or 16 source rows that continue each other, moved a square of one line a side

@@ -555,7 +555,7 @@ def test_relayout_equals_to_physical_of_from_physical(case: tuple[xs.Shape, np.n
         assert np.array_equal(relayout(buffer, shape, other), expected)
 
 
-@settings(PROPERTY, max_examples=150)
+@settings(PROPERTY, max_examples=60)
 @given(cases(max_dim=40), st.sampled_from([1, 300, 1 << 12]))
 def test_relayout_in_windows_equals_reference_path(case: tuple[xs.Shape, np.ndarray, xs.Shape], budget: int) -> None:
     # chunks of the source's slabs (one step each, a few, all) written into windows of the target's factor view

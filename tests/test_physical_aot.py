@@ -233,7 +233,7 @@ def test_the_kept_objects_share_the_numba_cache_directory() -> None:
     from xlashapes.physical import _intrinsics
 
     assert _cache.kernels_digest() == _intrinsics._SOURCES
-    assert set(_cache.KERNEL_SOURCES) == {"_intrinsics.py", "_kernels.py", "_kinds.py", "_walk.py"}
+    assert set(_cache.KERNEL_SOURCES) == {"_intrinsics.py", "_kernels.py", "_kinds.py", "_side_by_side.py", "_walk.py"}
     folder = _aot.aot_directory()
     assert folder is not None and folder.startswith(_cache.kernels_directory() + os.sep)
 

@@ -25,8 +25,8 @@ The modules: ``_geometry`` (checked inputs, outputs and the facts about a shape)
 ``_convert`` (the two directions and relayout), ``_chunks`` / ``_slabbed`` (work one slab of the most major dim
 at a time), ``files`` (``.npy`` files through a layout, larger than memory), ``_dispatch`` (when compiled code
 runs: thresholds, threads, the kernel cache), ``_compiled`` (the 2-d kernels' calls), ``_intrinsics`` (the numba
-building blocks), ``_kernels`` / ``_walk`` (the numba kernels), ``_entries`` / ``_aot`` (their machine code kept
-on disk and loaded without numba) and ``_reference``.
+building blocks), ``_kernels`` / ``_walk`` / ``_side_by_side`` (the numba kernels), ``_entries`` / ``_aot`` (their
+machine code kept on disk and loaded without numba) and ``_reference``.
 
 **Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
 environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba and

@@ -389,6 +389,19 @@ def _emit(out: int, row: int, n: int, carry: int, first: int, last: int) -> None
     else:
         _move_line(carry, start + total - LINE)  # the tail ends the carry's line
 
+
+@_subroutine
+def _scalar(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, u0: int, i0: int) -> None:
+    """``dst[u*du + i*di] = src[u + i*si]`` for ``u0 <= u < big`` with every ``i < small``, and for ``u < u0`` with
+    ``i0 <= i < small`` (the edges a blocked pass leaves), element by element."""
+    for u in range(u0, big):
+        for i in range(small):
+            _put(dst, u * du + i * di, _get(src, u + i * si, pad))
+    if i0 < small:
+        for u in range(min(u0, big)):
+            for i in range(i0, small):
+                _put(dst, u * du + i * di, _get(src, u + i * si, pad))
+
 # ----- sub-byte packing --------------------------------------------------------------------------------------------
 _U = np.uint64
 _LOW_NIBBLES, _LOW_BITS = _U(0x0F0F0F0F0F0F0F0F), _U(0x0101010101010101)

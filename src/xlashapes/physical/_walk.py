@@ -19,8 +19,10 @@ only (``_kinds`` gives the measured first-use times). Row (de)interleaves are lo
 (:func:`_interleaved`, :func:`_deinterleaved`): inside the block subroutine LLVM made the byte de-interleaves up to
 1.6x slower.
 
-Long 2-d transposes have a kernel of their own, ``staged_transpose`` (blocks of source rows copied into the cache
-first, then transposed out), and so do long rows at different offsets in their lines, ``shifted_rows``.
+The blocks that sit side by side in the destination (grouped squares, wide and quarter-line blocks) have their
+subroutines in :mod:`._side_by_side`. Long 2-d transposes have a kernel of their own, ``staged_transpose`` (blocks of
+source rows copied into the cache first, then transposed out), and so do long rows at different offsets in their lines,
+``shifted_rows``.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ from ._intrinsics import (
     _deinterleave7,
     _fence,
     _get,
-    _grouped_side,
     _inline,
     _interleave2,
     _interleave3,
@@ -51,8 +52,6 @@ from ._intrinsics import (
     _interleave_lane_planes,
     _jit,
     _lanes,
-    _line_square2,
-    _line_square4,
     _most_planes,
     _pack_rows2,
     _pack_rows4,
@@ -61,47 +60,26 @@ from ._intrinsics import (
     _prefetch_run_l2,
     _put,
     _side,
-    _side_by_side2,
-    _side_by_side4,
     _stream,
     _subroutine,
     _transpose,
     _transpose8,
     _transpose16,
     _transpose_bytes,
-    _transpose_groups,
     _transpose_short2_nt,
     _transpose_short4_nt,
     _transpose_short_nt,
     _unpack_rows2,
     _unpack_rows4,
-    _wide_lines2,
-    _wide_lines4,
-    _wide_lines8,
     _width,
 )
-from ._kernels import _copy_out, _emit
+from ._kernels import _copy_out, _emit, _scalar
 from ._kinds import GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SHORT, SQUARES, WALKS, WIDE
+from ._side_by_side import _grouped_block, _quarter_block, _wide_block
 
-WIDE_BLOCKS = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
-WIDE_LINES = 8  # lines of each destination row the line squares of a wide block write before the next row
-STAGED_LINES = 16  # (off the line grid, through scratch: bf16[4,4096,2048]{0,1,2} 'to' 2.3 at 8, 2.05, 2.35 at 32)
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1 = np.int64(0), np.int64(1)
 _WORD = np.uint16(0)  # the witness of 2-byte words
-
-
-@_subroutine
-def _scalar(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int, si: int, u0: int, i0: int) -> None:
-    """``dst[u*du + i*di] = src[u + i*si]`` for ``u0 <= u < big`` with every ``i < small``, and for ``u < u0`` with
-    ``i0 <= i < small`` (the edges a blocked pass leaves), element by element."""
-    for u in range(u0, big):
-        for i in range(small):
-            _put(dst, u * du + i * di, _get(src, u + i * si, pad))
-    if i0 < small:
-        for u in range(min(u0, big)):
-            for i in range(i0, small):
-                _put(dst, u * du + i * di, _get(src, u + i * si, pad))
 
 
 @_jit
@@ -358,202 +336,6 @@ def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int
             _copy_out(d, s, n, _1)
         else:
             _copy(d, s, n)
-
-
-@_subroutine
-def _quarter_block(
-    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
-    ahead: int, scratch: int, room: int,
-) -> None:
-    """:func:`_wide_block` of destination rows of 2 or 4 elements (tiled transposes' short tiles read back): as many
-    blocks as fill a line at a time, streamed on the line grid; off it, a square's rows of lines go through
-    ``scratch`` (on a line, ``room`` bytes), whence each row's piece is streamed (else stored plainly; ``ahead``:
-    unused, for the same arguments)."""
-    width = _width(pad)
-    lined = _1 if stream and dst % LINE == 0 and (du * width) % LINE == 0 else _0
-    if (small == 2 or small == 4) and big >= small:
-        group = LINE // (small * width)
-        grouped = count - count % group
-        full_u = big - big % small
-        side = _side(pad)
-        squares = big - big % side if width > 1 and side * width == LINE else 0  # whole lines of source rows
-        lines = STAGED_LINES if stream and not lined else WIDE_LINES
-        staged = stream and not lined and side * (lines + 1) * LINE <= room
-        for f0 in range(0, grouped, lines * group):  # a run of lines of each destination row at a time
-            f1 = min(grouped, f0 + lines * group)
-            span = (f1 - f0) * small * width  # bytes of each staged row (and a line of slack)
-            for u in range(0, squares, side):
-                for f in range(f0, f1, group):
-                    d, step = dst + (u * du + f * small) * width, du
-                    if staged:
-                        d, step = scratch + (f - f0) * small * width, (span + LINE) // width
-                    s = src + (f * fs + u) * width
-                    for g in range(group):  # these rows' lines two squares on
-                        _prefetch_rows(s + g * fs * width + 2 * LINE, si * width, _1, small)
-                    if small == 4:
-                        _line_square4(d, step, s, fs * width, si, lined, pad)
-                    else:
-                        _line_square2(d, step, s, fs * width, si, lined, pad)
-                if staged:
-                    for r in range(side):
-                        _copy_out(dst + ((u + r) * du + f0 * small) * width, scratch + r * (span + LINE), span, _1)
-        for f in range(0, grouped, group):
-            for u in range(squares, full_u, small):
-                d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
-                if small == 4:
-                    _side_by_side4(d, du, s, fs * width, si, lined, pad)
-                else:
-                    _side_by_side2(d, du, s, fs * width, si, lined, pad)
-        for f in range(count):
-            if f >= grouped or full_u < big:
-                first = _0 if f >= grouped else full_u  # (whole blocks left over, or the rows after full_u)
-                _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, first, small)
-        return
-    for f in range(count):  # (the walk's kind gives these only rows of 2 or 4)
-        _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
-
-
-@_subroutine
-def _prefetch_blocks(
-    src: int, first: int, n: int, f0: int, f1: int, u1: int, full_u: int, chunk: int, fs: int, si: int, small: int,
-    width: int,
-) -> None:
-    """Prefetch the ``small`` source rows of blocks ``first`` to ``first + n`` of a wide block's blocks
-    ``[f0, f1)`` over the chunk of rows ending at ``u1``; blocks past ``f1`` are the next chunk's first (none after
-    ``full_u``). Their rows are many streams, one line each, which the hardware does not follow."""
-    for f in range(first, first + n):
-        at, length = src + (f * fs + u1 - chunk) * width, chunk * width
-        if f >= f1:
-            at, length = src + ((f - f1 + f0) * fs + u1) * width, min(chunk, full_u - u1) * width
-        if length > 0:
-            _prefetch_rows(at, si * width, length, small)
-
-
-@_subroutine
-def _wide_block(
-    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
-    ahead: int, scratch: int, room: int,
-) -> None:
-    """``count`` blocks side by side in the destination (block ``f`` at ``dst + f*small`` elements, ``src + f*fs``):
-    short destination rows (tiled transposes read back) written a band of 8 rows at a time across many blocks, so
-    that each row gets one long run instead of ``count`` scattered pieces; rows of a half, a quarter or an eighth
-    of a line, two, four or eight blocks at a time, whole lines streamed (off the line grid through ``scratch``, on a
-    line, ``room`` bytes). ``ahead`` (0: none) is the source of the next wide block, of the same shape: its blocks'
-    source rows are prefetched one block per group moved, over the first bands. (Rows of 2 or 4 elements:
-    :func:`_quarter_block`.)"""
-    width = _width(pad)
-    if big < 8 or small < 8:  # (the walk's kind leaves these to blocks of their own)
-        for f in range(count):
-            _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
-        return
-    full_u = big - big % 8
-    # rows of a half, a quarter or an eighth of a line: as many blocks side by side make one line of each row,
-    # streamed out on the line grid; off it, and for rows of other lengths (8 x 8 squares), the bands of a chunk of
-    # rows go to ``scratch`` (the blocks' pieces of each row), whence each row's piece is streamed from its own line
-    # boundary (stored plainly when not streamed)
-    row = small * width
-    lined = _1 if stream and dst % LINE == 0 and (du * width) % LINE == 0 else _0
-    group = LINE // row if row < LINE and LINE % row == 0 and small % 8 == 0 else 1  # blocks per line
-    # source rows a multiple of 4 KiB apart share their cache sets: all the bands of a line of them before the next
-    # blocks (else one band across all the blocks, each destination row one long run)
-    chunk = LINE // width if (si * width) % 4096 == 0 else 8
-    staged = stream and (not lined or group == 1) and LINE // width * (WIDE_BLOCKS * row + LINE) <= room
-    if staged:  # (each source line whole before the next: the destination rows go out of scratch in long runs)
-        chunk = LINE // width
-    for f0 in range(0, count, WIDE_BLOCKS):
-        f1 = min(count, f0 + WIDE_BLOCKS)
-        grouped = f0 + (f1 - f0) // group * group if group > 1 else f0
-        span = (f1 - f0) * row  # bytes of each staged row (a line of slack after each: no shared cache sets)
-        for u0 in range(0, full_u, chunk):
-            u1 = min(full_u, u0 + chunk)
-            for f in range(f0, grouped, group):
-                for u in range(u0, u1, 8):
-                    d, step = dst + (u * du + f * small) * width, du
-                    if staged:
-                        d, step = scratch + (u - u0) * (span + LINE) + (f - f0) * row, (span + LINE) // width
-                    s = src + (f * fs + u) * width
-                    if ahead and u // 8 < group:  # one block's rows per call, over the first bands
-                        g = f + u // 8
-                        _prefetch_rows(ahead + g * fs * width, si * width, big * width, small)
-                    if u == u0 and chunk == 8:  # the rows of the blocks two groups on (past the last: the next
-                        # chunk's first; not for rows 4 KiB apart, whose lines of a chunk are in the cache already)
-                        _prefetch_blocks(src, f + 2 * group, group, f0, f1, u1, full_u, chunk, fs, si, small, width)
-                    if group == 2:
-                        _wide_lines2(d, step, s, fs * width, si, lined, pad)
-                    elif group == 4:
-                        _wide_lines4(d, step, s, fs * width, si, lined, pad)
-                    else:
-                        _wide_lines8(d, step, s, fs * width, si, lined, pad)
-            # the other blocks: squares of 8 (the last of a row overlapping the one before)
-            for f in range(grouped, f1):
-                for u in range(u0, u1, 8):
-                    d, step = dst + (u * du + f * small) * width, du
-                    if staged:
-                        d, step = scratch + (u - u0) * (span + LINE) + (f - f0) * row, (span + LINE) // width
-                    s = src + (f * fs + u) * width
-                    if u == u0:  # the rows of the block four on (past the last: the next chunk's first)
-                        _prefetch_blocks(src, f + 4, _1, f0, f1, u1, full_u, chunk, fs, si, small, width)
-                    for ii in range(0, small, 8):
-                        i = min(ii, small - 8)
-                        _transpose8(d + i * width, step, s + i * si * width, si, _0, pad)
-            if staged:
-                for r in range(u1 - u0):
-                    _copy_out(dst + ((u0 + r) * du + f0 * small) * width, scratch + r * (span + LINE), span, _1)
-        if full_u < big:  # (the squares, the last of a row overlapping the one before, took every column)
-            for f in range(f0, f1):
-                _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, full_u, small)
-
-
-@_subroutine
-def _grouped_block(
-    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, dg: int, stream: int,
-    scratch: int, room: int,
-) -> None:
-    """``count`` blocks of ``big`` (2, 4, 8 or 16) source-contiguous rows that continue each other in the source (block
-    ``g`` at ``src + g*big``, ``dst + g*dg`` elements): tiled transposes (``T(8,128)``, and those whose sub-tiles
-    are moved as words, each tile 4 or 2 rows of them). Squares of one line a side take as many blocks at once
-    (whole source lines in, whole destination lines out), a band of source rows across all the blocks at a time.
-    Streamed off the line grid, the destination rows of as many squares as ``scratch`` holds (on a line, ``room``
-    bytes) are transposed there whole, a band of source rows across those squares at a time, and each row is
-    streamed from its own line boundary."""
-    width = _width(pad)
-    side = _grouped_side(pad)
-    per = side // big  # blocks a square spans
-    full_g, full_i = count - count % per, small - small % side
-    lined = stream and side * width == LINE and dst % LINE == 0 and (du * width) % LINE == 0 and (
-        dg * width) % LINE == 0
-    shift = 1 if big == 2 else 2 if big == 4 else 3 if big == 8 else 4  # (big is 2 ** shift)
-    if count < per:  # (the walk's kind gives each call a square's worth of blocks at least)
-        for g in range(count):
-            _scalar(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, _0, _0)
-        return
-    # the blocks a whole number of squares leaves: one more square, overlapping the last (the same values again)
-    ends = full_g + per if full_g < count else full_g
-    # staged rows: a line of slack after each (no shared cache sets), or after each block when its rows continue each
-    # other in the destination (moved out as one run)
-    run = du == small and full_i == small
-    stride = full_i * width + (0 if run else LINE)  # bytes from a staged row to the next
-    block = big * stride + (LINE if run else 0)  # and from a staged block to the next
-    squares = room // (per * block) if stream and not lined and side * width == LINE else 0  # staged at a time
-    span = squares * per if squares else ends  # blocks a pass takes (unstaged: all of them)
-    for g0 in range(0, ends, span):
-        b0, b1 = min(g0, count - per), min(count, g0 + span)  # the blocks staged
-        for i in range(0, full_i, side):
-            for gg in range(g0, min(ends, g0 + span), per):
-                g = min(gg, count - per)
-                d, d_step, g_step = dst + (g * dg + i) * width, du, dg
-                if squares:
-                    d, d_step, g_step = scratch + (g - b0) * block + i * width, stride // width, block // width
-                _transpose_groups(d, d_step, src + (g * big + i * si) * width, si, g_step, shift, lined, pad)
-        for g in range(b0, b1 if squares else b0):
-            if run:
-                _copy_out(dst + g * dg * width, scratch + (g - b0) * block, big * stride, _1)
-                continue
-            for u in range(big):
-                _copy_out(dst + (g * dg + u * du) * width, scratch + (g - b0) * block + u * stride, stride - LINE, _1)
-    if full_i < small:  # the columns after the last whole square
-        for g in range(count):
-            _scalar(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, big, full_i)
 
 
 def _any_block_of(kind: int) -> Any:

@@ -138,7 +138,6 @@ def _relayout_direct(
     return True
 
 
-
 def _factor_view(elements: np.ndarray[Any, Any], plan: _Plan, phantoms: int) -> np.ndarray[Any, Any]:
     """The plan's factor view of a layout's elements, with size-1 axes up to ``phantoms`` phantom dims."""
     view = _physical_view(elements, plan)

@@ -129,23 +129,14 @@ def relayout_in_slabs(
     a, b = slabs(src.shape, src.bits), slabs(dst.shape, dst.bits)
     if a is None or b is None or a.axis != b.axis:
         return False
-    grid = math.lcm(a.weight * a.step, b.weight * b.step)
     n = src.dims[a.axis]
     per_row = max(1, src.nbytes // max(1, n), dst.nbytes // max(1, n))
-    rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
-    room = np.empty(math.prod(src.dims) // max(1, n) * rows, src.storage)  # (one chunk's pages, faulted in once)
-    for low in range(0, n, rows):
-        high = min(n, low + rows)
-        pieces = []
-        for cut in (a, b):
-            first, last = low // cut.weight, -(-high // cut.weight)
-            pieces.append((_geometry(cut.piece(first, last)), cut.byte_range(first, last)))
-        (src_piece, (s0, s1)), (dst_piece, (d0, d1)) = pieces
-        logical = room[: math.prod(src_piece.dims)].reshape(src_piece.dims)
-        _read_physical(data[s0:s1], src_piece, logical, run)
-        _write_physical(logical, dst_piece, pad, result[d0:d1], run)
+    for low, high, logical in _logical_chunks(data, src, a, math.lcm(a.weight * a.step, b.weight * b.step), per_row,
+                                              run):
+        first, last = low // b.weight, -(-high // b.weight)
+        d0, d1 = b.byte_range(first, last)
+        _write_physical(logical, _geometry(b.piece(first, last)), pad, result[d0:d1], run)
         release(result)
-        release(data)
     return True
 
 
@@ -161,25 +152,15 @@ def relayout_in_windows(
         return False
     axis, chain = cut.axis, plan.chains[cut.axis]
     top = math.prod(chain[1:])  # rows of the target's outer factor of that axis: windows start on its multiples
-    grid = math.lcm(cut.weight * cut.step, top)
-    n = src.dims[axis]
-    per_row = max(1, math.prod(src.dims) // max(1, n) * src.storage.itemsize)
-    rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
     elements = result.view(dst.storage)
     elements[dst.count :] = pad
     view = _physical_view(elements, plan)
     _fill_padding(view, plan, pad)
     start = sum(len(c) for c in plan.chains[:axis])  # the factor view's axis of that outer factor
-    room = np.empty(math.prod(src.dims) // max(1, n) * rows, src.storage)  # (one chunk's pages, faulted in once)
     out = replace(run, numba_bytes=0 if result.nbytes >= run.numba_bytes else run.numba_bytes,
                   stream_bytes=0 if result.nbytes >= run.stream_bytes else run.stream_bytes)  # (as for the whole)
-    for low in range(0, n, rows):
-        high = min(n, low + rows)
-        first, last = low // cut.weight, -(-high // cut.weight)
-        piece = _geometry(cut.piece(first, last))
-        s0, s1 = cut.byte_range(first, last)
-        logical = room[: math.prod(piece.dims)].reshape(piece.dims)
-        _read_physical(data[s0:s1], piece, logical, run)
+    per_row = max(1, math.prod(src.dims) // max(1, src.dims[axis]) * src.storage.itemsize)
+    for low, high, logical in _logical_chunks(data, src, cut, math.lcm(cut.weight * cut.step, top), per_row, run):
         outer = (low // top, -(-high // top))
         window = view[(slice(None),) * start + (slice(*outer),)]
         chains = (*plan.chains[:axis], (outer[1] - outer[0], *chain[1:]), *plan.chains[axis + 1 :])
@@ -187,5 +168,24 @@ def relayout_in_windows(
         _transfer(window, chains, logical.reshape(logical.shape + (1,) * plan.phantoms), _plain_chains(extents),
                   extents, out)
         release(result)
-        release(data)
     return True
+
+
+def _logical_chunks(
+    data: np.ndarray[Any, Any], src: _Geometry, cut: Slabs, grid: int, per_row: int, run: Run,
+) -> Iterator[tuple[int, int, np.ndarray[Any, Any]]]:
+    """(low, high, the logical array's rows [low, high) of ``cut``'s axis) for each chunk of the source's slabs:
+    about ``CHUNK_BYTES`` at ``per_row`` bytes a row, starting on multiples of ``grid`` rows, read by the source's
+    own kernels into one buffer for all chunks (its pages faulted in once)."""
+    n = src.dims[cut.axis]
+    rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
+    room = np.empty(math.prod(src.dims) // max(1, n) * rows, src.storage)
+    for low in range(0, n, rows):
+        high = min(n, low + rows)
+        first, last = low // cut.weight, -(-high // cut.weight)
+        piece = _geometry(cut.piece(first, last))
+        s0, s1 = cut.byte_range(first, last)
+        logical = room[: math.prod(piece.dims)].reshape(piece.dims)
+        _read_physical(data[s0:s1], piece, logical, run)
+        yield low, high, logical
+        release(data)

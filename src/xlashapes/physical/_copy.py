@@ -347,7 +347,7 @@ def _staged(
 
 
 STAGED_BLOCK = 1 << 14  # bytes of scratch (in L1) a walk's blocks take on their way to a destination off the line grid
-WIDE_ROOM = 1 << 18  # (wide blocks: a line of source rows' bands across 64 blocks, each row a line at most, in L2)
+WIDE_ROOM = 1 << 18  # (grouped, wide and quarter-line blocks: the destination rows of a chunk of them staged, in L2)
 SHIFTED_ROWS = 2048  # destination rows a shifted-rows transpose takes at a time, a multiple of 64 (2 lines each
 # in its scratch: 256 KiB, in L2); each pass reads as many words of each source row it visits (4 KiB of 2-byte
 # words: runs long enough for the hardware prefetcher; 256 rows (512 bytes) with software prefetching read half

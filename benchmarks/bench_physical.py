@@ -340,6 +340,31 @@ def rss(args: argparse.Namespace) -> None:
                 grown, output = (float(v) for v in out.stdout.split())
                 cells.append(f"{grown:6.1f}/{output:6.1f}")
         print(f"  {name:32} numpy to {cells[0]} from {cells[1]}   compiled to {cells[2]} from {cells[3]}")
+    for name, text, other, n in RELAYOUTS:
+        if args.only not in name:
+            continue
+        cells = []
+        for flag in ("1", "0"):
+            code = RSS_RELAYOUT.format(bench=bench, text=text, other=other, n=max(1, n * size // 64), flag=flag)
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+            grown, output = (float(v) for v in out.stdout.split())
+            cells.append(f"{grown:6.1f}/{output:6.1f}")
+        print(f"  {name:40} numpy {cells[0]}   compiled {cells[1]}")
+
+
+RSS_RELAYOUT = (
+    "import sys, os, numpy as np; sys.path.insert(0, {bench!r}); "
+    "os.environ['XLASHAPES_NO_NUMBA'] = {flag!r}; "
+    "import xlashapes as xs; from bench_physical import shape_of, random_array; s = shape_of({text!r}, {n}); "
+    "t = shape_of({other!r}, {n}); data = xs.to_physical(random_array(s, np.random.default_rng(0)), s); "
+    "from xlashapes.physical import _dispatch as d; d.kernels(), d.walker(); saved, d.NUMBA_BYTES = d.NUMBA_BYTES, 0; "
+    "small, other = shape_of({text!r}, 8), shape_of({other!r}, 8); "
+    "xs.relayout(xs.to_physical(random_array(small, np.random.default_rng(0)), small), small, other); "
+    "d.NUMBA_BYTES = saved; "  # kernels loaded before measuring
+    "status = lambda key: int(next(l.split()[1] for l in open('/proc/self/status') if l.startswith(key))); "
+    "open('/proc/self/clear_refs', 'w').write('5'); base = status('VmRSS:'); "  # resets the peak (VmHWM)
+    "out = xs.relayout(data, s, t); print((status('VmHWM:') - base) / 1024, out.nbytes / 2**20)"
+)
 
 
 HUGE = (

@@ -217,7 +217,9 @@ def _grouped_block(
                 d, d_step, g_step = dst + (g * dg + i) * width, du, dg
                 if squares:
                     d, d_step, g_step = scratch + (g - b0) * block + i * width, stride // width, block // width
-                _transpose_groups(d, d_step, src + (g * big + i * si) * width, si, g_step, shift, lined, pad)
+                s = src + (g * big + i * si) * width
+                _prefetch_rows(s + 2 * side * width, si * width, side * width, side)  # these rows two squares on
+                _transpose_groups(d, d_step, s, si, g_step, shift, lined, pad)
         for g in range(b0, b1 if squares else b0):
             if run:
                 _copy_out(dst + g * dg * width, scratch + (g - b0) * block, big * stride, _1)

@@ -69,14 +69,11 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
     others run in source order (largest source stride outermost), so the source is read in long runs and the
     destination, written with streaming stores when large, takes whole lines at a time.
     """
-    d, s = _word_runs(d, s)
+    views = _kernel_views(d, s)
+    if views is None:
+        return False
+    d, s = views
     width = d.itemsize
-    if width not in (1, 2, 4, 8) or d.ndim > 64:  # (no layout XLA accepts makes this many factor axes)
-        return False
-    if d.ndim == 0:  # one element
-        d, s = d.reshape(1), s.reshape(1)
-    if any(x % width or x < 0 for x in (*d.strides, *s.strides)):
-        return False
     walk = dispatch.walker()
     if walk is None:
         return False
@@ -94,6 +91,22 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
         return True
     _walk(walk, d, s, run, stream)
     return True
+
+
+def _kernel_views(
+    d: np.ndarray[Any, Any], s: np.ndarray[Any, Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """The normalized copy's views as the generic kernel takes them (short runs as words, at least one axis), or
+    None when it cannot: elements of other widths, strides not whole elements or negative, too many axes."""
+    d, s = _word_runs(d, s)
+    width = d.itemsize
+    if width not in (1, 2, 4, 8) or d.ndim > 64:  # (no layout XLA accepts makes this many factor axes)
+        return None
+    if d.ndim == 0:  # one element
+        d, s = d.reshape(1), s.reshape(1)
+    if any(x % width or x < 0 for x in (*d.strides, *s.strides)):
+        return None
+    return d, s
 
 
 def _word_runs(
@@ -178,10 +191,11 @@ def fine_grained(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> bool:
     """
     if dst.size == 0:
         return False
-    d, s = _word_runs(*_normalized(dst, src))
-    width = d.itemsize
-    if d.ndim < 2 or width not in (1, 2, 4, 8) or any(x % width or x < 0 for x in (*d.strides, *s.strides)):
+    views = _kernel_views(*_normalized(dst, src))
+    if views is None or views[0].ndim < 2:
         return False
+    d, s = views
+    width = d.itemsize
     shape, d_steps, s_steps, unit = _walk_order(d, s, 1)
     if unit < 0:
         return False

@@ -71,6 +71,7 @@ CASES = (
     ("f32 tiled transpose", "f32[{N},4096]{{0,1:T(8,128)}}", 4096, OTHER),
     ("bf16 tiled transpose (2,1)", "bf16[{N},8192]{{0,1:T(8,128)(2,1)}}", 4096, OTHER),
     ("bf16 rank-3 reversed {0,1,2}", "bf16[4,{N},2048]{{0,1,2}}", 4096, OTHER),
+    ("u8 rank-3 reversed, 48 rows 4 KiB apart", "u8[48,{N},1024]{{0,1,2}}", 1400, OTHER),
     ("f32 partial-rank T(128)", "f32[{N},4096]{{1,0:T(128)}}", 4096, OTHER),
     ("f32 * combined T(2,*,128)", "f32[{N},8,512]{{2,1,0:T(2,*,128)}}", 4096, OTHER),
     ("s16 legacy padding", "s16[{N},8191]", 4096, OTHER),  # padded_dimensions set below

@@ -246,8 +246,11 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              # blocks of 8 or 16 rows continuing each other in the source: squares across 2 to 8 of them
              "u8[300,300]{0,1:T(8,128)}", "u8[200,300]{0,1:T(16,128)}", "u8[16,64,200]{0,1,2}",
              "bf16[16,64,100]{0,1,2}",
-             # batch-minor blocks whose source rows are a multiple of 4 KiB apart: a line of them at a time
-             "u8[16,512,72]{0,1,2}", "bf16[16,256,72]{0,1,2}"]
+             # batch-minor blocks whose source rows are a multiple of 4 KiB apart: a line of them at a time; more
+             # than 16 of them, 8 lines of each row gathered first (several chunks, the last one short; rows of
+             # 24 bytes, of half a line, of 48 bytes)
+             "u8[16,512,72]{0,1,2}", "bf16[16,256,72]{0,1,2}", "u8[24,16,1280]{0,1,2}", "u8[32,8,1280]{0,1,2}",
+             "bf16[24,8,1280]{0,1,2}"]
     shapes = [xs.parse_shape(text) for text in cases]
     shapes.append(xs.make_shape("s16", [40, 301], layout=xs.Layout((0, 1), padded_dimensions=(43, 320))))
     for shape in shapes:

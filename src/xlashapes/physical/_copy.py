@@ -231,7 +231,8 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     def part(bounds: tuple[int, int]) -> None:
         work = np.empty(2 * len(shape), np.int64)
         block = WIDE_ROOM if kind in (GROUPS, WIDE, QUARTERS) else STAGED_BLOCK
-        room = np.empty(block + 2 * LINE, np.uint8)  # (a line of it past the block: planes spill there)
+        room = np.empty(block + 2 * LINE + GATHER_BYTES, np.uint8)  # (a line of it past the block: planes spill
+        # there; then the lines a wide block gathers)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         kernel(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream, work, scratch, block)
 
@@ -361,6 +362,7 @@ def _staged(
 
 
 STAGED_BLOCK = 1 << 14  # bytes of scratch (in L1) a walk's blocks take on their way to a destination off the line grid
+GATHER_BYTES = 8 * 4096  # (a line of each source row of a wide block's group of blocks, past its room: rows 4 KiB apart)
 WIDE_ROOM = 1 << 18  # (grouped, wide and quarter-line blocks: the destination rows of a chunk of them staged, in L2)
 SHIFTED_ROWS = 2048  # destination rows a shifted-rows transpose takes at a time, a multiple of 64 (2 lines each
 # in its scratch: 256 KiB, in L2); each pass reads as many words of each source row it visits (4 KiB of 2-byte

@@ -362,7 +362,8 @@ def _staged(
 
 
 STAGED_BLOCK = 1 << 14  # bytes of scratch (in L1) a walk's blocks take on their way to a destination off the line grid
-GATHER_BYTES = 8 * 4096  # (a line of each source row of a wide block's group of blocks, past its room: rows 4 KiB apart)
+GATHER_BYTES = 8 * 4096  # (past a wide block's room: the GATHER_LINES = 8 lines of each of its source rows, at most
+# a line's elements of them, gathered when they are 4 KiB apart)
 WIDE_ROOM = 1 << 18  # (grouped, wide and quarter-line blocks: the destination rows of a chunk of them staged, in L2)
 SHIFTED_ROWS = 2048  # destination rows a shifted-rows transpose takes at a time, a multiple of 64 (2 lines each
 # in its scratch: 256 KiB, in L2); each pass reads as many words of each source row it visits (4 KiB of 2-byte

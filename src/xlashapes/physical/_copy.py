@@ -13,7 +13,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import _dispatch as dispatch
 from ._dispatch import Run
 from ._geometry import _STORAGE, _void
-from ._kinds import GROUPS, LINE, QUARTERS, ROWS, SQUARES, WALKS, WIDE, walk_kind
+from ._kinds import GATHER_BYTES, GROUPS, LINE, QUARTERS, ROWS, SQUARES, WALKS, WIDE, walk_kind
 
 _SMALL_BYTES = 1 << 16  # copies this small go straight to np.copyto
 
@@ -234,6 +234,8 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
         room = np.empty(block + 2 * LINE + GATHER_BYTES, np.uint8)  # (a line of it past the block: planes spill
         # there; then the lines a wide block gathers)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
+        tags = scratch - dispatch.address(room) + block + LINE
+        room[tags : tags + 4 * 8] = 0  # (which source lines the gather area holds: none yet)
         kernel(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream, work, scratch, block)
 
     units = int(shape[split]) if split >= 0 else 1
@@ -362,8 +364,6 @@ def _staged(
 
 
 STAGED_BLOCK = 1 << 14  # bytes of scratch (in L1) a walk's blocks take on their way to a destination off the line grid
-GATHER_BYTES = 8 * 4096  # (past a wide block's room: the GATHER_LINES = 8 lines of each of its source rows, at most
-# a line's elements of them, gathered when they are 4 KiB apart)
 WIDE_ROOM = 1 << 18  # (grouped, wide and quarter-line blocks: the destination rows of a chunk of them staged, in L2)
 SHIFTED_ROWS = 2048  # destination rows a shifted-rows transpose takes at a time, a multiple of 64 (2 lines each
 # in its scratch: 256 KiB, in L2); each pass reads as many words of each source row it visits (4 KiB of 2-byte

@@ -31,6 +31,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 LINE = 64  # bytes of a cache line
+GATHER_BYTES = 8 * 4096  # scratch past a walk's room for the lines of source rows 4 KiB apart (their cache sets
+# shared), gathered before their transposes: a wide block's 8 lines of at most a line's elements of rows, a short
+# block's rows
 
 RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES, SHORT = 1, 2, 3, 4, 5, 6, 7, 8
 MOST_PLANES = {1: 32, 2: 24, 4: 12}  # most rows (from 9) interleaved a lane's worth at a time, by word width: planes to

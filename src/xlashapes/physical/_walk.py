@@ -74,11 +74,11 @@ from ._intrinsics import (
     _width,
 )
 from ._kernels import _copy_out, _emit, _scalar
-from ._kinds import GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SHORT, SQUARES, WALKS, WIDE
-from ._side_by_side import _grouped_block, _quarter_block, _wide_block
+from ._kinds import GATHER_BYTES, GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SHORT, SQUARES, WALKS, WIDE
+from ._side_by_side import _gather_lines, _grouped_block, _quarter_block, _wide_block
 
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
-_0, _1 = np.int64(0), np.int64(1)
+_0, _1, _2, _3 = np.int64(0), np.int64(1), np.int64(2), np.int64(3)
 _WORD = np.uint16(0)  # the witness of 2-byte words
 
 
@@ -352,6 +352,21 @@ def _any_block_of(kind: int) -> Any:
     ) -> None:
         width = _width(pad)
         n = big * small * width
+        if kind == SHORT and (si * width) % 4096 == 0 and small > 16 and 8 <= big and (
+                small + 1) * 2 * LINE <= GATHER_BYTES:
+            # more than 16 short source rows 4 KiB apart (one cache set): their lines gathered first, each read
+            # once (the next blocks, the rest of the same lines, reuse them: the tags say which lines they are)
+            tags = scratch + room + LINE  # (the lines' first address, si, small, their end; zeroed by the caller)
+            base, end = src - src % LINE, src + big * width
+            if not (_get(tags, _0, _0) == base and _get(tags, _1, _0) == si and _get(tags, _2, _0) == small
+                    and end <= _get(tags, _3, _0)):
+                stop = end + (-end) % LINE
+                _gather_lines(tags + 2 * LINE, base, _0, si * width, _1, small, stop - base, 2 * LINE)
+                _put(tags, _0, base)
+                _put(tags, _1, si)
+                _put(tags, _2, small)
+                _put(tags, _3, stop)
+            src, si, ahead = tags + 2 * LINE + (src - base), 2 * LINE // width, _0
         run = stream and di == 1 and du == small and 4 * LINE <= n
         if run and dst % LINE and n <= room:
             block(scratch, src, pad, big, small, du, di, si, _0, ahead)

@@ -476,20 +476,21 @@ def _lane_squares(builder: Any, rows: list[Any]) -> list[Any]:
     return out
 
 
-def _short_transposer(short: int, groups: int, flagged: bool = False) -> Any:
+def _short_transposer(short: int, groups: int, flagged: bool = False, bytes_only: bool = False) -> Any:
     """An intrinsic: a block of ``short`` destination rows of one line each (``LINE / width`` elements), from as
     many source rows of ``short`` elements; each line streamed out (``dst`` rows line-aligned). The source rows
     come in ``groups`` equal groups (each a part of every destination line), ``g_step`` bytes apart, the rows of a
     group ``s_step`` elements apart (one strided block: ``g_step`` is the step of a group's worth of rows; blocks
     side by side in the destination: the step between blocks). ``groups`` 0: blocks of ``short`` rows side by
     side, as many as fill a line. No code for an element width the shape does not fit (never called). ``flagged``:
-    a ``stream`` argument before the witness says whether to stream the lines (else stored plainly, anywhere)."""
+    a ``stream`` argument before the witness says whether to stream the lines (else stored plainly, anywhere).
+    ``bytes_only``: no code for wider words either (a caller that only calls it for bytes)."""
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         element, width = _element(context, signature.args[-1])
         long = LINE // width
         rows_of_group = max(1, long // (groups or max(1, LINE // (short * width))))
-        if rows_of_group < short or long < 2 * short:
+        if rows_of_group < short or long < 2 * short or (bytes_only and width > 1):
             return context.get_dummy_value()
         vector = ir.VectorType(element, short)
         rows = []
@@ -593,6 +594,7 @@ _transpose_short_nt = _short_transposer(8, 2)  # 8 destination rows of one line,
 _wide_lines2 = _short_transposer(8, 2, True)  # (the same, streamed or stored plainly: rows of half a line, two blocks
 _wide_lines4 = _short_transposer(8, 4, True)  # side by side; a quarter of a line, four blocks;
 _wide_lines8 = _short_transposer(8, 8, True)  # 8 bytes, eight blocks)
+_byte_rows8 = _short_transposer(8, 2, True, bytes_only=True)  # (8 rows of bytes past a square's: the same code)
 _transpose_short4_nt, _transpose_short2_nt = _short_transposer(4, 2), _short_transposer(2, 2)  # 4 / 2 dest rows
 _side_by_side4 = _short_transposer(4, 0, True)  # blocks of 4 / 2 rows filling a line (streamed or not)
 _side_by_side2 = _short_transposer(2, 0, True)

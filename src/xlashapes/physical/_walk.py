@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ._intrinsics import (
+    _byte_rows8,
     _copy,
     _deinterleave2,
     _deinterleave3,
@@ -299,6 +300,16 @@ def _block_of(kind: int) -> Any:
         end_u = big if big % side == 0 else big - big % side + side
         end_i = small if small % side == 0 else small - small % side + side
         streamed = rows_aligned and side == _side(pad) and side * width == LINE
+        if side == LINE and width == 1 and big > side and big % side >= 8:
+            # bytes, the rows past the last whole square: blocks of 8 (whole destination lines, streamed once;
+            # an overlapping square would stream the rows it shares twice: 96 channels to planes)
+            end_u = big - big % side
+            for uu in range(end_u, big, 8):
+                u = min(uu, big - 8)
+                for ii in range(0, end_i, side):
+                    i = min(ii, small - side)
+                    _byte_rows8(dst + (u * du + i) * width, du, src + (u + i * si) * width, LINE // 2 * si * width,
+                                 si, _1 if i == ii else _0, pad)
         for uu in range(0, end_u, side):
             u = min(uu, big - side)
             for ii in range(0, end_i, side):

@@ -165,15 +165,24 @@ def _wide_block(
         span = (f1 - f0) * row  # bytes of each staged row (a line of slack after each: no shared cache sets)
         for u0 in range(0, full_u, chunk):
             u1 = min(full_u, u0 + chunk)
-            for f in range(f0, grouped, group):
+            f = f0
+            while f < f1:  # groups of blocks filling lines, then the other blocks: squares of 8 (the last of a row
+                n = group if f < grouped else 1  # overlapping the one before)
                 if gathered:
-                    _gather_lines(gather, src + (f * fs + u0) * width, fs * width, si * width, group, small,
+                    _gather_lines(gather, src + (f * fs + u0) * width, fs * width, si * width, n, small,
                                   (u1 - u0) * width, chunk * width)
                 for u in range(u0, u1, 8):
                     d, step = dst + (u * du + f * small) * width, du
                     if staged:
                         d, step = scratch + (u - u0) * (span + LINE) + (f - f0) * row, (span + LINE) // width
                     s = gather + (u - u0) * width if gathered else src + (f * fs + u) * width
+                    if n == 1:
+                        if u == u0:  # the rows of the block four on (past the last: the next chunk's first)
+                            _prefetch_blocks(src, f + 4, _1, f0, f1, u1, full_u, chunk, fs, si, small, width)
+                        for ii in range(0, small, 8):
+                            i = min(ii, small - 8)
+                            _transpose8(d + i * width, step, s + i * row_step * width, row_step, _0, pad)
+                        continue
                     if ahead and u // 8 < group:  # one block's rows per call, over the first bands
                         g = f + u // 8
                         _prefetch_rows(ahead + g * fs * width, si * width, big * width, small)
@@ -186,21 +195,7 @@ def _wide_block(
                         _wide_lines4(d, step, s, block_step, row_step, lined, pad)
                     else:
                         _wide_lines8(d, step, s, block_step, row_step, lined, pad)
-            # the other blocks: squares of 8 (the last of a row overlapping the one before)
-            for f in range(grouped, f1):
-                if gathered:
-                    _gather_lines(gather, src + (f * fs + u0) * width, fs * width, si * width, _1, small,
-                                  (u1 - u0) * width, chunk * width)
-                for u in range(u0, u1, 8):
-                    d, step = dst + (u * du + f * small) * width, du
-                    if staged:
-                        d, step = scratch + (u - u0) * (span + LINE) + (f - f0) * row, (span + LINE) // width
-                    s = gather + (u - u0) * width if gathered else src + (f * fs + u) * width
-                    if u == u0:  # the rows of the block four on (past the last: the next chunk's first)
-                        _prefetch_blocks(src, f + 4, _1, f0, f1, u1, full_u, chunk, fs, si, small, width)
-                    for ii in range(0, small, 8):
-                        i = min(ii, small - 8)
-                        _transpose8(d + i * width, step, s + i * row_step * width, row_step, _0, pad)
+                f += n
             if staged:
                 for r in range(u1 - u0):
                     _copy_out(dst + ((u0 + r) * du + f0 * small) * width, scratch + r * (span + LINE), span, _1)

@@ -232,7 +232,7 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
         work = np.empty(2 * len(shape), np.int64)
         block = WIDE_ROOM if kind in (GROUPS, WIDE, QUARTERS) else STAGED_BLOCK
         room = np.empty(block + 2 * LINE + GATHER_BYTES, np.uint8)  # (a line of it past the block: planes spill
-        # there; then the lines a wide block gathers)
+        # there; then the lines that wide and short blocks gather from source rows 4 KiB apart)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         tags = scratch - dispatch.address(room) + block + LINE
         room[tags : tags + 4 * 8] = 0  # (which source lines the gather area holds: none yet)

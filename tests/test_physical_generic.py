@@ -250,7 +250,7 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              # than 16 of them, 8 lines of each row gathered first (several chunks, the last one short; rows of
              # 24 bytes, of half a line, of 48 bytes)
              "u8[16,512,72]{0,1,2}", "bf16[16,256,72]{0,1,2}", "u8[24,16,1280]{0,1,2}", "u8[32,8,1280]{0,1,2}",
-             "bf16[24,8,1280]{0,1,2}",
+             "bf16[24,8,1280]{0,1,2}", "u8[32,8,300]{0,1,2}",  # (32 rows of half a line: gathered anywhere)
              # ... read back: short source rows 4 KiB apart, their lines gathered once for the blocks that share
              # them (rows of half a line, of 24 bytes across line boundaries, of 40)
              "u8[32,128,256]{0,1,2}", "u8[24,512,128]{0,1,2}", "u8[40,512,64]{0,1,2}",

@@ -145,13 +145,16 @@ def _wide_block(
     staged = stream and (not lined or group == 1) and LINE // width * (WIDE_BLOCKS * row + LINE) <= room
     if staged:  # (each source line whole before the next: the destination rows go out of scratch in long runs)
         chunk = LINE // width
-    # more than 16 rows 4 KiB apart, longer than a line: ``GATHER_LINES`` lines of each (of a group of blocks)
-    # copied to ``gather`` first and transposed from there, as many blocks at a time as the destination rows'
-    # staging holds (in place, the lines of all the rows, in one cache set, are evicted before their next bands).
-    # 'to' of [R,M,1024]{0,1,2}, 64 MiB, x memcpy, before -> after: u8 R=48 8.1 -> 2.5 (2.8 at 4 lines, 2.5 at 16),
-    # R=32 4.1 -> 2.6, bf16 R=24 5.5 -> 2.6; with 16 rows and fewer gathering costs more than it saves (shorter
-    # destination runs): u8 16 2.3 -> 2.9, 8 2.0 -> 3.2, bf16 16 2.0 -> 2.6, f32 12 2.3 -> 2.75, 8 1.8 -> 3.0
-    gathered = (si * width) % 4096 == 0 and small > 16 and big * width > LINE and small * width * group <= LINE
+    # more than 16 rows longer than a line, 4 KiB apart or of half a line (bytes): ``GATHER_LINES`` lines of each
+    # (of a group of blocks) copied to ``gather`` first and transposed from there, as many blocks at a time as the
+    # destination rows' staging holds (in place, the lines of rows in one cache set are evicted before their next
+    # bands; 64 rows of half a line are read a band at a time across many blocks). 'to' of [R,M,K]{0,1,2}, 64 MiB,
+    # x memcpy, before -> after: rows 4 KiB apart (K=1024): u8 R=48 8.1 -> 2.5 (2.8 at 4 lines, 2.5 at 16), R=32
+    # 4.1 -> 2.6, bf16 R=24 5.5 -> 2.6; u8 R=32 not 4 KiB apart: 3.2-3.7 -> 2.2-2.3. Costs more than it saves (shorter
+    # destination runs) with 16 rows and fewer (4 KiB apart: u8 16 2.3 -> 2.9, 8 2.0 -> 3.2, bf16 16 2.0 -> 2.6, f32
+    # 12 2.3 -> 2.75, 8 1.8 -> 3.0) and for rows of other lengths not 4 KiB apart (bf16 24 1.5 -> 2.4, u8 48 2.4 -> 2.6)
+    gathered = small > 16 and ((si * width) % 4096 == 0 or group > 1) and big * width > LINE and (
+        small * width * group <= LINE)
     gather = scratch + room + LINE
     blocks = WIDE_BLOCKS
     if gathered:

@@ -574,6 +574,42 @@ def test_relayout_in_windows_equals_reference_path(case: tuple[xs.Shape, np.ndar
     assert np.array_equal(result, reference._reference_to_physical(x, other))
 
 
+@settings(PROPERTY, max_examples=60)
+@given(cases(max_dim=40), st.sampled_from([1, 300, 1 << 12]))
+def test_relayout_in_runs_equals_reference_path(case: tuple[xs.Shape, np.ndarray, xs.Shape], budget: int) -> None:
+    # chunks of the source's slabs laid out as pieces of an untiled target (packed too) and copied into its runs
+    shape, x, other = case
+    src, dst = _geometry(shape), _geometry(other)
+    result = np.full(dst.nbytes, 0xAB, np.uint8)
+    saved = slabbed.CHUNK_BYTES
+    try:
+        slabbed.CHUNK_BYTES = budget
+        run = dispatch.run_settings(physical.MEMORY_LIMIT, 1, dst.nbytes)
+        done = slabbed.relayout_in_runs(to_physical(x, shape), src, dst, _padding_storage(dst, None), result, run)
+    finally:
+        slabbed.CHUNK_BYTES = saved
+    assume(done)
+    assert np.array_equal(result, reference._reference_to_physical(x, other))
+
+
+@pytest.mark.parametrize("pair", [("u4[64,300]{1,0:E(4)}", "u4[64,300]{0,1:E(4)}"),
+                                  ("u4[70,256]{0,1:E(4)}", "u4[70,256]{1,0:E(4)}"),
+                                  ("s4[64,256]{1,0:T(8,128)(2,1)E(4)}", "s4[64,256]{0,1:E(4)}"),
+                                  ("u2[12,40,32]{2,1,0:E(2)}", "u2[12,40,32]{0,2,1:E(2)}")])
+def test_packed_transposes_go_in_runs_of_the_target(pair: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # the packed relayouts whose layouts cut different dims hold one chunk of the logical array, not all of it
+    shape, other = (xs.parse_shape(text) for text in pair)
+    x = np.random.default_rng(1).integers(0, 1 << shape.element_type.bits, shape.dimensions).astype(
+        shape.element_type.numpy_dtype)
+    done: list[bool] = []
+    original = slabbed.relayout_in_runs
+    monkeypatch.setattr(physical, "relayout_in_runs", lambda *args: done.append(original(*args)) or done[-1])
+    monkeypatch.setattr(slabbed, "CHUNK_BYTES", 1 << 10)
+    buffer = to_physical(x, shape)
+    assert np.array_equal(relayout(buffer, shape, other), reference._reference_to_physical(x, other))
+    assert done == [True]
+
+
 TUNING = ("_SMALL_BYTES", "_BLOCK_BYTES", "_TILE_BYTES", "_WIDEN_BYTES", "_GATHER_STRIDE", "_MAX_LOOPS")
 
 

@@ -72,8 +72,10 @@ factor views, unless that copy is fine-grained: sub-tiles turned around inside t
 ``{0,1:T(8,128)(2,1)}``) leave the generic kernel blocks of 2 x 2 elements, one step of its walk each (44x memcpy).
 Those, and packed layouts (whose direct copy would unpack both sides whole), go through the logical array: a chunk of
 slabs at a time when both layouts cut the same dim; else chunks of the source's slabs, read by its own kernels and
-written into the windows of the target's factor view that hold their rows (3-4x memcpy; ``_slabbed``); else whole,
-up to ``FINE_TEMPORARY`` (packed: any size the memory limit allows).
+written into the windows of the target's factor view that hold their rows (3-4x memcpy; ``_slabbed``), or, for an
+untiled target (packed too: ``{1,0:E(4)}`` to ``{0,1:E(4)}``), laid out by the target's own kernels as pieces
+copied into the byte runs that hold those rows (one chunk in memory, not the whole logical array); else whole, up
+to ``FINE_TEMPORARY`` (packed: any size the memory limit allows).
 
 **Large arrays.** ``out=`` takes preallocated arrays and memory maps; packed layouts, irregular ones and memory
 maps are converted one chunk of slabs at a time (bounded temporaries; pages handed back after each chunk), and
@@ -106,7 +108,14 @@ from ._geometry import (
     _resolved_shape,
     _tuple_items,
 )
-from ._slabbed import read_in_slabs, relayout_in_slabs, relayout_in_windows, wants_slabs, write_in_slabs
+from ._slabbed import (
+    read_in_slabs,
+    relayout_in_runs,
+    relayout_in_slabs,
+    relayout_in_windows,
+    wants_slabs,
+    write_in_slabs,
+)
 from .files import pack_file, terminal_progress, unpack_file
 
 __all__ = [
@@ -274,7 +283,7 @@ def relayout(
         # in slabs when both layouts cut the same dim, else in the source's slabs written into windows of the
         # target, else whole when that is small enough (or packed), else directly
         if relayout_in_slabs(data, src, dst, pad, result, run) or relayout_in_windows(
-                data, src, dst, pad, result, run):
+                data, src, dst, pad, result, run) or relayout_in_runs(data, src, dst, pad, result, run):
             return
         size = math.prod(src.dims) * src.storage.itemsize
         if size > FINE_TEMPORARY and not packed and _relayout_direct(data, src, dst, pad, result, run):

@@ -1,5 +1,6 @@
 """Conversions one slab at a time: bounded temporaries for packed and irregular layouts, memory maps, files, and
-relayouts through the logical array (in slabs, or slabs of the source written into windows of the target)."""
+relayouts through the logical array (in slabs, or slabs of the source written into windows of the target or into
+the byte runs of an untiled target)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 from ._chunks import Slabs, slabs
 from ._compiled import _compiled_plan
 from ._convert import _read_physical, _write_physical
+from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
 from ._plan import _fill_padding, _physical_view, _plain_chains, _plan, _transfer
@@ -121,6 +123,12 @@ def read_in_slabs(
     return True
 
 
+def _as_whole(run: Run, nbytes: int) -> Run:
+    """``run`` for the pieces of a conversion of ``nbytes``: compiled and streamed where the whole would be."""
+    return replace(run, numba_bytes=0 if nbytes >= run.numba_bytes else run.numba_bytes,
+                   stream_bytes=0 if nbytes >= run.stream_bytes else run.stream_bytes)
+
+
 def relayout_in_slabs(
     data: np.ndarray[Any, Any], src: _Geometry, dst: _Geometry, pad: np.ndarray[Any, Any],
     result: np.ndarray[Any, Any], run: Run,
@@ -157,8 +165,7 @@ def relayout_in_windows(
     view = _physical_view(elements, plan)
     _fill_padding(view, plan, pad)
     start = sum(len(c) for c in plan.chains[:axis])  # the factor view's axis of that outer factor
-    out = replace(run, numba_bytes=0 if result.nbytes >= run.numba_bytes else run.numba_bytes,
-                  stream_bytes=0 if result.nbytes >= run.stream_bytes else run.stream_bytes)  # (as for the whole)
+    out = _as_whole(run, result.nbytes)
     per_row = max(1, math.prod(src.dims) // max(1, src.dims[axis]) * src.storage.itemsize)
     for low, high, logical in _logical_chunks(data, src, cut, math.lcm(cut.weight * cut.step, top), per_row, run):
         outer = (low // top, -(-high // top))
@@ -167,6 +174,43 @@ def relayout_in_windows(
         extents = (*plan.extents[:axis], high - low, *plan.extents[axis + 1 :])
         _transfer(window, chains, logical.reshape(logical.shape + (1,) * plan.phantoms), _plain_chains(extents),
                   extents, out)
+        release(result)
+    return True
+
+
+def relayout_in_runs(
+    data: np.ndarray[Any, Any], src: _Geometry, dst: _Geometry, pad: np.ndarray[Any, Any],
+    result: np.ndarray[Any, Any], run: Run,
+) -> bool:
+    """Relayout through a logical chunk at a time, cut from the source's slabs (its own kernels read them) and laid
+    out by the target's own kernels as the piece of an untiled target holding the same rows, which in the target is
+    one byte run in each of its rows of the dims before that axis (packed layouts too: a run holds whole bytes);
+    False (nothing written) when the source has no slabs or the target is tiled, padded, or its runs are not whole
+    bytes."""
+    cut, layout = slabs(src.shape, src.bits), dst.layout
+    if cut is None or layout.tiles or layout.padded_dimensions is not None or src.nbytes == 0:
+        return False
+    order = tuple(layout.major_to_minor)
+    at = order.index(cut.axis)
+    outer = math.prod(dst.dims[d] for d in order[:at])
+    inner_bits = math.prod(dst.dims[d] for d in order[at + 1 :]) * dst.bits
+    row_bytes, partial = divmod(dst.dims[cut.axis] * inner_bits, 8)
+    if partial or outer * row_bytes != dst.nbytes:  # (a row's run off whole bytes, or tail padding past them)
+        return False
+    rows = result[: dst.nbytes].reshape(outer, row_bytes)
+    grid = math.lcm(cut.weight * cut.step, 8 // math.gcd(8, inner_bits))  # (chunks start on whole bytes)
+    per_row = max(1, math.prod(src.dims) // max(1, src.dims[cut.axis]) * src.storage.itemsize)
+    out = _as_whole(run, result.nbytes)
+    whole = layout.replace(tail_padding_alignment_in_elements=1)  # (a piece's bytes: its runs, nothing after them)
+    staged: np.ndarray[Any, Any] | None = None
+    for low, high, logical in _logical_chunks(data, src, cut, grid, per_row, run):
+        dims = list(dst.dims)
+        dims[cut.axis] = high - low
+        piece = _geometry(replace(dst.shape, dimensions=tuple(dims), layout=whole))
+        if staged is None:
+            staged = np.empty(piece.nbytes, np.uint8)  # (the first chunk is the largest)
+        _write_physical(logical, piece, pad, staged[: piece.nbytes], out)
+        _copy(rows[:, low * inner_bits // 8 : high * inner_bits // 8], staged[: piece.nbytes].reshape(outer, -1), out)
         release(result)
     return True
 

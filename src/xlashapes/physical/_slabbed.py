@@ -123,10 +123,12 @@ def read_in_slabs(
     return True
 
 
-def _as_whole(run: Run, nbytes: int) -> Run:
-    """``run`` for the pieces of a conversion of ``nbytes``: compiled and streamed where the whole would be."""
+def _as_whole(run: Run, nbytes: int, stream: bool = True) -> Run:
+    """``run`` for the pieces of a conversion of ``nbytes``: compiled where the whole would be, and streamed too
+    unless ``stream`` is False (pieces that are read again at once stay in the cache)."""
+    streamed = stream and nbytes >= run.stream_bytes
     return replace(run, numba_bytes=0 if nbytes >= run.numba_bytes else run.numba_bytes,
-                   stream_bytes=0 if nbytes >= run.stream_bytes else run.stream_bytes)
+                   stream_bytes=0 if streamed else run.stream_bytes)
 
 
 def relayout_in_slabs(
@@ -139,11 +141,12 @@ def relayout_in_slabs(
         return False
     n = src.dims[a.axis]
     per_row = max(1, src.nbytes // max(1, n), dst.nbytes // max(1, n))
+    out = _as_whole(run, result.nbytes)
     for low, high, logical in _logical_chunks(data, src, a, math.lcm(a.weight * a.step, b.weight * b.step), per_row,
                                               run):
         first, last = low // b.weight, -(-high // b.weight)
         d0, d1 = b.byte_range(first, last)
-        _write_physical(logical, _geometry(b.piece(first, last)), pad, result[d0:d1], run)
+        _write_physical(logical, _geometry(b.piece(first, last)), pad, result[d0:d1], out)
         release(result)
     return True
 
@@ -222,6 +225,7 @@ def _logical_chunks(
     about ``CHUNK_BYTES`` at ``per_row`` bytes a row, starting on multiples of ``grid`` rows, read by the source's
     own kernels into one buffer for all chunks (its pages faulted in once)."""
     n = src.dims[cut.axis]
+    run = _as_whole(run, data.nbytes, stream=False)
     rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
     room = np.empty(math.prod(src.dims) // max(1, n) * rows, src.storage)
     for low in range(0, n, rows):

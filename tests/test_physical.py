@@ -555,37 +555,21 @@ def test_relayout_equals_to_physical_of_from_physical(case: tuple[xs.Shape, np.n
         assert np.array_equal(relayout(buffer, shape, other), expected)
 
 
-@settings(PROPERTY, max_examples=60)
-@given(cases(max_dim=40), st.sampled_from([1, 300, 1 << 12]))
-def test_relayout_in_windows_equals_reference_path(case: tuple[xs.Shape, np.ndarray, xs.Shape], budget: int) -> None:
-    # chunks of the source's slabs (one step each, a few, all) written into windows of the target's factor view
+@settings(PROPERTY, max_examples=120)  # (60 a route)
+@given(cases(max_dim=40), st.sampled_from([1, 300, 1 << 12]), st.sampled_from(["windows", "runs"]))
+def test_chunked_relayouts_equal_reference_path(case: tuple[xs.Shape, np.ndarray, xs.Shape], budget: int,
+                                                route: str) -> None:
+    # chunks of the source's slabs (one step each, a few, all) written into windows of the target's factor view, or
+    # laid out as pieces of an untiled target (packed too) and copied into its byte runs
     shape, x, other = case
     src, dst = _geometry(shape), _geometry(other)
     result = np.full(dst.nbytes, 0xAB, np.uint8)
     saved = slabbed.CHUNK_BYTES
+    chunked = slabbed.relayout_in_windows if route == "windows" else slabbed.relayout_in_runs
     try:
         slabbed.CHUNK_BYTES = budget
         run = dispatch.run_settings(physical.MEMORY_LIMIT, 1, dst.nbytes)
-        done = slabbed.relayout_in_windows(to_physical(x, shape), src, dst, _padding_storage(dst, None),
-                                           result, run)
-    finally:
-        slabbed.CHUNK_BYTES = saved
-    assume(done)
-    assert np.array_equal(result, reference._reference_to_physical(x, other))
-
-
-@settings(PROPERTY, max_examples=60)
-@given(cases(max_dim=40), st.sampled_from([1, 300, 1 << 12]))
-def test_relayout_in_runs_equals_reference_path(case: tuple[xs.Shape, np.ndarray, xs.Shape], budget: int) -> None:
-    # chunks of the source's slabs laid out as pieces of an untiled target (packed too) and copied into its runs
-    shape, x, other = case
-    src, dst = _geometry(shape), _geometry(other)
-    result = np.full(dst.nbytes, 0xAB, np.uint8)
-    saved = slabbed.CHUNK_BYTES
-    try:
-        slabbed.CHUNK_BYTES = budget
-        run = dispatch.run_settings(physical.MEMORY_LIMIT, 1, dst.nbytes)
-        done = slabbed.relayout_in_runs(to_physical(x, shape), src, dst, _padding_storage(dst, None), result, run)
+        done = chunked(to_physical(x, shape), src, dst, _padding_storage(dst, None), result, run)
     finally:
         slabbed.CHUNK_BYTES = saved
     assume(done)

@@ -28,7 +28,7 @@ from ._intrinsics import (
 from ._kernels import _copy_out, _scalar
 from ._kinds import LINE
 
-GATHER_LINES = 8  # lines of each source row a wide block gathers at a time (rows 4 KiB apart)
+GATHER_LINES = 8  # lines of each source row a wide block gathers at a time (:func:`_wide_block` says when)
 WIDE_BLOCKS = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 WIDE_LINES = 8  # lines of each destination row the line squares of a wide block write before the next row
 STAGED_LINES = 16  # (off the line grid, through scratch: bf16[4,4096,2048]{0,1,2} 'to' 2.3 at 8, 2.05, 2.35 at 32)

@@ -142,8 +142,8 @@ def relayout_in_slabs(
     n = src.dims[a.axis]
     per_row = max(1, src.nbytes // max(1, n), dst.nbytes // max(1, n))
     out = _as_whole(run, result.nbytes)
-    for low, high, logical in _logical_chunks(data, src, a, math.lcm(a.weight * a.step, b.weight * b.step), per_row,
-                                              run):
+    for low, high, logical in _logical_chunks(data, src, a, math.lcm(a.weight * a.step, b.weight * b.step), run,
+                                              per_row):
         first, last = low // b.weight, -(-high // b.weight)
         d0, d1 = b.byte_range(first, last)
         _write_physical(logical, _geometry(b.piece(first, last)), pad, result[d0:d1], out)
@@ -169,8 +169,7 @@ def relayout_in_windows(
     _fill_padding(view, plan, pad)
     start = sum(len(c) for c in plan.chains[:axis])  # the factor view's axis of that outer factor
     out = _as_whole(run, result.nbytes)
-    per_row = max(1, math.prod(src.dims) // max(1, src.dims[axis]) * src.storage.itemsize)
-    for low, high, logical in _logical_chunks(data, src, cut, math.lcm(cut.weight * cut.step, top), per_row, run):
+    for low, high, logical in _logical_chunks(data, src, cut, math.lcm(cut.weight * cut.step, top), run):
         outer = (low // top, -(-high // top))
         window = view[(slice(None),) * start + (slice(*outer),)]
         chains = (*plan.chains[:axis], (outer[1] - outer[0], *chain[1:]), *plan.chains[axis + 1 :])
@@ -202,11 +201,10 @@ def relayout_in_runs(
         return False
     rows = result[: dst.nbytes].reshape(outer, row_bytes)
     grid = math.lcm(cut.weight * cut.step, 8 // math.gcd(8, inner_bits))  # (chunks start on whole bytes)
-    per_row = max(1, math.prod(src.dims) // max(1, src.dims[cut.axis]) * src.storage.itemsize)
     out = _as_whole(run, result.nbytes)
     whole = layout.replace(tail_padding_alignment_in_elements=1)  # (a piece's bytes: its runs, nothing after them)
     staged: np.ndarray[Any, Any] | None = None
-    for low, high, logical in _logical_chunks(data, src, cut, grid, per_row, run):
+    for low, high, logical in _logical_chunks(data, src, cut, grid, run):
         dims = list(dst.dims)
         dims[cut.axis] = high - low
         piece = _geometry(replace(dst.shape, dimensions=tuple(dims), layout=whole))
@@ -219,12 +217,13 @@ def relayout_in_runs(
 
 
 def _logical_chunks(
-    data: np.ndarray[Any, Any], src: _Geometry, cut: Slabs, grid: int, per_row: int, run: Run,
+    data: np.ndarray[Any, Any], src: _Geometry, cut: Slabs, grid: int, run: Run, per_row: int = 0,
 ) -> Iterator[tuple[int, int, np.ndarray[Any, Any]]]:
     """(low, high, the logical array's rows [low, high) of ``cut``'s axis) for each chunk of the source's slabs:
-    about ``CHUNK_BYTES`` at ``per_row`` bytes a row, starting on multiples of ``grid`` rows, read by the source's
-    own kernels into one buffer for all chunks (its pages faulted in once)."""
+    about ``CHUNK_BYTES`` at ``per_row`` bytes a row (0: the logical array's), starting on multiples of ``grid``
+    rows, read by the source's own kernels into one buffer for all chunks (its pages faulted in once)."""
     n = src.dims[cut.axis]
+    per_row = per_row or max(1, math.prod(src.dims) // max(1, n) * src.storage.itemsize)
     run = _as_whole(run, data.nbytes, stream=False)
     rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
     room = np.empty(math.prod(src.dims) // max(1, n) * rows, src.storage)

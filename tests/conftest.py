@@ -19,6 +19,13 @@ def xla():
     return xla_oracle.oracle()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the compiled-kernel tests last (in ``background.KERNEL_TESTS`` order), so that the background warm-up
+    has compiled their kernels by the time they start."""
+    rank = {name: i + 1 for i, name in enumerate(background.KERNEL_TESTS)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], 0))
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the background jobs the selected tests will want: mypy for test_lint, the kernel cache warm-up; then
     move everything imported so far out of the collector's sight (``gc.freeze``): the full collections the tests'

@@ -28,7 +28,7 @@ CASES = ["bf16[64,256]{1,0:T(8,128)(2,1)}", "s8[64,256]{1,0:T(8,128)(4,1)}", "s4
          "f64[72,1030]{0,1:P(75,1040)}", "u8[512,1024]{0,1}", "bf16[256,512]{0,1}", "f32[128,256]{0,1}",
          "u4[128,256]{0,1:E(4)}", "u8[2,64,70,3]{2,1,3,0}", "u8[2,64,70,5]{2,1,3,0}", "u8[2,64,70,12]{2,1,3,0}",
          "bf16[256,512]{0,1:T(8,128)(2,1)}", "f32[64,256]{1,0:T(8,128)}", "pred[64,256]{1,0:T(8,128)(4,1)}",
-         "f32[256,256]{0,1:T(8,128)}", "bf16[4,256,512]{0,1,2}@0",
+         "f32[256,256]{0,1:T(8,128)}", "bf16[4,256,512]{0,1,2}@0", "u4[64,256]{1,0:E(4)}>{0,1:E(4)}",
          # the other widths of the walks (the suite's tests use them all)
          "s8[300,70]{0,1:T(8,128)(4,1)}", "bf16[256,512]{1,0:T(8,128)}", "f32[5,7]{0,1:T(2,4)}",
          "bf16[2,9,41,8]{2,1,3,0}", "u8[4,64,200]{0,1,2}", "f64[3,10,9,3]{2,1,3,0}", "bf16[2,9,41,15]{2,1,3,0}",
@@ -55,8 +55,9 @@ def placed(n: int, offset: int = 16) -> np.ndarray[Any, Any]:
 
 def digest_of(text: str) -> str:
     """The digest of the bytes both directions give for ``text``, with one and two threads (``...@k``: outputs
-    ``k`` bytes past a cache line, else 16)."""
+    ``k`` bytes past a cache line, else 16; ``...>{layout}``: and relaid out to that layout)."""
     text, _, at = text.partition("@")
+    text, _, other = text.partition(">")
     offset = int(at or 16)
     s = shape_of(text)
     dtype = np.dtype(s.element_type.numpy_dtype)
@@ -71,6 +72,8 @@ def digest_of(text: str) -> str:
         y = xs.from_physical(b, s, out=placed(x.nbytes, offset).view(dtype).reshape(x.shape), threads=threads)
         digest.update(b.tobytes())
         digest.update(y.tobytes())
+        if other:
+            digest.update(xs.relayout(b, s, shape_of(text[: text.index("{")] + other), threads=threads).tobytes())
     return digest.hexdigest()
 
 

@@ -802,6 +802,84 @@ def test_packed_transposes_pack_and_unpack_on_the_way(compiled_everywhere: Count
     assert compiled_everywhere["walk"] == 0 and not +passes, (text, passes)
 
 
+def nibble_pairs_model(rows: np.ndarray) -> np.ndarray:
+    """What ``transpose_nibbles`` makes of byte rows, written element by element: the low nibbles of the byte pairs
+    to the first half of the row, the high ones to the second."""
+    pairs = rows.reshape(len(rows), -1, 2).astype(np.int64)
+    low = (pairs[..., 0] & 15) | (pairs[..., 1] & 15) << 4
+    high = pairs[..., 0] >> 4 | (pairs[..., 1] & 240)
+    return np.concatenate([low, high], axis=1).astype(np.uint8)
+
+
+@FAST
+@given(st.integers(1, 9), st.integers(1, 40), st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_nibble_pairs_of_byte_rows_turn_around(rows: int, pairs: int, threads: int, seed: int) -> None:
+    # every length of row (the word loop and the byte tail), several threads
+    if _dispatch.kernels() is None:
+        pytest.skip("numba is not installed")
+    data = np.random.default_rng(seed).integers(0, 256, (rows, 2 * pairs), np.uint8)
+    expected = nibble_pairs_model(data)
+    run = _dispatch.Run(0, threads, thread_bytes=0)
+    _packing._transpose_nibbles(data, run)
+    assert np.array_equal(data, expected)
+
+
+NIBBLE_PAIRS = [
+    ("u4[64,256]{1,0:E(4)}", "{0,1:E(4)}", True),
+    ("s4[70,34]{0,1:E(4)}", "{1,0:E(4)}", True),
+    ("f4e2m1fn[2,30,18]{2,1,0:E(4)}", "{1,2,0:E(4)}", True),
+    ("u4[6,2,34]{0,2,1:E(4)}", "{2,0,1:E(4)}", True),
+    ("u4[63,256]{1,0:E(4)}", "{0,1:E(4)}", False),
+    ("u4[64,255]{1,0:E(4)}", "{0,1:E(4)}", False),
+    ("u4[4,6,8]{2,1,0:E(4)}", "{0,1,2:E(4)}", False),
+    ("u2[64,256]{1,0:E(4)}", "{0,1:E(4)}", False),
+    ("u4[64,256]{1,0:E(4)}", "{0,1:T(8,128)(2,1)E(4)}", False),
+    ("u4[64,250]{1,0:E(4)}", "{0,1:L(512)E(4)}", False),
+    ("u4[4,6,8,10]{3,2,1,0:E(4)}", "{2,3,0,1:E(4)}", True),
+]
+
+
+@pytest.mark.parametrize(("text", "target", "taken"), NIBBLE_PAIRS)
+@pytest.mark.parametrize("threads", [1, 3])
+def test_e4_transposes_go_as_bytes_then_nibble_pairs(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
+                                                     text: str, target: str, taken: bool, threads: int) -> None:
+    # the source's minor dim is the target's second-minor one: the bytes are relaid out as u8, then each byte pair's
+    # nibbles turned around in place (odd dims, u2 in E(4) fields, tiles, padding and other orders: the other routes)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    turned: list[tuple[int, ...]] = []
+    original = physical._transpose_nibbles
+    monkeypatch.setattr(physical, "_transpose_nibbles", lambda rows, run: (turned.append(rows.shape),
+                                                                            original(rows, run))[1])
+    shape = xs.parse_shape(text)
+    other = xs.parse_shape(text[: text.index("{")] + target)
+    x = random_array(str(shape.element_type), shape.dimensions, len(text))
+    buffer = to_physical(x, shape)
+    assert np.array_equal(relayout(buffer, shape, other, threads=threads), numpy_path(to_physical, x, other))
+    assert bool(turned) == taken, turned
+
+
+@FAST
+@given(st.lists(st.integers(1, 5), min_size=2, max_size=4), st.data())
+def test_e4_transposes_by_bytes_equal_numpy_path(halves: list[int], data: st.DataObject) -> None:
+    # any rank, any order of the source with the target's two minor dims its minor one and another (even sizes)
+    if _dispatch.kernels() is None:
+        pytest.skip("numba is not installed")
+    dims = [2 * n for n in halves]
+    order = data.draw(st.permutations(range(len(dims))))
+    other = data.draw(st.sampled_from([d for d in range(len(dims)) if d != order[0]]))
+    rest = data.draw(st.permutations([d for d in range(len(dims)) if d not in (order[0], other)]))
+    shape = xs.make_shape("u4", dims, minor_to_major=order, element_size_in_bits=4)
+    target = xs.make_shape("u4", dims, minor_to_major=[other, order[0], *rest], element_size_in_bits=4)
+    x = random_array("u4", tuple(dims), sum(dims))
+    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES
+    _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
+    try:
+        moved = relayout(to_physical(x, shape), shape, target)
+    finally:
+        _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES = saved
+    assert np.array_equal(moved, numpy_path(to_physical, x, target))
+
+
 def test_packed_transposes_that_do_not_fit_the_staged_kernel_go_the_generic_way(
         compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
     # rows that do not start on whole bytes, tiles, fields wider than the type, pred, short sides; slab chunks

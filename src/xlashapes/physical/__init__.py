@@ -70,7 +70,12 @@ compiled path gives its bytes exactly (the tests compare them).
 the buffer viewed as the logical array (their own kernels). Between two other layouts it is one copy between their
 factor views, unless that copy is fine-grained: sub-tiles turned around inside tiles (``{1,0:T(8,128)(2,1)}`` to
 ``{0,1:T(8,128)(2,1)}``) leave the generic kernel blocks of 2 x 2 elements, one step of its walk each (44x memcpy).
-Those, and packed layouts (whose direct copy would unpack both sides whole), go through the logical array: a chunk of
+E(4) transposes whose source's minor dim is the target's second-minor one (``u4[m,n]{1,0:E(4)}`` to ``{0,1:E(4)}``,
+any rank) never unpack: their bytes are relaid out as ``u8`` (a byte holds 2 elements of the source's minor dim),
+which leaves the two bytes holding each 2 x 2 block of elements side by side in a row two target rows long, and then
+``transpose_nibbles`` turns each pair's nibbles around in place (1.2x the copy of the logical array; compiled path,
+in memory). Those, and other packed layouts (whose direct copy would unpack both sides whole), go through the
+logical array: a chunk of
 slabs at a time when both layouts cut the same dim; else chunks of the source's slabs, read by its own kernels and
 written into the windows of the target's factor view that hold their rows (3-4x memcpy; ``_slabbed``), or, for an
 untiled target (packed too: ``{1,0:E(4)}`` to ``{0,1:E(4)}``), laid out by the target's own kernels as pieces
@@ -108,6 +113,7 @@ from ._geometry import (
     _resolved_shape,
     _tuple_items,
 )
+from ._packing import _nibble_rows, _transpose_nibbles
 from ._slabbed import (
     read_in_slabs,
     relayout_in_runs,
@@ -278,6 +284,13 @@ def relayout(
         if big and packed and relayout_in_slabs(data, src, dst, pad, result, run):
             return
         if not packed and _relayout_direct(data, src, dst, pad, result, run, coarse=True):
+            return
+        mapped = slabbed.is_mapped(data) or slabbed.is_mapped(result)  # (files: in chunks, below)
+        nibbles = _nibble_rows(src, dst, run) if packed and not mapped else None
+        if nibbles is not None:  # (E(4) transposes: the bytes, then the nibbles of each byte pair)
+            n = nibbles[1].byte_size()
+            relayout(data[:n], nibbles[0], nibbles[1], out=result[:n], memory_limit=limit, threads=threads)
+            _transpose_nibbles(result[:n].reshape(-1, nibbles[2]), run)
             return
         # packed, fine-grained (sub-tiles turned around inside tiles) or no direct copy: through the logical array,
         # in slabs when both layouts cut the same dim, else in the source's slabs written into windows of the

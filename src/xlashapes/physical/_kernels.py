@@ -459,6 +459,28 @@ def pack(
     _pad_stream(line, data, carry, first, stream, np.uint8(0), _0, _1)
 
 
+@_jit
+def transpose_nibbles(data: int, length: int, scratch: int, part: tuple[int, int]) -> None:
+    """In place, in each row [part[0], part[1]) of ``length`` bytes at ``data``: byte pair g ``(a0|a1<<4, b0|b1<<4)``
+    becomes byte g of the row's first half ``a0|b0<<4`` and byte g of its second half ``a1|b1<<4`` (a 2 x 2 transpose
+    of the nibbles of every pair, its two rows written apart); scratch has ``length + 16`` bytes."""
+    half = length // 2
+    words = half // 8  # output words of each half (from two input words each)
+    second = scratch + 8 * (words + 1)
+    for r in range(part[0], part[1]):
+        row = data + r * length
+        for k in range(words):
+            a, b = _get_word(row, 2 * k), _get_word(row, 2 * k + 1)
+            _put_word(scratch, k, _squeeze4(a) | (_squeeze4(b) << _U(32)))
+            _put_word(second, k, _squeeze4(a >> _U(4)) | (_squeeze4(b >> _U(4)) << _U(32)))
+        for g in range(8 * words, half):
+            p, q = _get(row, 2 * g, np.uint8(0)), _get(row, 2 * g + 1, np.uint8(0))
+            _put(scratch, g, np.uint8((p & np.uint8(15)) | (q << np.uint8(4))))
+            _put(second, g, np.uint8((p >> np.uint8(4)) | (q & np.uint8(240))))
+        _copy(row, scratch, half)
+        _copy(row + half, second, half)
+
+
 @_subroutine
 def _unpack_words(dst: int, src: int, count: int, bits: int, lanes: Any) -> None:
     """The element bytes of ``count`` packed uint64 words at ``src``, masked by ``lanes``, to ``dst``."""

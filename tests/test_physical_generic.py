@@ -23,6 +23,7 @@ from profiles import examples
 from test_physical import canonical_bits, random_array, same_bits
 from xlashapes.layout import COMBINE_DIMENSION
 from xlashapes.physical import (
+    _blocks,
     _cache,
     _chunks,
     _compiled,
@@ -461,6 +462,7 @@ def test_fine_grained_relayouts_go_through_the_logical_array(compiled_everywhere
     # written into windows of the target (3.5x; here chunks of 16 KiB, cutting through the target's tiles); whole
     # where the source has no slabs; over FINE_TEMPORARY, directly all the same (bounded memory)
     monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 1 << 14)
+    monkeypatch.setattr(physical, "_turned_blocks", lambda *args: None)  # (whole 2 x 2 blocks: tested below)
     if route != "windows":
         monkeypatch.setattr(physical, "relayout_in_windows", lambda *args: False)
     if route == "direct":
@@ -811,16 +813,21 @@ def nibble_pairs_model(rows: np.ndarray) -> np.ndarray:
     return np.concatenate([low, high], axis=1).astype(np.uint8)
 
 
-@FAST
-@given(st.integers(1, 9), st.integers(1, 40), st.integers(1, 3), st.integers(0, 2**32 - 1))
-def test_nibble_pairs_of_byte_rows_turn_around(rows: int, pairs: int, threads: int, seed: int) -> None:
-    # every length of row (the word loop and the byte tail), several threads
-    if _dispatch.kernels() is None:
+def block_run(compiled: bool, threads: int) -> _dispatch.Run:
+    """Settings that take the compiled kernels (skipped without numba) or the NumPy path, for any size."""
+    if compiled and _dispatch.kernels() is None:
         pytest.skip("numba is not installed")
+    return _dispatch.Run(0, threads, numba_bytes=0 if compiled else 1 << 62, thread_bytes=0)
+
+
+@FAST
+@given(st.integers(1, 9), st.integers(1, 40), st.integers(1, 3), st.booleans(), st.integers(0, 2**32 - 1))
+def test_nibble_pairs_of_byte_rows_turn_around(rows: int, pairs: int, threads: int, compiled: bool, seed: int) -> None:
+    # every length of row (the word loop and the byte tail), several threads; the kernel and the NumPy path
+    run = block_run(compiled, threads)
     data = np.random.default_rng(seed).integers(0, 256, (rows, 2 * pairs), np.uint8)
     expected = nibble_pairs_model(data)
-    run = _dispatch.Run(0, threads, thread_bytes=0)
-    _packing._transpose_nibbles(data, run)
+    _blocks._transpose_nibbles(data, run)
     assert np.array_equal(data, expected)
 
 
@@ -877,7 +884,105 @@ def test_e4_transposes_by_bytes_equal_numpy_path(halves: list[int], data: st.Dat
         moved = relayout(to_physical(x, shape), shape, target)
     finally:
         _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES = saved
-    assert np.array_equal(moved, numpy_path(to_physical, x, target))
+    expected = numpy_path(to_physical, x, target)
+    assert np.array_equal(moved, expected)
+    assert np.array_equal(numpy_path(relayout, numpy_path(to_physical, x, shape), shape, target), expected)
+
+
+def swapped_fields_model(data: np.ndarray, bits: int) -> np.ndarray:
+    """What ``swap_fields`` makes of bytes, field by field: in every word of ``4 * bits`` bits (a block of 2 x 2
+    fields, by column then row), the second and third fields swapped."""
+    per_byte = 8 // bits if bits < 8 else 1
+    if bits < 8:  # (nibbles: each byte's two fields, low first)
+        fields = np.stack([data & 15, data >> 4], axis=-1).reshape(-1, 4)
+    else:
+        fields = data.reshape(-1, 4, bits // 8)
+    turned = fields[:, [0, 2, 1, 3]]
+    if per_byte > 1:
+        pairs = turned.reshape(-1, 2)
+        return (pairs[:, 0] | pairs[:, 1] << 4).astype(np.uint8)
+    return turned.reshape(-1)
+
+
+@FAST
+@given(st.sampled_from([4, 8, 16]), st.integers(0, 40), st.integers(1, 3), st.booleans(), st.integers(0, 2**32 - 1))
+def test_middle_fields_of_words_swap(bits: int, words: int, threads: int, compiled: bool, seed: int) -> None:
+    # words of 16, 32 and 64 bits, any count (whole uint64s and the bytes after them), several threads; the kernel
+    # and the NumPy path
+    run = block_run(compiled, threads)
+    data = np.random.default_rng(seed).integers(0, 256, words * bits // 2, np.uint8)
+    expected = swapped_fields_model(data, bits)
+    _blocks._swap_fields(data, bits, run)
+    assert np.array_equal(data, expected)
+
+
+TURNED_BLOCKS = [
+    ("bf16[64,512]{1,0:T(8,128)(2,1)}", "{0,1:T(8,128)(2,1)}", True),
+    ("s4[64,512]{0,1:T(8,128)(2,1)E(4)}", "{1,0:T(8,128)(2,1)E(4)}", True),
+    ("f16[6,30,70]{2,1,0:T(4,8)(2,1)}", "{1,2,0:T(2,16)(2,1)}", True),
+    ("u4[3,30,70]{1,2,0:T(8,128)(2,1)E(4)}", "{2,1,0:T(8,128)(2,1)E(4)}", True),
+    ("s8[64,256]{1,0:T(8,128)(2,1)}", "{0,1:T(8,128)(2,1)}", True),
+    ("pred[64,256]{1,0:T(8,128)(2,1)}", "{0,1:T(8,128)(2,1)}", True),
+    ("bf16[31,70]{1,0:T(8,128)(2,1)}", "{0,1:T(8,128)(2,1)}", False),
+    ("bf16[30,71]{1,0:T(8,128)(2,1)}", "{0,1:T(8,128)(2,1)}", False),
+    ("f32[64,256]{1,0:T(8,128)(2,1)}", "{0,1:T(8,128)(2,1)}", False),
+    ("s8[64,256]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", False),
+    ("bf16[64,512]{1,0:T(8,128)(2,1)}", "{0,1:T(8,128)}", False),
+    ("bf16[64,500]{1,0:T(8,128)(2,1)}", "{0,1:T(8,128)(2,1)L(2048)}", False),
+    ("u2[64,256]{1,0:T(8,128)(2,1)E(4)}", "{0,1:T(8,128)(2,1)E(4)}", False),
+    ("bf16[4,64,64]{2,1,0:T(8,128)(2,1)}", "{0,2,1:T(8,128)(2,1)}", False),
+]
+
+
+@pytest.mark.parametrize(("text", "target", "taken"), TURNED_BLOCKS)
+def test_sub_tiles_turned_around_go_as_whole_blocks(compiled_everywhere: Counter[str],
+                                                    monkeypatch: pytest.MonkeyPatch, text: str, target: str,
+                                                    taken: bool) -> None:
+    # T(R,C)(2,1) layouts with their two minor dims swapped: each 2 x 2 block moved as one word, then its middle
+    # fields swapped in place (odd dims, 32-bit fields, (4,1) sub-tiles, other tiles or orders, tail padding, u2 in
+    # E(4) fields: the other routes); threads split both passes
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    swaps: list[int] = []
+    original = physical._swap_fields
+    monkeypatch.setattr(physical, "_swap_fields", lambda *args: (swaps.append(args[1]), original(*args))[1])
+    shape = xs.parse_shape(text)
+    other = xs.parse_shape(text[: text.index("{")] + target)
+    x = random_array(str(shape.element_type), shape.dimensions, len(text))
+    buffer = to_physical(x, shape)
+    expected = numpy_path(to_physical, x, other)
+    assert np.array_equal(relayout(buffer, shape, other, threads=2), expected)
+    assert bool(swaps) == taken, swaps
+    if taken:  # a padding value of its own: through the logical array
+        padded = numpy_path(to_physical, x, other, padding_value=1)
+        assert np.array_equal(relayout(buffer, shape, other, padding_value=1), padded)
+        assert len(swaps) == 1
+
+
+@FAST
+@given(st.sampled_from(["bf16", "f16", "s4", "u4", "s8"]), st.lists(st.integers(1, 12), min_size=2, max_size=3),
+       st.data())
+def test_whole_blocks_equal_numpy_path(etype: str, halves: list[int], data: st.DataObject) -> None:
+    # any rank, order of the other dims and tiles (even sizes), the two minor dims swapped
+    if _dispatch.kernels() is None:
+        pytest.skip("numba is not installed")
+    dims = [2 * n for n in halves]
+    order = data.draw(st.permutations(range(len(dims))))
+    rest = data.draw(st.permutations(order[2:]))
+    tiles = [(2 * data.draw(st.integers(1, 4)), 2 * data.draw(st.integers(1, 8))) for _ in range(2)]
+    packed = {"element_size_in_bits": 4} if etype in ("s4", "u4") else {}
+    shape = xs.make_shape(etype, dims, minor_to_major=order, tiles=[tiles[0], (2, 1)], **packed)
+    target = xs.make_shape(etype, dims, minor_to_major=[order[1], order[0], *rest], tiles=[tiles[1], (2, 1)],
+                           **packed)
+    x = random_array(etype, tuple(dims), sum(dims))
+    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES
+    _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
+    try:
+        moved = relayout(to_physical(x, shape), shape, target)
+    finally:
+        _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES = saved
+    expected = numpy_path(to_physical, x, target)
+    assert np.array_equal(moved, expected)
+    assert np.array_equal(numpy_path(relayout, numpy_path(to_physical, x, shape), shape, target), expected)
 
 
 def test_packed_transposes_that_do_not_fit_the_staged_kernel_go_the_generic_way(

@@ -23,10 +23,11 @@ the tests compare every other path against.
 The modules: ``_geometry`` (checked inputs, outputs and the facts about a shape), ``_plan`` (factor views),
 ``_copy`` (the copy engine: NumPy, or the generic compiled kernel), ``_packing`` (sub-byte fields),
 ``_convert`` (the two directions and relayout), ``_chunks`` / ``_slabbed`` (work one slab of the most major dim
-at a time), ``files`` (``.npy`` files through a layout, larger than memory), ``_dispatch`` (when compiled code
-runs: thresholds, threads, the kernel cache), ``_compiled`` (the 2-d kernels' calls), ``_intrinsics`` (the numba
-building blocks), ``_kernels`` / ``_walk`` / ``_side_by_side`` (the numba kernels), ``_entries`` / ``_aot`` (their
-machine code kept on disk and loaded without numba) and ``_reference``.
+at a time), ``_blocks`` (relayouts moving 2 x 2 blocks whole), ``files`` (``.npy`` files through a layout, larger
+than memory), ``_dispatch`` (when compiled code runs: thresholds, threads, the kernel cache), ``_compiled`` (the 2-d
+kernels' calls), ``_intrinsics`` (the numba building blocks), ``_kernels`` / ``_walk`` / ``_side_by_side`` (the
+numba kernels), ``_entries`` / ``_aot`` (their machine code kept on disk and loaded without numba) and
+``_reference``.
 
 **Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
 environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba and
@@ -70,12 +71,13 @@ compiled path gives its bytes exactly (the tests compare them).
 the buffer viewed as the logical array (their own kernels). Between two other layouts it is one copy between their
 factor views, unless that copy is fine-grained: sub-tiles turned around inside tiles (``{1,0:T(8,128)(2,1)}`` to
 ``{0,1:T(8,128)(2,1)}``) leave the generic kernel blocks of 2 x 2 elements, one step of its walk each (44x memcpy).
-E(4) transposes whose source's minor dim is the target's second-minor one (``u4[m,n]{1,0:E(4)}`` to ``{0,1:E(4)}``,
-any rank) never unpack: their bytes are relaid out as ``u8`` (a byte holds 2 elements of the source's minor dim),
-which leaves the two bytes holding each 2 x 2 block of elements side by side in a row two target rows long, and then
-``transpose_nibbles`` turns each pair's nibbles around in place (1.2x the copy of the logical array; compiled path,
-in memory). Those, and other packed layouts (whose direct copy would unpack both sides whole), go through the
-logical array: a chunk of
+Two kinds of these move their 2 x 2 blocks whole instead (``_blocks``; in memory, on both paths): ``T(R,C)(2,1)``
+layouts with their two minor dims swapped (bf16, or E(4)), where each block is one word in both layouts, relaid out
+as words and then its middle two fields swapped in place (bf16 3.1 -> 2.2-2.5x memcpy); and untiled E(4) transposes
+whose source's minor dim is the target's second-minor one (``u4[m,n]{1,0:E(4)}`` to ``{0,1:E(4)}``, any rank),
+whose bytes are relaid out as ``u8``, which leaves the two bytes of each block side by side in a row two target rows
+long, where ``transpose_nibbles`` turns their nibbles around (1.2x the copy of the logical array). The others, and
+other packed layouts (whose direct copy would unpack both sides whole), go through the logical array: a chunk of
 slabs at a time when both layouts cut the same dim; else chunks of the source's slabs, read by its own kernels and
 written into the windows of the target's factor view that hold their rows (3-4x memcpy; ``_slabbed``), or, for an
 untiled target (packed too: ``{1,0:E(4)}`` to ``{0,1:E(4)}``), laid out by the target's own kernels as pieces
@@ -99,6 +101,7 @@ from .._ints import checked_int
 from ..errors import ShapeError
 from ..shape import Shape
 from . import _slabbed as slabbed
+from ._blocks import _nibble_rows, _swap_fields, _transpose_nibbles, _turned_blocks
 from ._convert import _plain, _read_physical, _relayout_direct, _write_physical
 from ._dispatch import run_settings, with_fallback
 from ._geometry import (
@@ -113,7 +116,6 @@ from ._geometry import (
     _resolved_shape,
     _tuple_items,
 )
-from ._packing import _nibble_rows, _transpose_nibbles
 from ._slabbed import (
     read_in_slabs,
     relayout_in_runs,
@@ -286,7 +288,12 @@ def relayout(
         if not packed and _relayout_direct(data, src, dst, pad, result, run, coarse=True):
             return
         mapped = slabbed.is_mapped(data) or slabbed.is_mapped(result)  # (files: in chunks, below)
-        nibbles = _nibble_rows(src, dst, run) if packed and not mapped else None
+        blocks = None if mapped or padding_value is not None else _turned_blocks(src, dst)
+        if blocks is not None:  # (sub-tiles turned around: 2 x 2 blocks as words, then their fields in place)
+            relayout(data, blocks[0], blocks[1], out=result, memory_limit=limit, threads=threads)
+            _swap_fields(result, blocks[2], run)
+            return
+        nibbles = _nibble_rows(src, dst) if packed and not mapped else None
         if nibbles is not None:  # (E(4) transposes: the bytes, then the nibbles of each byte pair)
             n = nibbles[1].byte_size()
             relayout(data[:n], nibbles[0], nibbles[1], out=result[:n], memory_limit=limit, threads=threads)

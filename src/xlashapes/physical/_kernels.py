@@ -481,6 +481,26 @@ def transpose_nibbles(data: int, length: int, scratch: int, part: tuple[int, int
         _copy(row + half, second, half)
 
 
+@_jit
+def swap_fields(data: int, nbytes: int, bits: int, mask: int, part: tuple[int, int]) -> None:
+    """In place, in the uint64 words [part[0], part[1]) of the ``nbytes`` at ``data`` (the part ending with the last
+    whole word also the bytes after it): each field ``mask`` selects swapped with the one ``bits`` above it."""
+    shift, fields = _U(bits), _U(mask)
+    for k in range(part[0], part[1]):
+        w = _get_word(data, k)
+        t = ((w >> shift) ^ w) & fields
+        _put_word(data, k, w ^ (t | (t << shift)))
+    words = nbytes // 8
+    if part[1] == words:
+        w = _U(0)
+        for i in range(nbytes - 8 * words):
+            w |= _U(_get(data, 8 * words + i, np.uint8(0))) << _U(8 * i)
+        t = ((w >> shift) ^ w) & fields
+        w ^= t | (t << shift)
+        for i in range(nbytes - 8 * words):
+            _put(data, 8 * words + i, np.uint8((w >> _U(8 * i)) & _U(255)))
+
+
 @_subroutine
 def _unpack_words(dst: int, src: int, count: int, bits: int, lanes: Any) -> None:
     """The element bytes of ``count`` packed uint64 words at ``src``, masked by ``lanes``, to ``dst``."""

@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 
-from ..shape import Shape, make_shape
 from . import _copy
 from . import _dispatch as dispatch
 from ._dispatch import Run, address
@@ -192,39 +191,3 @@ def _packed_sides(logical: np.ndarray[Any, Any], geometry: _Geometry, to: bool) 
     packed_rows = (du, small) if to else (si,)
     return None if any(v % per for v in packed_rows) else (big, small, du, si)
 
-
-def _nibble_rows(src: _Geometry, dst: _Geometry, run: Run) -> tuple[Shape, Shape, int] | None:
-    """How a relayout between plain E(4) layouts whose minor dims differ, the source's minor dim being the target's
-    second-minor one (``u4[m,n]{1,0:E(4)}`` to ``{0,1:E(4)}``), goes as bytes: the source's bytes and the target's
-    as ``u8`` arrays (the source's minor dim counted in bytes, each layout's order), between which the bytes are
-    relaid out, and the length of the target's byte rows in which :func:`_transpose_nibbles` then turns each byte
-    pair's nibbles around; None when it does not apply (odd dims, padding, tiles) or the compiled kernels will not run.
-
-    Each byte of such a source holds two elements along its minor dim; relaid out as bytes, the two bytes holding a
-    2 x 2 block of elements sit side by side in a row of the target's bytes that is two target rows long.
-    """
-    dims, a, b = src.dims, src.layout.minor_to_major[:1], dst.layout.minor_to_major[:2]
-    plain = src.etype.kind != "pred" and src.etype.bits == src.bits == 4
-    untiled = all(not g.layout.tiles and g.layout.padded_dimensions is None for g in (src, dst))
-    if not (plain and untiled and len(dims) >= 2 and len(b) == 2 and a == b[1:]) or dst.nbytes * 2 != src.count:
-        return None
-    if dims[a[0]] % 2 or dims[b[0]] % 2 or src.count == 0 or dst.nbytes < run.numba_bytes:
-        return None
-    if dispatch.kernels() is None:
-        return None
-    half = tuple(n // 2 if d == a[0] else n for d, n in enumerate(dims))
-    return (make_shape("u8", half, minor_to_major=src.layout.minor_to_major),
-            make_shape("u8", half, minor_to_major=dst.layout.minor_to_major), dims[b[0]])
-
-
-def _transpose_nibbles(rows: np.ndarray[Any, Any], run: Run) -> None:
-    """In place, in each row of ``rows`` (2-d, contiguous bytes): the nibbles of every byte pair turned around, the
-    low ones to the row's first half and the high ones to its second (:func:`._kernels.transpose_nibbles`)."""
-    kernels = dispatch.kernels()
-    count, length = rows.shape
-
-    def part(span: tuple[int, int]) -> None:
-        scratch = dispatch.scratch(length + 16)
-        kernels.transpose_nibbles(address(rows), length, address(scratch), span)
-
-    dispatch.run_parts(part, dispatch.parts(count, rows.nbytes, run))

@@ -1,0 +1,150 @@
+"""Relayouts whose elements move in blocks of 2 x 2: the blocks moved whole as bytes or words, then turned around
+in place.
+
+Two layouts that pair elements along different dims (E(4) bytes, ``(2,1)`` sub-tiles) share no run of elements, so
+a direct copy between them moves one element at a time, and a copy through the logical array makes two passes
+that each transpose. But the two bytes (or words) holding a 2 x 2 block of elements sit side by side in one layout
+and, relaid out as plain ``u8`` (or as one word per block), side by side where the other layout keeps that block:
+what is left is to turn each block's fields around, in place, a pass that reads and writes each byte once.
+
+- :func:`_nibble_rows`: untiled E(4) transposes (``u4[m,n]{1,0:E(4)}`` to ``{0,1:E(4)}``): the bytes relaid out as
+  ``u8``; a block's two bytes then make the same byte of two target rows, turned by :func:`_transpose_nibbles`.
+- :func:`_turned_blocks`: ``T(R,C)(2,1)`` layouts turned around (``{1,0:T(8,128)(2,1)}`` to ``{0,1:T(8,128)(2,1)}``,
+  bf16 or ``E(4)``): each block is one word (16 to 64 bits) in both layouts, relaid out as words; the two middle
+  fields of each word are then swapped by :func:`_swap_fields`.
+
+Both run in memory (memory maps go in chunks through the logical array) and write no temporary beyond the output;
+the NumPy path turns the fields around a block of 256 KiB at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..layout import Layout
+from ..shape import Shape, make_shape
+from . import _dispatch as dispatch
+from ._dispatch import Run, address
+from ._geometry import _Geometry
+
+_BLOCK_TYPES = {16: "u16", 32: "u32", 64: "u64"}
+"""The word holding a block of 2 x 2 fields, by its bits."""
+
+_BLOCK_BYTES = 1 << 18
+"""Bytes the NumPy path turns around at a time (its temporaries stay in the cache)."""
+
+
+def _nibble_rows(src: _Geometry, dst: _Geometry) -> tuple[Shape, Shape, int] | None:
+    """How a relayout between plain E(4) layouts whose minor dims differ, the source's minor dim being the target's
+    second-minor one (``u4[m,n]{1,0:E(4)}`` to ``{0,1:E(4)}``), goes as bytes: the source's bytes and the target's
+    as ``u8`` arrays (the source's minor dim counted in bytes, each layout's order), between which the bytes are
+    relaid out, and the length of the target's byte rows in which :func:`_transpose_nibbles` then turns each byte
+    pair's nibbles around; None when it does not apply (odd dims, padding, tiles).
+
+    Each byte of such a source holds two elements along its minor dim; relaid out as bytes, the two bytes holding a
+    2 x 2 block of elements sit side by side in a row of the target's bytes that is two target rows long.
+    """
+    dims, a, b = src.dims, src.layout.minor_to_major[:1], dst.layout.minor_to_major[:2]
+    untiled = all(not g.layout.tiles and g.layout.padded_dimensions is None for g in (src, dst))
+    if not (_plain_e4(src) and untiled and len(dims) >= 2 and len(b) == 2 and a == b[1:]):
+        return None
+    if dst.nbytes * 2 != src.count or dims[a[0]] % 2 or dims[b[0]] % 2 or src.count == 0:
+        return None
+    half = tuple(n // 2 if d == a[0] else n for d, n in enumerate(dims))
+    return (make_shape("u8", half, minor_to_major=src.layout.minor_to_major),
+            make_shape("u8", half, minor_to_major=dst.layout.minor_to_major), dims[b[0]])
+
+
+def _transpose_nibbles(rows: np.ndarray[Any, Any], run: Run) -> None:
+    """In place, in each row of ``rows`` (2-d, contiguous bytes): the nibbles of every byte pair turned around, the
+    low ones to the row's first half and the high ones to its second (:func:`._kernels.transpose_nibbles`)."""
+    count, length = rows.shape
+    kernels = dispatch.kernels() if rows.nbytes >= run.numba_bytes else None
+    if kernels is None:
+        step = max(1, _BLOCK_BYTES // max(1, length))
+        for first in range(0, count, step):
+            block = rows[first : first + step]
+            low, high = block[:, 0::2], block[:, 1::2]
+            turned = np.concatenate([(low & 15) | (high << 4), (low >> 4) | (high & 240)], axis=1)
+            block[...] = turned
+        return
+
+    def part(span: tuple[int, int]) -> None:
+        scratch = dispatch.scratch(length + 16)
+        kernels.transpose_nibbles(address(rows), length, address(scratch), span)
+
+    dispatch.run_parts(part, dispatch.parts(count, rows.nbytes, run))
+
+
+def _turned_blocks(src: _Geometry, dst: _Geometry) -> tuple[Shape, Shape, int] | None:
+    """How a relayout between two ``T(R,C)(2,1)`` layouts whose two minor dims are swapped goes as words: the shapes
+    of both layouts' blocks of 2 x 2 elements (one word each, the two minor dims halved, tiles ``T(R/2,C/2)``),
+    between which the words are relaid out, and the bits of one field, whose middle two in each word
+    :func:`_swap_fields` then swaps; None when it does not apply (fields of 32 bits and up or other sub-tiles, odd
+    dims or tiles, padding, E(n) other than plain E(4)).
+
+    A ``(2,1)`` sub-tile keeps each pair of elements along the second-minor dim in one word (one byte with E(4)),
+    and a tile row keeps the words of neighbouring columns side by side: the two words of a 2 x 2 block are one
+    word twice as wide, its fields in the order (column, row), in both layouts, which differ only in which dim is
+    the row.
+    """
+    bits = src.bits
+    if 4 * bits not in _BLOCK_TYPES or (src.packed and not _plain_e4(src)) or len(src.dims) < 2:
+        return None
+    src_tile, dst_tile = _block_tiles(src), _block_tiles(dst)
+    order, other = src.layout.minor_to_major, dst.layout.minor_to_major
+    if src_tile is None or dst_tile is None or (other[0], other[1]) != (order[1], order[0]) or src.count == 0:
+        return None
+    dims = tuple(n // 2 if d in order[:2] else n for d, n in enumerate(src.dims))
+    if any(src.dims[d] % 2 for d in order[:2]):
+        return None
+    word = _BLOCK_TYPES[4 * bits]
+    shapes = [make_shape(word, dims, layout=Layout(g.layout.minor_to_major, tiles=(tile,)))
+              for g, tile in ((src, src_tile), (dst, dst_tile))]
+    if [s.byte_size() for s in shapes] != [src.nbytes, dst.nbytes]:
+        return None  # (tail padding)
+    return shapes[0], shapes[1], bits
+
+
+def _block_tiles(geometry: _Geometry) -> tuple[int, int] | None:
+    """The tile ``(R/2, C/2)`` of the blocks of a ``T(R,C)(2,1)`` layout with even ``R`` and ``C``, else None."""
+    layout = geometry.layout
+    tiles = layout.tiles
+    if len(tiles) != 2 or tiles[1] != (2, 1) or len(tiles[0]) != 2 or layout.padded_dimensions is not None:
+        return None
+    rows, cols = tiles[0]
+    return None if rows % 2 or cols % 2 else (rows // 2, cols // 2)
+
+
+def _swap_fields(words: np.ndarray[Any, Any], bits: int, run: Run) -> None:
+    """In place, in each word of ``4 * bits`` bits of the bytes ``words``: its second and third ``bits``-bit fields
+    swapped (a block of 2 x 2 fields turned around: :func:`._kernels.swap_fields`)."""
+    lane = (1 << bits) - 1
+    mask = sum(lane << (bits + 4 * bits * k) for k in range(64 // (4 * bits)))
+    kernels = dispatch.kernels() if words.nbytes >= run.numba_bytes else None
+    if kernels is None:
+        whole = words.nbytes // 8
+        tail = np.zeros(8, np.uint8)
+        tail[: words.nbytes - 8 * whole] = words[8 * whole :]
+        for block in (*(words[k : min(k + _BLOCK_BYTES, 8 * whole)] for k in range(0, 8 * whole, _BLOCK_BYTES)), tail):
+            w = block.view("<u8")
+            t = (w >> np.uint64(bits)) ^ w
+            t &= np.uint64(mask)
+            w ^= t
+            t <<= np.uint64(bits)
+            w ^= t
+        words[8 * whole :] = tail[: words.nbytes - 8 * whole]
+        return
+
+    def part(span: tuple[int, int]) -> None:
+        kernels.swap_fields(address(words), words.nbytes, bits, mask, span)
+
+    dispatch.run_parts(part, dispatch.parts(words.nbytes // 8, words.nbytes, run))
+
+
+def _plain_e4(geometry: _Geometry) -> bool:
+    """True for 4-bit types in E(4) fields (not pred): their bytes are exactly their elements' bits."""
+    return geometry.etype.kind != "pred" and geometry.etype.bits == geometry.bits == 4
+

@@ -192,6 +192,21 @@ def test_tiled_kernels_equal_numpy_path(
         assert calls["walk"] > 0
 
 
+@pytest.mark.parametrize("text", ["bf16[16,500]{1,0:T(8,128)(2,1)}", "s8[16,500]{1,0:T(8,128)(4,1)}",
+                                  "s4[16,500]{1,0:T(8,128)(2,1)E(4)}", "pred[24,300]{1,0:T(8,128)(4,1)}",
+                                  "f16[3,24,200]{2,0,1:T(8,128)(2,1)}", "bf16[2,3,16,40]{3,1,0,2:T(8,128)(2,1)}"])
+@pytest.mark.parametrize(("stream", "padding"), [(True, None), (False, 1)])
+def test_last_tiles_of_a_tile_row_cut_short_go_a_lane_at_a_time(
+    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, stream: bool, padding: Any,
+) -> None:
+    # tile rows whose last tile has fewer columns than a tile (500 = 3 x 128 + 116): its whole lanes interleaved in
+    # place ('to': the rest of each row staged with its padding, interleaved from there; 'from': all its lanes, the
+    # columns past the row's end left in the row buffers); rows far apart (batch dims inside), prefetched
+    shape = xs.parse_shape(text)
+    check_both_paths(monkeypatch, shape, padding, len(text), stream, 16, threads=2)
+    assert sum(calls[name] for name in KERNELS if name.startswith("tiled")) >= 4
+
+
 @FAST
 @given(permuted_shapes(), st.integers(0, 2**32), st.booleans(), st.integers(0, 63), THREADS)
 def test_permute_kernels_equal_numpy_path(

@@ -190,4 +190,3 @@ def _packed_sides(logical: np.ndarray[Any, Any], geometry: _Geometry, to: bool) 
     per = 8 // bits
     packed_rows = (du, small) if to else (si,)
     return None if any(v % per for v in packed_rows) else (big, small, du, si)
-

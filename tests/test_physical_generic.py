@@ -849,49 +849,6 @@ NIBBLE_PAIRS = [
 ]
 
 
-@pytest.mark.parametrize(("text", "target", "taken"), NIBBLE_PAIRS)
-@pytest.mark.parametrize("threads", [1, 3])
-def test_e4_transposes_go_as_bytes_then_nibble_pairs(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
-                                                     text: str, target: str, taken: bool, threads: int) -> None:
-    # the source's minor dim is the target's second-minor one: the bytes are relaid out as u8, then each byte pair's
-    # nibbles turned around in place (odd dims, u2 in E(4) fields, tiles, padding and other orders: the other routes)
-    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
-    turned: list[tuple[int, ...]] = []
-    original = physical._transpose_nibbles
-    monkeypatch.setattr(physical, "_transpose_nibbles", lambda rows, run: (turned.append(rows.shape),
-                                                                            original(rows, run))[1])
-    shape = xs.parse_shape(text)
-    other = xs.parse_shape(text[: text.index("{")] + target)
-    x = random_array(str(shape.element_type), shape.dimensions, len(text))
-    buffer = to_physical(x, shape)
-    assert np.array_equal(relayout(buffer, shape, other, threads=threads), numpy_path(to_physical, x, other))
-    assert bool(turned) == taken, turned
-
-
-@FAST
-@given(st.lists(st.integers(1, 5), min_size=2, max_size=4), st.data())
-def test_e4_transposes_by_bytes_equal_numpy_path(halves: list[int], data: st.DataObject) -> None:
-    # any rank, any order of the source with the target's two minor dims its minor one and another (even sizes)
-    if _dispatch.kernels() is None:
-        pytest.skip("numba is not installed")
-    dims = [2 * n for n in halves]
-    order = data.draw(st.permutations(range(len(dims))))
-    other = data.draw(st.sampled_from([d for d in range(len(dims)) if d != order[0]]))
-    rest = data.draw(st.permutations([d for d in range(len(dims)) if d not in (order[0], other)]))
-    shape = xs.make_shape("u4", dims, minor_to_major=order, element_size_in_bits=4)
-    target = xs.make_shape("u4", dims, minor_to_major=[other, order[0], *rest], element_size_in_bits=4)
-    x = random_array("u4", tuple(dims), sum(dims))
-    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES
-    _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
-    try:
-        moved = relayout(to_physical(x, shape), shape, target)
-    finally:
-        _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES = saved
-    expected = numpy_path(to_physical, x, target)
-    assert np.array_equal(moved, expected)
-    assert np.array_equal(numpy_path(relayout, numpy_path(to_physical, x, shape), shape, target), expected)
-
-
 def swapped_fields_model(data: np.ndarray, bits: int) -> np.ndarray:
     """What ``swap_fields`` makes of bytes, field by field: in every word of ``4 * bits`` bits (a block of 2 x 2
     fields, by column then row), the second and third fields swapped."""
@@ -937,45 +894,55 @@ TURNED_BLOCKS = [
 ]
 
 
-@pytest.mark.parametrize(("text", "target", "taken"), TURNED_BLOCKS)
-def test_sub_tiles_turned_around_go_as_whole_blocks(compiled_everywhere: Counter[str],
-                                                    monkeypatch: pytest.MonkeyPatch, text: str, target: str,
-                                                    taken: bool) -> None:
-    # T(R,C)(2,1) layouts with their two minor dims swapped: each 2 x 2 block moved as one word, then its middle
-    # fields swapped in place (odd dims, 32-bit fields, (4,1) sub-tiles, other tiles or orders, tail padding, u2 in
-    # E(4) fields: the other routes); threads split both passes
+BLOCK_ROUTES = [(*case, "_transpose_nibbles") for case in NIBBLE_PAIRS] + [(*case, "_swap_fields")
+                                                                          for case in TURNED_BLOCKS]
+
+
+@pytest.mark.parametrize(("text", "target", "taken", "route"), BLOCK_ROUTES)
+def test_blocks_of_2_by_2_go_whole(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str,
+                                   target: str, taken: bool, route: str) -> None:
+    # E(4) transposes whose source's minor dim is the target's second-minor one: the bytes relaid out as u8, then
+    # each byte pair's nibbles turned around in place; T(R,C)(2,1) layouts with their two minor dims swapped: each
+    # 2 x 2 block moved as one word, then its middle fields swapped in place (odd dims, 32-bit fields, (4,1)
+    # sub-tiles, other tiles or orders, tail padding, u2 in E(4) fields: the other routes); threads split both passes
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
-    swaps: list[int] = []
-    original = physical._swap_fields
-    monkeypatch.setattr(physical, "_swap_fields", lambda *args: (swaps.append(args[1]), original(*args))[1])
+    turned: list[int] = []
+    original = getattr(physical, route)
+    monkeypatch.setattr(physical, route, lambda *args: (turned.append(1), original(*args))[1])
     shape = xs.parse_shape(text)
     other = xs.parse_shape(text[: text.index("{")] + target)
     x = random_array(str(shape.element_type), shape.dimensions, len(text))
     buffer = to_physical(x, shape)
     expected = numpy_path(to_physical, x, other)
     assert np.array_equal(relayout(buffer, shape, other, threads=2), expected)
-    assert bool(swaps) == taken, swaps
-    if taken:  # a padding value of its own: through the logical array
+    assert bool(turned) == taken, turned
+    if taken and other.layout_or_default().tiles:  # a padding value of its own: through the logical array
         padded = numpy_path(to_physical, x, other, padding_value=1)
         assert np.array_equal(relayout(buffer, shape, other, padding_value=1), padded)
-        assert len(swaps) == 1
+        assert len(turned) == 1
 
 
 @FAST
-@given(st.sampled_from(["bf16", "f16", "s4", "u4", "s8"]), st.lists(st.integers(1, 12), min_size=2, max_size=3),
-       st.data())
-def test_whole_blocks_equal_numpy_path(etype: str, halves: list[int], data: st.DataObject) -> None:
-    # any rank, order of the other dims and tiles (even sizes), the two minor dims swapped
+@given(st.sampled_from(["bf16", "f16", "s4", "u4", "s8", "u4 untiled"]), st.lists(st.integers(1, 12), min_size=2,
+                                                                               max_size=3), st.data())
+def test_blocks_of_2_by_2_equal_numpy_path(etype: str, halves: list[int], data: st.DataObject) -> None:
+    # any rank (even sizes), order of the other dims and tiles; the two minor dims swapped (T(R,C)(2,1)) or the
+    # source's minor dim the target's second-minor one (untiled E(4)); the compiled and NumPy paths
     if _dispatch.kernels() is None:
         pytest.skip("numba is not installed")
+    etype, _, untiled = etype.partition(" ")
     dims = [2 * n for n in halves]
     order = data.draw(st.permutations(range(len(dims))))
-    rest = data.draw(st.permutations(order[2:]))
-    tiles = [(2 * data.draw(st.integers(1, 4)), 2 * data.draw(st.integers(1, 8))) for _ in range(2)]
+    if untiled:
+        second = data.draw(st.sampled_from([d for d in range(len(dims)) if d != order[0]]))
+        rest = data.draw(st.permutations([d for d in range(len(dims)) if d not in (order[0], second)]))
+        target_order, tiles = [second, order[0], *rest], [(), ()]
+    else:
+        target_order = [order[1], order[0], *data.draw(st.permutations(order[2:]))]
+        tiles = [((2 * data.draw(st.integers(1, 4)), 2 * data.draw(st.integers(1, 8))), (2, 1)) for _ in range(2)]
     packed = {"element_size_in_bits": 4} if etype in ("s4", "u4") else {}
-    shape = xs.make_shape(etype, dims, minor_to_major=order, tiles=[tiles[0], (2, 1)], **packed)
-    target = xs.make_shape(etype, dims, minor_to_major=[order[1], order[0], *rest], tiles=[tiles[1], (2, 1)],
-                           **packed)
+    shape = xs.make_shape(etype, dims, minor_to_major=order, tiles=list(tiles[0]), **packed)
+    target = xs.make_shape(etype, dims, minor_to_major=target_order, tiles=list(tiles[1]), **packed)
     x = random_array(etype, tuple(dims), sum(dims))
     saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES
     _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0

@@ -125,6 +125,21 @@ SHORT_ROWS = 1024  # logical rows of at most this many bytes: their strips' rows
 AHEAD_STRIPS = 4  # strips ahead (batch dims between the tiled rows make their rows far apart: more streams than the
 # hardware follows; 'to', 74 MiB, x memcpy: bf16[96,56,56,128]{3,0,2,1:T(8,128)(2,1)} 2.3 -> 1.5, s8 (4,1) 3.7 -> 1.6;
 # 2 or 8 strips ahead the same)
+@_inline
+def _interleaved_rows(dst: int, src: int, step: int, groups: int, n: int, d_pitch: int, s_pitch: int, p: int,
+                      pad: Any) -> None:
+    """``groups`` groups of ``p`` rows (``step`` elements apart; groups ``s_pitch`` bytes apart) interleaved into
+    ``dst`` (``d_pitch`` bytes a group), ``n`` columns (whole lanes) each."""
+    width = _width(pad)
+    for g in range(groups):
+        d, s = dst + g * d_pitch, src + g * s_pitch
+        for c in range(0, n, _lanes(pad)):
+            if p == 2:
+                _interleave2(d + c * 2 * width, s + c * width, step, _0, pad)
+            else:
+                _interleave4(d + c * 4 * width, s + c * width, step, _0, pad)
+
+
 @_subroutine
 def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c_size: int, p: int, pad: Any,
              spare: int) -> None:
@@ -142,26 +157,12 @@ def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c
                     _put(d, c, _get(s, c, pad))
             return
         if (p == 2 or p == 4) and c_size % lanes == 0:
-            for g in range(r_size // p):
-                d = dst + g * c_size * p * width
-                s = src + g * p * step * width
-                for c in range(0, c_size, lanes):
-                    if p == 2:
-                        _interleave2(d + c * 2 * width, s + c * width, step, _0, pad)
-                    else:
-                        _interleave4(d + c * 4 * width, s + c * width, step, _0, pad)
+            _interleaved_rows(dst, src, step, r_size // p, c_size, c_size * p * width, p * step * width, p, pad)
             return
     full = 0  # columns moved a lane at a time (whole rows; the rest, and padding, element by element below)
     if rows == r_size and (p == 2 or p == 4) and c_size % lanes == 0:
         full = cols // lanes * lanes
-        for g in range(r_size // p):
-            d = dst + g * c_size * p * width
-            s = src + g * p * step * width
-            for c in range(0, full, lanes):
-                if p == 2:
-                    _interleave2(d + c * 2 * width, s + c * width, step, _0, pad)
-                else:
-                    _interleave4(d + c * 4 * width, s + c * width, step, _0, pad)
+        _interleaved_rows(dst, src, step, r_size // p, full, c_size * p * width, p * step * width, p, pad)
         if full < c_size:  # the rest of each row and the padding after it, staged, interleaved from there
             rest = c_size - full
             for r in range(r_size):
@@ -169,14 +170,8 @@ def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c
                 _copy(row, src + (r * step + full) * width, (cols - full) * width)
                 for c in range(cols - full, rest):
                     _put(row, c, pad)
-            for g in range(r_size // p):
-                d = dst + (g * c_size * p + full * p) * width
-                s = spare + g * p * rest * width
-                for c in range(0, rest, lanes):
-                    if p == 2:
-                        _interleave2(d + c * 2 * width, s + c * width, rest, _0, pad)
-                    else:
-                        _interleave4(d + c * 4 * width, s + c * width, rest, _0, pad)
+            _interleaved_rows(dst + full * p * width, spare, rest, r_size // p, rest, c_size * p * width,
+                              p * rest * width, p, pad)
         return
     for g in range(r_size // p):
         for c in range(c_size):

@@ -258,6 +258,8 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              # tiled transposes read back whose tiles are a multiple of 4 KiB apart: all the bands of a line of
              # each tile row before the next blocks, the blocks two groups on prefetched
              "u8[4096,72]{0,1:T(8,128)}", "bf16[2048,40]{0,1:T(8,128)}", "u8[4096,40]{0,1:T(8,64)}",
+             # ... laid out: squares of 64 byte rows 4 KiB apart, their lines gathered first (the last overlapping)
+             "u8[256,4096]{0,1:T(8,128)}", "u8[200,4096]{0,1:T(16,128)}",
              # more than 64 channels to planes: squares of 64 bytes, then blocks of 8 rows (the last overlapping)
              "u8[2,8,64,75]{2,1,3,0}", "u8[2,4,128,96]{2,1,3,0}"]
     shapes = [xs.parse_shape(text) for text in cases]

@@ -1,5 +1,6 @@
 import gc
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,17 @@ def xla():
     if not xla_oracle.available():
         pytest.skip("jax/jaxlib not installed (pip install -e .[test,jax])")
     return xla_oracle.oracle()
+
+
+@pytest.fixture(autouse=True)
+def kernels_compiled(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each compiled-kernel test: no kernel failed to compile (a failure switches this process to the NumPy
+    path, which gives the same bytes, so the tests' own checks would not see it)."""
+    yield
+    if request.node.nodeid.partition("::")[0] in background.KERNEL_TESTS:
+        from xlashapes.physical import _aot
+
+        assert not _aot.numba_failed(), "a kernel failed to compile: this process went over to the NumPy path"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -23,7 +23,7 @@ pytest.importorskip("llvmlite")
 WORKER = Path(__file__).with_name("kernel_worker.py")  # every entry point and element width in one process
 # (entry, the witness's key) every entry and width the worker must run from kept code
 EXPECTED = {("walk_squares", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
-    (name, "<u4") for name in ("walk_runs", "walk_groups", "walk_wide")} | {
+    (name, "<u4") for name in ("walk_runs", "walk_groups", "walk_wide_lines")} | {
     ("walk_rows", "|u1"), ("walk_planes", "|u1"), ("walk_short", "|u1")} | {
     ("walk_quarters", "<u2")} | {
     ("shifted_rows", w) for w in ("<u2", "<u4", "<u8")} | {("staged_transpose", w) for w in ("|u1", "<u2", "<u4")} | {
@@ -118,7 +118,8 @@ def test_first_use_keeps_the_machine_code_and_a_new_process_runs_it_without_numb
 
 
 BLOCKS = {"walk_runs": {"_runs"}, "walk_groups": {"_grouped_block", "_scalar"},
-          "walk_wide": {"_wide_block", "_scalar"}, "walk_quarters": {"_quarter_block", "_scalar"},
+          "walk_wide": {"_wide_block", "_scalar"}, "walk_wide_lines": {"_wide_lines_block", "_scalar"},
+          "walk_quarters": {"_quarter_block", "_scalar"},
           "walk_rows": {"_any_rows_block", "_rows_block", "_interleaved", "_deinterleaved", "_scalar"},
           "walk_squares": {"_any_squares_block", "_squares_block", "_scalar"},
           "walk_short": {"_any_short_block", "_short_block", "_short_rows", "_scalar"},

@@ -335,7 +335,7 @@ def test_wide_blocks_side_by_side_on_and_off_the_line_grid(compiled_everywhere: 
     # it they went 8 x 8 at a time: u8[16,4096,1024]{0,1,2} 'to' 22x memcpy 16 bytes past a line, now 2.7x); rows of
     # other lengths are staged too, squares of 16 bytes or 2-byte words (8 of wider ones), the last of each row
     # overlapping the one before (f32[12,1400,1000]{0,1,2} 'to' 2.6 -> 1.8x, where a third went element by element)
-    wide, *_ = _spied_round_trip(monkeypatch, "walk_wide", text, offset)
+    wide, *_ = _spied_round_trip(monkeypatch, ("walk_wide", "walk_wide_lines"), text, offset)
     assert sum(wide.values()) >= 1, text
 
 
@@ -427,16 +427,17 @@ def round_trip_off_the_grid(x: np.ndarray[Any, Any], shape: xs.Shape, offset: in
     return expected
 
 
-def _spied_round_trip(monkeypatch: pytest.MonkeyPatch, entry: str, text: str, offset: int) -> tuple[
+def _spied_round_trip(monkeypatch: pytest.MonkeyPatch, entry: str | tuple[str, ...], text: str, offset: int) -> tuple[
         Counter[int], xs.Shape, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """The calls of the generic kernel's ``entry`` during a streamed round trip of a random array of ``text`` through
-    ``out=`` arrays ``offset`` bytes past a line (:func:`round_trip_off_the_grid`; the 2-d kernels left out), the
-    shape, the array and its physical bytes."""
+    """The calls of the generic kernel's ``entry`` (or entries) during a streamed round trip of a random array of
+    ``text`` through ``out=`` arrays ``offset`` bytes past a line (:func:`round_trip_off_the_grid`; the 2-d kernels
+    left out), the shape, the array and its physical bytes."""
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
     walk = _dispatch.walker()
     calls = Counter[int]()
-    monkeypatch.setattr(walk, entry, _counting(getattr(walk, entry), calls))
+    for name in (entry,) if isinstance(entry, str) else entry:
+        monkeypatch.setattr(walk, name, _counting(getattr(walk, name), calls))
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
     return calls, shape, x, round_trip_off_the_grid(x, shape, offset)

@@ -13,7 +13,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import _dispatch as dispatch
 from ._dispatch import Run
 from ._geometry import _STORAGE, _void
-from ._kinds import GATHER_BYTES, GROUPS, LINE, QUARTERS, ROWS, SQUARES, WALKS, WIDE, walk_kind
+from ._kinds import GATHER_BYTES, GROUPS, LINE, QUARTERS, ROWS, SQUARES, WALKS, WIDE, WIDE_LINES, walk_kind
 
 _SMALL_BYTES = 1 << 16  # copies this small go straight to np.copyto
 
@@ -230,7 +230,7 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
 
     def part(bounds: tuple[int, int]) -> None:
         work = np.empty(2 * len(shape), np.int64)
-        block = WIDE_ROOM if kind in (GROUPS, WIDE, QUARTERS) else STAGED_BLOCK
+        block = WIDE_ROOM if kind in (GROUPS, WIDE, WIDE_LINES, QUARTERS) else STAGED_BLOCK
         room = np.empty(block + 2 * LINE + GATHER_BYTES, np.uint8)  # (a line of it past the block: planes spill
         # there; then the lines that wide and short blocks gather from source rows 4 KiB apart)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE

@@ -14,7 +14,8 @@ entry point held every kind. The kinds:
 - ``GROUPS``: blocks of 2, 4, 8 or 16 source rows that continue each other, moved a square of one line a side
   across several blocks at a time (tiled transposes);
 - ``WIDE``: short destination rows (8 elements and up, less than a line) that continue each other (tiled
-  transposes read back), many blocks a band at a time;
+  transposes read back), many blocks a band at a time; ``WIDE_LINES`` when the rows are a half, a quarter or an
+  eighth of a line, blocks side by side then making whole lines (their line squares compiled only for these);
 - ``QUARTERS``: the same with rows of 2 or 4 elements: as many blocks as fill a line at a time (streamed where the
   destination rows are on lines, else stored plainly);
 - ``ROWS``: rows interleaved (2-7 of them: ``(2,1)`` and ``(4,1)`` sub-tiles, channels; 8 of 1- or 2-byte words)
@@ -35,13 +36,13 @@ GATHER_BYTES = 8 * 4096  # scratch past a walk's room for the lines of source ro
 # shared), gathered before their transposes: a wide block's 8 lines of at most a line's elements of rows, a short
 # block's rows
 
-RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES, SHORT = 1, 2, 3, 4, 5, 6, 7, 8
+RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES, SHORT, WIDE_LINES = 1, 2, 3, 4, 5, 6, 7, 8, 9
 MOST_PLANES = {1: 32, 2: 24, 4: 12}  # most rows (from 9) interleaved a lane's worth at a time, by word width: planes to
 # channels, 64 MiB 'from', x memcpy, against squares: u8 9 1.45 (3.6), 12 1.45 (2.8), 17 1.8 (2.95), 24 1.8 (2.7), 31
 # 1.6 (3.0), 32 1.75 (2.7), bf16 12 1.4-1.6 (2.6), 24 1.5 (2.6), f32 12 1.5 (2.1); up to 64 bytes u8 48 2.4 (3.4) and
 # 63 2.6 (2.8), but four groups of rows take 2 s more to compile, and f32 16 1.5 (1.4)
 WALKS = {RUNS: "walk_runs", GROUPS: "walk_groups", WIDE: "walk_wide", QUARTERS: "walk_quarters", ROWS: "walk_rows",
-         SQUARES: "walk_squares", PLANES: "walk_planes", SHORT: "walk_short"}
+         SQUARES: "walk_squares", PLANES: "walk_planes", SHORT: "walk_short", WIDE_LINES: "walk_wide_lines"}
 """The entry point of each kind (:mod:`._walk`)."""
 
 
@@ -88,6 +89,17 @@ def grouped_blocks(big: int, small: int, width: int) -> int:
     return side // big if fits else 0
 
 
+def wide_group(small: int, width: int) -> int:
+    """Blocks of a wide walk whose destination rows (``small`` elements, less than a line) make one line side by
+    side: 2, 4 or 8 for rows of a half, a quarter or an eighth of a line (of 8 elements and more), else 1.
+
+    >>> wide_group(8, 1), wide_group(8, 2), wide_group(12, 4), wide_group(24, 1)
+    (8, 4, 1, 1)
+    """
+    row = small * width
+    return LINE // row if row < LINE and LINE % row == 0 and small % 8 == 0 else 1
+
+
 def walk_kind(
     shape: Sequence[int], d_steps: Sequence[int], s_steps: Sequence[int], unit: int, width: int, target: int,
     stream: int,
@@ -122,7 +134,7 @@ def walk_kind(
             if small in (2, 4) and big >= small:
                 return QUARTERS, LINE // (small * width) if len(axes) == 1 else 1
             if big >= 8 and small >= 8:
-                return WIDE, 1
+                return (WIDE_LINES if wide_group(small, width) > 1 else WIDE), 1
     # (rows of 8: 1- and 2-byte words only; wider ones are as fast through squares)
     if big > 1 and di == 1 and du == small and 9 <= small <= MOST_PLANES.get(width, 0):
         return PLANES, 1

@@ -114,103 +114,118 @@ def _gather_lines(to: int, at: int, block_step: int, row_step: int, blocks: int,
             _copy(to + (b * rows + r) * pitch, at + b * block_step + r * row_step, n)
 
 
-@_subroutine
-def _wide_block(
-    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
-    ahead: int, scratch: int, room: int,
-) -> None:
-    """``count`` blocks side by side in the destination (block ``f`` at ``dst + f*small`` elements, ``src + f*fs``):
-    short destination rows (tiled transposes read back) written a band of 8 rows at a time across many blocks, so
-    that each row gets one long run instead of ``count`` scattered pieces; rows of a half, a quarter or an eighth
-    of a line, two, four or eight blocks at a time, whole lines streamed (off the line grid through ``scratch``, on a
-    line, ``room`` bytes). ``ahead`` (0: none) is the source of the next wide block, of the same shape: its blocks'
-    source rows are prefetched one block per group moved, over the first bands. (Rows of 2 or 4 elements:
-    :func:`_quarter_block`.)"""
-    width = _width(pad)
-    if big < 8 or small < 8:  # (the walk's kind leaves these to blocks of their own)
-        for f in range(count):
-            _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
-        return
-    full_u = big - big % 8
-    # rows of a half, a quarter or an eighth of a line: as many blocks side by side make one line of each row,
-    # streamed out on the line grid; off it, and for rows of other lengths (8 x 8 squares), the bands of a chunk of
-    # rows go to ``scratch`` (the blocks' pieces of each row), whence each row's piece is streamed from its own line
-    # boundary (stored plainly when not streamed)
-    row = small * width
-    lined = _1 if stream and dst % LINE == 0 and (du * width) % LINE == 0 else _0
-    group = LINE // row if row < LINE and LINE % row == 0 and small % 8 == 0 else 1  # blocks per line
-    # source rows a multiple of 4 KiB apart share their cache sets: all the bands of a line of them before the next
-    # blocks (else one band across all the blocks, each destination row one long run)
-    # blocks a multiple of 4 KiB apart (tiled transposes read back: tiles a tile row apart) put their rows in the
-    # same cache sets too: there as well, every band of a line of their rows before the next blocks, with the blocks
-    # two groups on prefetched ('from', 64 MiB, x memcpy: u8 {0,1:T(8,128)} 3.4 -> 2.05, T(8,64) 3.4 -> 1.45, bf16
-    # {0,1:T(8,128)} 1.65 -> 1.15; without the prefetch bf16 went to 2.5)
-    shared = (fs * width) % 4096 == 0 and (si * width) % 4096 != 0
-    chunk = LINE // width if (si * width) % 4096 == 0 or shared else 8
-    staged = stream and (not lined or group == 1) and LINE // width * (WIDE_BLOCKS * row + LINE) <= room
-    if staged:  # (each source line whole before the next: the destination rows go out of scratch in long runs)
-        chunk = LINE // width
-    # more than 16 rows longer than a line, 4 KiB apart or of half a line (bytes): ``GATHER_LINES`` lines of each
-    # (of a group of blocks) copied to ``gather`` first and transposed from there, as many blocks at a time as the
-    # destination rows' staging holds (in place, the lines of rows in one cache set are evicted before their next
-    # bands; 64 rows of half a line are read a band at a time across many blocks). 'to' of [R,M,K]{0,1,2}, 64 MiB,
-    # x memcpy, before -> after: rows 4 KiB apart (K=1024): u8 R=48 8.1 -> 2.5 (2.8 at 4 lines, 2.5 at 16), R=32
-    # 4.1 -> 2.6, bf16 R=24 5.5 -> 2.6; u8 R=32 not 4 KiB apart: 3.2-3.7 -> 2.2-2.3. Costs more than it saves (shorter
-    # destination runs) with 16 rows and fewer (4 KiB apart: u8 16 2.3 -> 2.9, 8 2.0 -> 3.2, bf16 16 2.0 -> 2.6, f32
-    # 12 2.3 -> 2.75, 8 1.8 -> 3.0) and for rows of other lengths not 4 KiB apart (bf16 24 1.5 -> 2.4, u8 48 2.4 -> 2.6)
-    gathered = small > 16 and ((si * width) % 4096 == 0 or group > 1) and big * width > LINE and (
-        small * width * group <= LINE)
-    gather = scratch + room + LINE
-    blocks = WIDE_BLOCKS
-    if gathered:
-        chunk = GATHER_LINES * LINE // width
-        blocks = min(WIDE_BLOCKS, max(group, (room // (chunk * width) - LINE) // row // group * group))
-        staged = staged and chunk * width * (blocks * row + LINE) <= room
-    row_step, block_step = (chunk, small * chunk * width) if gathered else (si, fs * width)
-    ahead_blocks = chunk == 8 or (shared and not gathered)
-    for f0 in range(0, count, blocks):
-        f1 = min(count, f0 + blocks)
-        grouped = f0 + (f1 - f0) // group * group if group > 1 else f0
-        span = (f1 - f0) * row  # bytes of each staged row (a line of slack after each: no shared cache sets)
-        for u0 in range(0, full_u, chunk):
-            u1 = min(full_u, u0 + chunk)
-            f = f0
-            while f < f1:  # groups of blocks filling lines, then the other blocks: squares of 8 (the last of a row
-                n = group if f < grouped else 1  # overlapping the one before)
-                if gathered:
-                    _gather_lines(gather, src + (f * fs + u0) * width, fs * width, si * width, n, small,
-                                  (u1 - u0) * width, chunk * width)
-                for u in range(u0, u1, 8):
-                    d, step = dst + (u * du + f * small) * width, du
-                    if staged:
-                        d, step = scratch + (u - u0) * (span + LINE) + (f - f0) * row, (span + LINE) // width
-                    s = gather + (u - u0) * width if gathered else src + (f * fs + u) * width
-                    if n == 1:
-                        if u == u0:  # the rows of the block four on (past the last: the next chunk's first)
-                            _prefetch_blocks(src, f + 4, _1, f0, f1, u1, full_u, chunk, fs, si, small, width)
-                        for ii in range(0, small, 8):
-                            i = min(ii, small - 8)
-                            _transpose8(d + i * width, step, s + i * row_step * width, row_step, _0, pad)
-                        continue
-                    if ahead and u // 8 < group:  # one block's rows per call, over the first bands
-                        g = f + u // 8
-                        _prefetch_rows(ahead + g * fs * width, si * width, big * width, small)
-                    if u == u0 and ahead_blocks:  # the rows of the blocks two groups on (past the last: the next
-                        # chunk's first; not for rows 4 KiB apart, whose lines of a chunk are in the cache already)
-                        _prefetch_blocks(src, f + 2 * group, group, f0, f1, u1, full_u, chunk, fs, si, small, width)
-                    if group == 2:
-                        _wide_lines2(d, step, s, block_step, row_step, lined, pad)
-                    elif group == 4:
-                        _wide_lines4(d, step, s, block_step, row_step, lined, pad)
-                    else:
-                        _wide_lines8(d, step, s, block_step, row_step, lined, pad)
-                f += n
-            if staged:
-                for r in range(u1 - u0):
-                    _copy_out(dst + ((u0 + r) * du + f0 * small) * width, scratch + r * (span + LINE), span, _1)
-        if full_u < big:  # (the squares, the last of a row overlapping the one before, took every column)
-            for f in range(f0, f1):
-                _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, full_u, small)
+def _wide_block_of(lines: bool) -> Any:
+    """The wide block subroutine: with ``lines``, the one for rows of a half, a quarter or an eighth of a line
+    (blocks side by side making whole lines: :func:`._kinds.wide_group`), else the one for other rows, which leaves
+    out the line squares (``lines`` is a constant of the closure: numba prunes them; 0.3 s less to compile)."""
+
+    def wide_block(
+        dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
+        ahead: int, scratch: int, room: int,
+    ) -> None:
+        """``count`` blocks side by side in the destination (block ``f`` at ``dst + f*small`` elements,
+        ``src + f*fs``): short destination rows (tiled transposes read back) written a band of 8 rows at a time
+        across many blocks, so that each row gets one long run instead of ``count`` scattered pieces; rows of a
+        half, a quarter or an eighth of a line, two, four or eight blocks at a time, whole lines streamed (off the
+        line grid through ``scratch``, on a line, ``room`` bytes). ``ahead`` (0: none) is the source of the next
+        wide block, of the same shape: its blocks' source rows are prefetched one block per group moved, over the
+        first bands. (Rows of 2 or 4 elements: :func:`_quarter_block`.)"""
+        width = _width(pad)
+        if big < 8 or small < 8:  # (the walk's kind leaves these to blocks of their own)
+            for f in range(count):
+                _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
+            return
+        full_u = big - big % 8
+        # rows of a half, a quarter or an eighth of a line: as many blocks side by side make one line of each row,
+        # streamed out on the line grid; off it, and for rows of other lengths (8 x 8 squares), the bands of a chunk of
+        # rows go to ``scratch`` (the blocks' pieces of each row), whence each row's piece is streamed from its own line
+        # boundary (stored plainly when not streamed)
+        row = small * width
+        lined = _1 if stream and dst % LINE == 0 and (du * width) % LINE == 0 else _0
+        group = (LINE // row if row < LINE and LINE % row == 0 and small % 8 == 0 else 1) if lines else 1  # per line
+        # (blocks per line: as :func:`._kinds.wide_group`)
+        # source rows a multiple of 4 KiB apart share their cache sets: all the bands of a line of them before the next
+        # blocks (else one band across all the blocks, each destination row one long run)
+        # blocks a multiple of 4 KiB apart (tiled transposes read back: tiles a tile row apart) put their rows in the
+        # same cache sets too: there as well, every band of a line of their rows before the next blocks, with the blocks
+        # two groups on prefetched ('from', 64 MiB, x memcpy: u8 {0,1:T(8,128)} 3.4 -> 2.05, T(8,64) 3.4 -> 1.45, bf16
+        # {0,1:T(8,128)} 1.65 -> 1.15; without the prefetch bf16 went to 2.5)
+        shared = (fs * width) % 4096 == 0 and (si * width) % 4096 != 0
+        chunk = LINE // width if (si * width) % 4096 == 0 or shared else 8
+        staged = stream and (not lined or group == 1) and LINE // width * (WIDE_BLOCKS * row + LINE) <= room
+        if staged:  # (each source line whole before the next: the destination rows go out of scratch in long runs)
+            chunk = LINE // width
+        # more than 16 rows longer than a line, 4 KiB apart or of half a line (bytes): ``GATHER_LINES`` lines of each
+        # (of a group of blocks) copied to ``gather`` first and transposed from there, as many blocks at a time as the
+        # destination rows' staging holds (in place, the lines of rows in one cache set are evicted before their next
+        # bands; 64 rows of half a line are read a band at a time across many blocks). 'to' of [R,M,K]{0,1,2}, 64 MiB, x
+        # memcpy, before -> after: rows 4 KiB apart (K=1024): u8 R=48 8.1 -> 2.5 (2.8 at 4 lines, 2.5 at 16), R=32 4.1
+        # -> 2.6, bf16 R=24 5.5 -> 2.6; u8 R=32 not 4 KiB apart: 3.2-3.7 -> 2.2-2.3. Costs more than it saves (shorter
+        # destination runs) with 16 rows and fewer (4 KiB apart: u8 16 2.3 -> 2.9, 8 2.0 -> 3.2, bf16 16 2.0 -> 2.6, f32
+        # 12 2.3 -> 2.75, 8 1.8 -> 3.0) and for rows of other lengths not 4 KiB apart (bf16 24 1.5 -> 2.4, u8 48 2.4 ->
+        # 2.6)
+        gathered = small > 16 and ((si * width) % 4096 == 0 or group > 1) and big * width > LINE and (
+            small * width * group <= LINE)
+        gather = scratch + room + LINE
+        blocks = WIDE_BLOCKS
+        if gathered:
+            chunk = GATHER_LINES * LINE // width
+            blocks = min(WIDE_BLOCKS, max(group, (room // (chunk * width) - LINE) // row // group * group))
+            staged = staged and chunk * width * (blocks * row + LINE) <= room
+        row_step, block_step = (chunk, small * chunk * width) if gathered else (si, fs * width)
+        ahead_blocks = chunk == 8 or (shared and not gathered)
+        for f0 in range(0, count, blocks):
+            f1 = min(count, f0 + blocks)
+            grouped = f0 + (f1 - f0) // group * group if group > 1 else f0
+            span = (f1 - f0) * row  # bytes of each staged row (a line of slack after each: no shared cache sets)
+            for u0 in range(0, full_u, chunk):
+                u1 = min(full_u, u0 + chunk)
+                f = f0
+                while f < f1:  # groups of blocks filling lines, then the other blocks: squares of 8 (the last of a row
+                    n = group if f < grouped else 1  # overlapping the one before)
+                    if gathered:
+                        _gather_lines(gather, src + (f * fs + u0) * width, fs * width, si * width, n, small,
+                                      (u1 - u0) * width, chunk * width)
+                    for u in range(u0, u1, 8):
+                        d, step = dst + (u * du + f * small) * width, du
+                        if staged:
+                            d, step = scratch + (u - u0) * (span + LINE) + (f - f0) * row, (span + LINE) // width
+                        s = gather + (u - u0) * width if gathered else src + (f * fs + u) * width
+                        if n == 1:
+                            if u == u0:  # the rows of the block four on (past the last: the next chunk's first)
+                                _prefetch_blocks(src, f + 4, _1, f0, f1, u1, full_u, chunk, fs, si, small, width)
+                            for ii in range(0, small, 8):
+                                i = min(ii, small - 8)
+                                _transpose8(d + i * width, step, s + i * row_step * width, row_step, _0, pad)
+                            continue
+                        if ahead and u // 8 < group:  # one block's rows per call, over the first bands
+                            g = f + u // 8
+                            _prefetch_rows(ahead + g * fs * width, si * width, big * width, small)
+                        if u == u0 and ahead_blocks:  # the rows of the blocks two groups on (past the last: the next
+                            # chunk's first; not for rows 4 KiB apart, whose lines of a chunk are in the cache already)
+                            _prefetch_blocks(src, f + 2 * group, group, f0, f1, u1, full_u, chunk, fs, si, small, width)
+                        if not lines:
+                            pass
+                        elif group == 2:
+                            _wide_lines2(d, step, s, block_step, row_step, lined, pad)
+                        elif group == 4:
+                            _wide_lines4(d, step, s, block_step, row_step, lined, pad)
+                        else:
+                            _wide_lines8(d, step, s, block_step, row_step, lined, pad)
+                    f += n
+                if staged:
+                    for r in range(u1 - u0):
+                        _copy_out(dst + ((u0 + r) * du + f0 * small) * width, scratch + r * (span + LINE), span, _1)
+            if full_u < big:  # (the squares, the last of a row overlapping the one before, took every column)
+                for f in range(f0, f1):
+                    _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, full_u, small)
+
+    wide_block.__name__ = wide_block.__qualname__ = "_wide_lines_block" if lines else "_wide_block"
+    return _subroutine(wide_block)
+
+
+_wide_block = _wide_block_of(False)
+_wide_lines_block = _wide_block_of(True)
 
 
 @_subroutine

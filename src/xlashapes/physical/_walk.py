@@ -75,8 +75,8 @@ from ._intrinsics import (
     _width,
 )
 from ._kernels import _copy_out, _emit, _scalar
-from ._kinds import GATHER_BYTES, GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SHORT, SQUARES, WALKS, WIDE
-from ._side_by_side import _gather_lines, _grouped_block, _quarter_block, _wide_block
+from ._kinds import GATHER_BYTES, GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SHORT, SQUARES, WALKS, WIDE, WIDE_LINES
+from ._side_by_side import _gather_lines, _grouped_block, _quarter_block, _wide_block, _wide_lines_block
 
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1, _2, _3 = np.int64(0), np.int64(1), np.int64(2), np.int64(3)
@@ -481,12 +481,15 @@ def _walker(kind: int) -> Any:
                     _fence()
                 return
             m -= 1
-        elif kind == WIDE or kind == QUARTERS:
+        elif kind == WIDE or kind == WIDE_LINES or kind == QUARTERS:
             wide, fs = shape[axes[m - 1]], s_strides[axes[m - 1]]  # the blocks continue each other's rows
             if m == 1:  # no other axis: one wide block of the blocks [first, last) (the threads' split)
                 if kind == WIDE and first < last:
                     _wide_block(dst + first * small * width, src + first * fs * width, pad, big, small, du, si,
                                 last - first, fs, stream, _0, scratch, room)
+                elif kind == WIDE_LINES and first < last:
+                    _wide_lines_block(dst + first * small * width, src + first * fs * width, pad, big, small, du,
+                                      si, last - first, fs, stream, _0, scratch, room)
                 elif kind == QUARTERS and first < last:
                     _quarter_block(dst + first * small * width, src + first * fs * width, pad, big, small, du, si,
                                    last - first, fs, stream, _0, scratch, room)
@@ -514,6 +517,9 @@ def _walker(kind: int) -> Any:
                     if kind == WIDE:
                         _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs,
                                     stream, src + s_off * width, scratch, room)
+                    elif kind == WIDE_LINES:
+                        _wide_lines_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
+                                          fs, stream, src + s_off * width, scratch, room)
                     elif kind == QUARTERS:
                         _quarter_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
                                        fs, stream, _0, scratch, room)
@@ -543,6 +549,9 @@ def _walker(kind: int) -> Any:
                         if kind == WIDE:
                             _wide_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide, fs,
                                         stream, _0, scratch, room)
+                        elif kind == WIDE_LINES:
+                            _wide_lines_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si,
+                                              wide, fs, stream, _0, scratch, room)
                         elif kind == QUARTERS:
                             _quarter_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
                                            fs, stream, _0, scratch, room)
@@ -573,6 +582,7 @@ def _walker(kind: int) -> Any:
 walk_runs = _walker(RUNS)
 walk_groups = _walker(GROUPS)
 walk_wide = _walker(WIDE)
+walk_wide_lines = _walker(WIDE_LINES)
 walk_quarters = _walker(QUARTERS)
 walk_rows = _walker(ROWS)
 walk_squares = _walker(SQUARES)

@@ -275,11 +275,11 @@ def _grouped_block(
                     d, d_step, g_step = scratch + (g - b0) * block + i * width, stride // width, block // width
                 s = src + (g * big + i * si) * width
                 _prefetch_rows(s + 2 * side * width, si * width, side * width, side)  # these rows two squares on
-                if gathered:
+                s_step = si
+                if gathered:  # (one call of the transpose below: its code is large)
                     _gather_lines(gather, s, _0, si * width, _1, side, LINE, LINE)
-                    _transpose_groups(d, d_step, gather, LINE // width, g_step, shift, lined, pad)
-                else:
-                    _transpose_groups(d, d_step, s, si, g_step, shift, lined, pad)
+                    s, s_step = gather, LINE // width
+                _transpose_groups(d, d_step, s, s_step, g_step, shift, lined, pad)
         for g in range(b0, b1 if squares else b0):
             if run:
                 _copy_out(dst + g * dg * width, scratch + (g - b0) * block, big * stride, _1)

@@ -204,14 +204,13 @@ def _wide_block_of(lines: bool) -> Any:
                         if u == u0 and ahead_blocks:  # the rows of the blocks two groups on (past the last: the next
                             # chunk's first; not for rows 4 KiB apart, whose lines of a chunk are in the cache already)
                             _prefetch_blocks(src, f + 2 * group, group, f0, f1, u1, full_u, chunk, fs, si, small, width)
-                        if not lines:
-                            pass
-                        elif group == 2:
-                            _wide_lines2(d, step, s, block_step, row_step, lined, pad)
-                        elif group == 4:
-                            _wide_lines4(d, step, s, block_step, row_step, lined, pad)
-                        else:
-                            _wide_lines8(d, step, s, block_step, row_step, lined, pad)
+                        if lines:  # (left out of the other entry: its groups are single blocks)
+                            if group == 2:
+                                _wide_lines2(d, step, s, block_step, row_step, lined, pad)
+                            elif group == 4:
+                                _wide_lines4(d, step, s, block_step, row_step, lined, pad)
+                            else:
+                                _wide_lines8(d, step, s, block_step, row_step, lined, pad)
                     f += n
                 if staged:
                     for r in range(u1 - u0):

@@ -16,7 +16,7 @@ from . import _dispatch as dispatch
 from ._dispatch import Run, address
 from ._geometry import _Geometry
 from ._kernel_args import TiledGeometry
-from ._kinds import tiled_entry
+from ._kinds import JOIN_BYTES, LINE, tiled_entry
 from ._packing import _pack, _unpack
 
 CHUNK_BYTES = 1 << 20  # unpacked sub-byte elements staged at a time: no temporary as large as the array,
@@ -262,7 +262,8 @@ def _tiled_from(
     kernel = getattr(kernels, tiled_entry("tiled_from", fused[1] != 0, fused[0] < 8))
 
     def tiles(part: tuple[int, int]) -> None:
-        scratch = np.empty(r_size * row_bytes + r_size * c_size * width + 64, np.uint8)  # rows, an unpacked tile
+        # rows (or a joined strip's: JOIN_BYTES), an unpacked tile
+        scratch = np.empty(max(r_size * row_bytes, JOIN_BYTES + 2 * LINE) + r_size * c_size * width + 64, np.uint8)
         args = base._replace(first=offset + part[0], last=offset + part[1])
         kernel(address(source) + part[0] * strip_bytes, address(out), address(scratch), item, args, batch)
 

@@ -48,7 +48,7 @@ from ._intrinsics import (
     _subroutine,
     _width,
 )
-from ._kinds import LINE, tiled_entry
+from ._kinds import JOIN_BYTES, LINE, tiled_entry
 
 
 # ----- output streams -------------------------------------------------------------------------------------------
@@ -311,7 +311,6 @@ def _tiled_from_of(canonical: bool, packed: bool) -> Any:
         width = _width(pad)
         lanes = _lanes(pad)
         row_bytes = geometry.row_bytes
-        row_step = row_bytes // width
         piece = c_size * width
         room = max(piece, min(row_bytes - 2 * LINE, UNIT // r_size))  # bytes each row takes before writing out
         row_tiles = (rows + r_size - 1) // r_size
@@ -326,13 +325,26 @@ def _tiled_from_of(canonical: bool, packed: bool) -> Any:
         packed_bytes = r_size * piece * bits // 8  # one packed tile (bits < 8: bytes)
         tile = scratch + r_size * row_bytes  # the unpacked tile (bits < 8)
         lanes_mask = _U(canon) * _LOW_BITS if canon > 0 else ~_U(0)  # unpacking masks to the value bits
+        # short rows that follow each other in the output: a strip's rows assembled back to back (``pitch`` their
+        # bytes) and written as one stream, which goes on across strips that follow each other too (rows of other
+        # lengths than whole lines would each start and end on a partial line); else a stream per row, each
+        # row_bytes of scratch
+        joined = step == cols and r_size * cols * width <= JOIN_BYTES
+        pitch = cols * width if joined else row_bytes
+        pos = -1  # (joined: where the stream has got to)
+        if joined:
+            tile = scratch + LINE + r_size * pitch + LINE
         for strip in range(geometry.first, geometry.last):
             offset = _strip_offset(strip // row_tiles, batch, dims)
             i = strip % row_tiles
             valid = min(r_size, rows - i * r_size)
-            for k in range(valid):
-                address = out + (offset + (i * r_size + k) * step) * width
-                lines[k], carries[k], firsts[k], stream = _open(address, geometry.stream, width)
+            streams = 1 if joined else valid  # (joined: stream 0 takes the strip's rows back to back)
+            start = out + (offset + i * r_size * step) * width
+            if not joined or start != pos:
+                if joined and pos >= 0:
+                    _close(lines[0], scratch + LINE, carries[0], firsts[0])
+                for k in range(streams):
+                    lines[k], carries[k], firsts[k], stream = _open(start + k * step * width, geometry.stream, width)
             filled = 0
             for j in range(col_tiles):
                 n = min(c_size, cols - j * c_size)
@@ -340,40 +352,40 @@ def _tiled_from_of(canonical: bool, packed: bool) -> Any:
                 if packed and bits < 8:
                     _unpack_words(tile, t, packed_bytes // 8, bits, lanes_mask)
                     base = tile
+                # whole lanes (separate rows: a partial last tile's too, the columns past n going to the row
+                # buffers' room, written over by the next tile's or never written out; joined, they would be the
+                # next row's), then element by element
+                full = 0
+                if c_size % lanes == 0 and (p == 2 or p == 4):
+                    full = n // lanes * lanes if joined else (n + lanes - 1) // lanes * lanes
                 for g in range(r_size // p):
-                    d = scratch + g * p * row_bytes + LINE + filled
+                    d = scratch + LINE + g * p * pitch + filled
                     s = base + g * piece * p
-                    if p == 1 and n == c_size:
-                        for c in range(c_size):
-                            _put(d, c, _get(s, c, pad))
-                    elif p == 1:
-                        for c in range(n):
-                            _put(d, c, _get(s, c, pad))
-                    else:
-                        # (a partial last tile too, all its lanes: the columns past n go to the row buffers'
-                        # room, written over by the next tile's or never written out)
-                        full = (n + lanes - 1) // lanes * lanes if c_size % lanes == 0 and (p == 2 or p == 4) else 0
-                        for c in range(0, full, lanes):
-                            if p == 2:
-                                _deinterleave2(d + c * width, row_step, s + c * 2 * width, _0, pad)
-                            else:
-                                _deinterleave4(d + c * width, row_step, s + c * 4 * width, _0, pad)
-                        for c in range(full, n):
-                            for k in range(p):
-                                _put(d + k * row_bytes, c, _get(s, c * p + k, pad))
+                    for c in range(0, full, lanes):
+                        if p == 2:
+                            _deinterleave2(d + c * width, pitch // width, s + c * 2 * width, _0, pad)
+                        else:
+                            _deinterleave4(d + c * width, pitch // width, s + c * 4 * width, _0, pad)
+                    for c in range(full, n):
+                        for k in range(p):
+                            _put(d + k * pitch, c, _get(s, c * p + k, pad))
                 filled += n * width
                 t += packed_bytes if packed and bits < 8 else r_size * piece
-                if filled + piece > room or j == col_tiles - 1:
-                    for k in range(r_size):
-                        if k < valid:
-                            data = scratch + k * row_bytes + LINE
-                            if canonical and canon != 0 and bits >= 8:
-                                _canonical(data, filled, canon)
-                            lines[k], carries[k], firsts[k] = _flush(lines[k], data, carries[k], filled, firsts[k],
-                                                                     stream)
+                if (not joined and filled + piece > room) or j == col_tiles - 1:
+                    size = valid * pitch if joined else filled
+                    for k in range(streams):
+                        data = scratch + k * row_bytes + LINE
+                        if canonical and canon != 0 and bits >= 8:
+                            _canonical(data, size, canon)
+                        lines[k], carries[k], firsts[k] = _flush(lines[k], data, carries[k], size, firsts[k], stream)
                     filled = 0
-            for k in range(valid):
-                _close(lines[k], scratch + k * row_bytes + LINE, carries[k], firsts[k])
+            if joined:
+                pos = start + valid * pitch
+            else:
+                for k in range(valid):
+                    _close(lines[k], scratch + k * row_bytes + LINE, carries[k], firsts[k])
+        if joined and pos >= 0:
+            _close(lines[0], scratch + LINE, carries[0], firsts[0])
         if stream:
             _fence()
 

@@ -36,6 +36,9 @@ GATHER_BYTES = 8 * 4096  # scratch past a walk's room for the lines of source ro
 # shared), gathered before their transposes: a wide block's 8 lines of at most a line's elements of rows, a short
 # block's rows
 
+JOIN_BYTES = 1 << 15  # tile rows (strips) of at most this many bytes whose logical rows follow each other: the tiled
+# kernels read them back as one stream (their scratch holds one)
+
 RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES, SHORT, WIDE_LINES = 1, 2, 3, 4, 5, 6, 7, 8, 9
 MOST_PLANES = {1: 32, 2: 24, 4: 12}  # most rows (from 9) interleaved a lane's worth at a time, by word width: planes to
 # channels, 64 MiB 'from', x memcpy, against squares: u8 9 1.45 (3.6), 12 1.45 (2.8), 17 1.8 (2.95), 24 1.8 (2.7), 31

@@ -45,6 +45,12 @@ def _nibble_rows(src: _Geometry, dst: _Geometry) -> tuple[Shape, Shape, int] | N
 
     Each byte of such a source holds two elements along its minor dim; relaid out as bytes, the two bytes holding a
     2 x 2 block of elements sit side by side in a row of the target's bytes that is two target rows long.
+
+    >>> from ._geometry import _geometry
+    >>> from ..text import parse_shape
+    >>> src, dst = (_geometry(parse_shape(t)) for t in ("u4[64,256]{1,0:E(4)}", "u4[64,256]{0,1:E(4)}"))
+    >>> [str(s) for s in _nibble_rows(src, dst)[:2]], _nibble_rows(src, dst)[2]
+    (['u8[64,128]{1,0}', 'u8[64,128]{0,1}'], 64)
     """
     dims, a, b = src.dims, src.layout.minor_to_major[:1], dst.layout.minor_to_major[:2]
     untiled = all(not g.layout.tiles and g.layout.padded_dimensions is None for g in (src, dst))
@@ -89,6 +95,12 @@ def _turned_blocks(src: _Geometry, dst: _Geometry) -> tuple[Shape, Shape, int] |
     and a tile row keeps the words of neighbouring columns side by side: the two words of a 2 x 2 block are one
     word twice as wide, its fields in the order (column, row), in both layouts, which differ only in which dim is
     the row.
+
+    >>> from ._geometry import _geometry
+    >>> from ..text import parse_shape
+    >>> pair = [_geometry(parse_shape(f"bf16[64,512]{{{o}:T(8,128)(2,1)}}")) for o in ("1,0", "0,1")]
+    >>> [str(s) for s in _turned_blocks(*pair)[:2]], _turned_blocks(*pair)[2]
+    (['u64[32,256]{1,0:T(4,64)}', 'u64[32,256]{0,1:T(4,64)}'], 16)
     """
     bits = src.bits
     if 4 * bits not in _BLOCK_TYPES or (src.packed and not _plain_e4(src)) or len(src.dims) < 2:

@@ -54,10 +54,11 @@ is one pass with no unpacked temporary. The 2-d tiled kernels (any ``T(R,C)(P,1)
 ``unpack`` do E(1)/E(2)/E(4). Arrays these functions allocate start on a 64-byte line (as XLA's buffers do), so that
 whole lines can be streamed into them. Transposing walks prefetch the next block's source lines while they move the
 current one; 2- and 4-byte squares of whole lines are transposed by in-lane unpacks and block shuffles. The generic
-kernel is one entry point per kind of block (``_kinds``: runs, grouped squares, wide and quarter-line blocks, row
-(de)interleaves, planes to channels, short source rows, squares), and the tiled kernels one per extra step (none,
-canonical bytes, E(n) packing), chosen in Python; numba compiles only the kind a conversion uses, so a layout's first
-compiled use pays for its own code (0.8 to 2.7 s, to and from, cold, on the benchmark's layouts, 12 channels to
+kernel is one entry point per kind of block (``_kinds``: runs, grouped squares, wide blocks (rows that make whole
+lines side by side, and other rows) and quarter-line blocks, row (de)interleaves, planes to channels, short source
+rows, squares), and the tiled kernels one per extra step (none, canonical bytes, E(n) packing), chosen in Python;
+numba compiles only the kind a conversion uses, so a layout's first compiled use pays for its own code (0.8 to 2.7 s,
+to and from, cold, on the benchmark's layouts, 48 rows 4 KiB apart 3.3 s, 12 channels to
 planes 2.9-3.4 s; ``bench_physical.py --cold``). Each entry point compiles once
 per element width on first use (its callees are subroutines compiled into its own code, so that LLVM optimizes and
 emits each kernel's code once: :func:`._intrinsics._subroutine`) and is cached with numba's

@@ -29,7 +29,8 @@ EXPECTED = {("walk_squares", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
     ("shifted_rows", w) for w in ("<u2", "<u4", "<u8")} | {("staged_transpose", w) for w in ("|u1", "<u2", "<u4")} | {
     (name, w) for name in ("tiled_to_physical", "tiled_from_physical") for w in ("|u1", "<u2")} | {
     (f"tiled_{way}_{kind}", "|u1") for way in ("to", "from") for kind in ("canonical", "packed")} | {
-    ("pack", "i"), ("unpack", "i"), ("transpose_nibbles", "i"), ("swap_fields", "i")}
+    ("pack", "i"), ("unpack", "i"), ("transpose_nibbles", "i"), ("swap_fields", "i")} | {
+    ("turn_lines", w) for w in ("|u1", "<u2")}
 
 
 def run_worker(cache: Path, numba: bool = True, processes: int = 1) -> dict[str, Any]:
@@ -234,7 +235,8 @@ def test_the_kept_objects_share_the_numba_cache_directory() -> None:
     from xlashapes.physical import _intrinsics
 
     assert _cache.kernels_digest() == _intrinsics._SOURCES
-    assert set(_cache.KERNEL_SOURCES) == {"_intrinsics.py", "_kernels.py", "_kinds.py", "_side_by_side.py", "_walk.py"}
+    kernels = {"_intrinsics.py", "_kernels.py", "_kinds.py", "_shuffles.py", "_side_by_side.py", "_walk.py"}
+    assert set(_cache.KERNEL_SOURCES) == kernels
     folder = _aot.aot_directory()
     assert folder is not None and folder.startswith(_cache.kernels_directory() + os.sep)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -593,14 +594,15 @@ def test_memmaps_in_and_out_at_unaligned_offsets(tmp_path: Path, monkeypatch: py
 @pytest.mark.parametrize(("source", "target"), [("bf16[67,300]{1,0:T(8,128)(2,1)}", "bf16[67,300]{0,1:T(8,128)(2,1)}"),
                                                 ("bf16[64,300]{1,0:T(8,128)(2,1)}", "bf16[64,300]{0,1:T(8,128)(2,1)}"),
                                                 ("s8[300,70]{0,1:T(8,128)(4,1)}", "s8[300,70]{1,0:T(8,128)(4,1)}"),
-                                                ("u4[50,130]{1,0:E(4)}", "u4[50,130]{0,1:E(4)}")])
+                                                ("u4[50,130]{1,0:E(4)}", "u4[50,130]{0,1:E(4)}"),
+                                                ("s8[256,128]{0,1:T(8,128)(4,1)}", "s8[256,128]{1,0:T(8,128)(4,1)}")])
 def test_relayouts_between_memmaps_at_unaligned_offsets(compiled_everywhere: Counter[str], tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch, source: str,
                                                         target: str) -> None:
     # fine-grained and packed relayouts (through the logical array, chunks of 1000 bytes) from one file to another;
-    # not as whole 2 x 2 blocks, which would touch every page of both files at once
+    # not as whole 2 x 2 blocks or squares of lines, which would touch every page of both files at once
     monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 1000)
-    for route in ("_swap_fields", "_transpose_nibbles"):
+    for route in ("_swap_fields", "_transpose_nibbles", "_turn_lines"):
         monkeypatch.setattr(physical, route, lambda *args, name=route: pytest.fail(f"{name} on memory maps"))
     shape, other = xs.parse_shape(source), xs.parse_shape(target)
     x = random_array(str(shape.element_type), shape.dimensions, 5)
@@ -960,6 +962,105 @@ def test_blocks_of_2_by_2_equal_numpy_path(etype: str, halves: list[int], data: 
     expected = numpy_path(to_physical, x, target)
     assert np.array_equal(moved, expected)
     assert np.array_equal(numpy_path(relayout, numpy_path(to_physical, x, shape), shape, target), expected)
+
+
+TURNED_LINES = [
+    ("s8[256,512]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", True),
+    ("s8[256,512]{1,0:T(8,128)(4,1)}", "{0,1:T(8,128)(4,1)}", True),
+    ("bf16[2,128,384]{1,2,0:T(8,128)(2,1)}", "{2,1,0:T(8,128)(2,1)}", True),
+    ("f8e4m3fn[3,256,128]{2,1,0:T(32,128)(4,1)}", "{1,2,0:T(32,128)(4,1)}", True),
+    ("bf16[128,256]{0,1:T(16,128)(2,1)}", "{1,0:T(16,128)(2,1)}", True),
+    ("u8[128,256]{0,1:T(8,128)(2,1)}", "{1,0:T(8,128)(2,1)}", True),
+    ("f32[128,256]{0,1:T(8,128)(2,1)}", "{1,0:T(8,128)(2,1)}", True),
+    ("f64[128,128]{1,0:T(8,128)(2,1)}", "{0,1:T(8,128)(2,1)}", True),
+    ("u16[128,256]{0,1:T(4,128)(4,1)}", "{1,0:T(4,128)(4,1)}", True),
+    ("f32[128,128]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", True),
+    ("s8[2,128,3,128]{1,3,2,0:T(8,128)(4,1)}", "{3,1,2,0:T(8,128)(4,1)}", True),
+    ("s8[64,64]{0,1:T(8,32)(4,1)}", "{1,0:T(8,32)(4,1)}", True),
+    ("pred[256,512]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", False),
+    ("s8[264,512]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", False),
+    ("s8[256,136]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", False),
+    ("s8[3,256,256]{1,2,0:T(8,128)(4,1)}", "{2,0,1:T(8,128)(4,1)}", False),
+    ("bf16[384,384]{0,1:T(24,128)(2,1)}", "{1,0:T(24,128)(2,1)}", False),
+    ("s8[256,256]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(2,1)}", False),
+    ("s8[256,256]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)L(70000)}", False),
+    ("u4[256,256]{0,1:T(8,128)(2,1)E(4)}", "{1,0:T(8,128)(2,1)E(4)}", False),
+    ("s8[64,64]{0,1:T(8,8)(4,1)}", "{1,0:T(8,8)(4,1)}", False),
+    ("f64[128,128]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", False),
+    ("s8[256,256]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)}", False),
+]
+
+
+def turned_lines_counted(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What each call of the square-of-lines route returned (True: it relaid out the array), from now on."""
+    seen: list[bool] = []
+    original = physical._turn_lines
+    monkeypatch.setattr(physical, "_turn_lines", lambda *args: (seen.append(done := original(*args)), done)[1])
+    return seen
+
+
+@pytest.mark.parametrize(("text", "target", "taken"), TURNED_LINES)
+def test_turned_sub_tiles_go_a_square_of_lines_at_a_time(compiled_everywhere: Counter[str],
+                                                        monkeypatch: pytest.MonkeyPatch, text: str, target: str,
+                                                        taken: bool) -> None:
+    # T(R,C)(p,1) layouts of whole bytes with their two minor dims swapped, tiles filled: p x p blocks of 1 to 8
+    # bytes, lines of a square in one tile or several, batch dims between or around; streamed (out= on a line) or
+    # not (16 bytes past one), two threads. pred (made 0 / 1), partly filled tiles, other dims reordered, R / p not
+    # a power of two, other sub-tiles, tail padding, E(4), sub-tile rows under a line, blocks over a line, other
+    # tiles: the other routes
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    seen = turned_lines_counted(monkeypatch)
+    shape = xs.parse_shape(text)
+    other = xs.parse_shape(text[: text.index("{")] + target)
+    x = random_array(str(shape.element_type), shape.dimensions, len(text))
+    buffer = to_physical(x, shape)
+    expected = numpy_path(to_physical, x, other)
+    assert np.array_equal(relayout(buffer, shape, other, threads=2), expected)
+    room = np.full(other.byte_size() + 80, 7, np.uint8)
+    start = -room.ctypes.data % 64 + 16
+    out = room[start : start + other.byte_size()]
+    assert np.array_equal(relayout(buffer, shape, other, out=out), expected)
+    assert (room[:start] == 7).all() and (room[start + other.byte_size() :] == 7).all()
+    assert sum(seen) == 2 * taken, seen
+
+
+LINE_BLOCKS = {1: ["s8", "u8", "f8e4m3fn"], 2: ["bf16", "f16", "u16"], 4: ["f32", "s32"], 8: ["f64", "u64"]}
+
+
+@FAST
+@given(st.sampled_from([(p, width) for p in (2, 4) for width in LINE_BLOCKS if p * p * width <= 64]), st.data())
+def test_turned_sub_tiles_equal_numpy_path(block: tuple[int, int], data: st.DataObject) -> None:
+    # any p x p block of fields up to a line, tile rows of 1 to 8 sub-tile rows, tile rows of 1 to 4 sub-tile row
+    # lines, the tiled dims 1 or 2 times the tiles, 0 to 2 batch dims in any order: the route taken (but where one
+    # layout's bytes are the row-major array's), and its bytes the NumPy path's
+    if _dispatch.kernels() is None:
+        pytest.skip("numba is not installed")
+    p, width = block
+    etype = data.draw(st.sampled_from(LINE_BLOCKS[width]))
+    rows, cols = p << data.draw(st.integers(0, 3)), 64 // (p * width) << data.draw(st.integers(0, 2))
+    tile = rows * cols // math.gcd(rows, cols)
+    x, y = (tile * data.draw(st.integers(1, 2)) for _ in range(2))
+    batch = data.draw(st.lists(st.integers(1, 3), max_size=2 if x * y * width <= 1 << 16 else 0))
+    dims = [x, y, *batch]
+    rest = data.draw(st.permutations(range(2, len(dims))))
+    tiles = [(rows, cols), (p, 1)]
+    shape = xs.make_shape(etype, dims, minor_to_major=[1, 0, *rest], tiles=tiles)
+    target = xs.make_shape(etype, dims, minor_to_major=[0, 1, *rest], tiles=tiles)
+    array = random_array(etype, tuple(dims), sum(dims))
+    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, physical._turn_lines
+    seen: list[bool] = []
+    _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
+    physical._turn_lines = lambda *args: (seen.append(done := saved[2](*args)), done)[1]  # type: ignore[assignment]
+    try:
+        moved = relayout(to_physical(array, shape), shape, target)
+    finally:
+        _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, physical._turn_lines = saved  # type: ignore[assignment]
+    expected = numpy_path(to_physical, array, target)
+    row_major = array.reshape(-1).view(np.uint8)  # (a layout whose bytes are these: to_physical / from_physical)
+    plain = np.array_equal(expected, row_major) or np.array_equal(numpy_path(to_physical, array, shape), row_major)
+    assert seen == ([] if plain else [True])
+    assert np.array_equal(moved, expected)
 
 
 def test_packed_transposes_that_do_not_fit_the_staged_kernel_go_the_generic_way(

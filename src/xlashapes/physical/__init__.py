@@ -23,11 +23,11 @@ the tests compare every other path against.
 The modules: ``_geometry`` (checked inputs, outputs and the facts about a shape), ``_plan`` (factor views),
 ``_copy`` (the copy engine: NumPy, or the generic compiled kernel), ``_packing`` (sub-byte fields),
 ``_convert`` (the two directions and relayout), ``_chunks`` / ``_slabbed`` (work one slab of the most major dim
-at a time), ``_blocks`` (relayouts moving 2 x 2 blocks whole), ``files`` (``.npy`` files through a layout, larger
-than memory), ``_dispatch`` (when compiled code runs: thresholds, threads, the kernel cache), ``_compiled`` (the 2-d
-kernels' calls), ``_intrinsics`` (the numba building blocks), ``_kernels`` / ``_walk`` / ``_side_by_side`` (the
-numba kernels), ``_entries`` / ``_aot`` (their machine code kept on disk and loaded without numba) and
-``_reference``.
+at a time), ``_blocks`` (relayouts moving 2 x 2 blocks whole, or squares of lines), ``files`` (``.npy`` files through
+a layout, larger than memory), ``_dispatch`` (when compiled code runs: thresholds, threads, the kernel cache),
+``_compiled`` (the 2-d kernels' calls), ``_intrinsics`` (the numba building blocks), ``_shuffles`` (register
+transposes and interleaves), ``_kernels`` / ``_walk`` / ``_side_by_side`` (the numba kernels), ``_entries`` /
+``_aot`` (their machine code kept on disk and loaded without numba) and ``_reference``.
 
 **Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
 environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba and
@@ -72,9 +72,13 @@ compiled path gives its bytes exactly (the tests compare them).
 the buffer viewed as the logical array (their own kernels). Between two other layouts it is one copy between their
 factor views, unless that copy is fine-grained: sub-tiles turned around inside tiles (``{1,0:T(8,128)(2,1)}`` to
 ``{0,1:T(8,128)(2,1)}``) leave the generic kernel blocks of 2 x 2 elements, one step of its walk each (44x memcpy).
-Two kinds of these move their 2 x 2 blocks whole instead (``_blocks``; in memory, on both paths): ``T(R,C)(2,1)``
-layouts with their two minor dims swapped (bf16, or E(4)), where each block is one word in both layouts, relaid out
-as words and then its middle two fields swapped in place (bf16 3.1 -> 2.2-2.5x memcpy); and untiled E(4) transposes
+Sub-tiles turned around with the tiles filled (``T(R,C)(p,1)`` of whole bytes, the two minor dims swapped: s8
+``{0,1:T(8,128)(4,1)}`` to ``{1,0:T(8,128)(4,1)}``, bf16 ``(2,1)``) go in one compiled pass, a square of lines at a
+time: the few source lines that hold the same elements as as many target lines are turned around in registers (1.4-1.5x
+memcpy; ``turn_lines``). Two other kinds move their 2 x 2 blocks whole (``_blocks``; in memory, on both paths):
+``T(R,C)(2,1)`` layouts with their two minor dims swapped (bf16, or E(4)), where each block is one word in both
+layouts, relaid out as words and then its middle two fields swapped in place (bf16 with tiles partly filled, the
+NumPy path; bf16 3.1 -> 2.2-2.5x memcpy); and untiled E(4) transposes
 whose source's minor dim is the target's second-minor one (``u4[m,n]{1,0:E(4)}`` to ``{0,1:E(4)}``, any rank),
 whose bytes are relaid out as ``u8``, which leaves the two bytes of each block side by side in a row two target rows
 long, where ``transpose_nibbles`` turns their nibbles around (1.2x the copy of the logical array). The others, and
@@ -102,7 +106,7 @@ from .._ints import checked_int
 from ..errors import ShapeError
 from ..shape import Shape
 from . import _slabbed as slabbed
-from ._blocks import _nibble_rows, _swap_fields, _transpose_nibbles, _turned_blocks
+from ._blocks import _nibble_rows, _swap_fields, _transpose_nibbles, _turn_lines, _turned_blocks, _turned_lines
 from ._convert import _plain, _read_physical, _relayout_direct, _write_physical
 from ._dispatch import run_settings, with_fallback
 from ._geometry import (
@@ -289,6 +293,9 @@ def relayout(
         if not packed and _relayout_direct(data, src, dst, pad, result, run, coarse=True):
             return
         mapped = slabbed.is_mapped(data) or slabbed.is_mapped(result)  # (files: in chunks, below)
+        lines = None if mapped else _turned_lines(src, dst)
+        if lines is not None and _turn_lines(data, result, lines, run):  # (sub-tiles turned around, whole tiles)
+            return
         blocks = None if mapped or padding_value is not None else _turned_blocks(src, dst)
         if blocks is not None:  # (sub-tiles turned around: 2 x 2 blocks as words, then their fields in place)
             relayout(data, blocks[0], blocks[1], out=result, memory_limit=limit, threads=threads)

@@ -11,22 +11,24 @@ import numpy as np
 from ._intrinsics import (
     _copy,
     _grouped_side,
-    _line_square2,
-    _line_square4,
     _prefetch_rows,
     _side,
+    _subroutine,
+    _width,
+)
+from ._kernels import _copy_out, _scalar
+from ._kinds import LINE
+from ._shuffles import (
+    _line_square2,
+    _line_square4,
     _side_by_side2,
     _side_by_side4,
-    _subroutine,
     _transpose8,
     _transpose_groups,
     _wide_lines2,
     _wide_lines4,
     _wide_lines8,
-    _width,
 )
-from ._kernels import _copy_out, _scalar
-from ._kinds import LINE
 
 GATHER_LINES = 8  # lines of each source row a wide block gathers at a time (:func:`_wide_block` says when)
 WIDE_BLOCKS = 64  # blocks a wide block crosses at a time (their sources stay in the cache)

@@ -32,17 +32,32 @@ from typing import Any
 import numpy as np
 
 from ._intrinsics import (
-    _byte_rows8,
     _copy,
+    _fence,
+    _get,
+    _inline,
+    _jit,
+    _lanes,
+    _most_planes,
+    _prefetch_rows,
+    _prefetch_run,
+    _prefetch_run_l2,
+    _put,
+    _side,
+    _stream,
+    _subroutine,
+    _width,
+)
+from ._kernels import _copy_out, _emit, _scalar
+from ._kinds import GATHER_BYTES, GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SHORT, SQUARES, WALKS, WIDE, WIDE_LINES
+from ._shuffles import (
+    _byte_rows8,
     _deinterleave2,
     _deinterleave3,
     _deinterleave4,
     _deinterleave5,
     _deinterleave6,
     _deinterleave7,
-    _fence,
-    _get,
-    _inline,
     _interleave2,
     _interleave3,
     _interleave4,
@@ -51,18 +66,8 @@ from ._intrinsics import (
     _interleave7,
     _interleave8,
     _interleave_lane_planes,
-    _jit,
-    _lanes,
-    _most_planes,
     _pack_rows2,
     _pack_rows4,
-    _prefetch_rows,
-    _prefetch_run,
-    _prefetch_run_l2,
-    _put,
-    _side,
-    _stream,
-    _subroutine,
     _transpose,
     _transpose8,
     _transpose16,
@@ -72,10 +77,7 @@ from ._intrinsics import (
     _transpose_short_nt,
     _unpack_rows2,
     _unpack_rows4,
-    _width,
 )
-from ._kernels import _copy_out, _emit, _scalar
-from ._kinds import GATHER_BYTES, GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SHORT, SQUARES, WALKS, WIDE, WIDE_LINES
 from ._side_by_side import _gather_lines, _grouped_block, _quarter_block, _wide_block, _wide_lines_block
 
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it

@@ -1032,8 +1032,9 @@ LINE_BLOCKS = {1: ["s8", "u8", "f8e4m3fn"], 2: ["bf16", "f16", "u16"], 4: ["f32"
 @given(st.sampled_from([(p, width) for p in (2, 4) for width in LINE_BLOCKS if p * p * width <= 64]), st.data())
 def test_turned_sub_tiles_equal_numpy_path(block: tuple[int, int], data: st.DataObject) -> None:
     # any p x p block of fields up to a line, tile rows of 1 to 8 sub-tile rows, tile rows of 1 to 4 sub-tile row
-    # lines, the tiled dims 1 or 2 times the tiles, 0 to 2 batch dims in any order: the route taken (but where one
-    # layout's bytes are the row-major array's), and its bytes the NumPy path's
+    # lines, the tiled dims 1 or 2 times the tiles, 0 to 2 batch dims in any order: the route taken (where one
+    # layout's bytes are the row-major array's, to_physical or from_physical may take it instead), and its bytes the
+    # NumPy path's
     if _dispatch.kernels() is None:
         pytest.skip("numba is not installed")
     p, width = block
@@ -1059,7 +1060,7 @@ def test_turned_sub_tiles_equal_numpy_path(block: tuple[int, int], data: st.Data
     expected = numpy_path(to_physical, array, target)
     row_major = array.reshape(-1).view(np.uint8)  # (a layout whose bytes are these: to_physical / from_physical)
     plain = np.array_equal(expected, row_major) or np.array_equal(numpy_path(to_physical, array, shape), row_major)
-    assert seen == ([] if plain else [True])
+    assert seen == [True] or (plain and not seen)
     assert np.array_equal(moved, expected)
 
 

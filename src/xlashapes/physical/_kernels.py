@@ -133,17 +133,18 @@ AHEAD_STRIPS = 4  # strips ahead (batch dims between the tiled rows make their r
 
 @_inline
 def _interleaved_rows(dst: int, src: int, step: int, groups: int, n: int, d_pitch: int, s_pitch: int, p: int,
-                      pad: Any) -> None:
+                      pad: Any, stream: int) -> None:
     """``groups`` groups of ``p`` rows (``step`` elements apart; groups ``s_pitch`` bytes apart) interleaved into
-    ``dst`` (``d_pitch`` bytes a group), ``n`` columns (whole lanes) each."""
+    ``dst`` (``d_pitch`` bytes a group), ``n`` columns (whole lanes) each; streamed when ``stream`` (``dst`` on a
+    line)."""
     width = _width(pad)
     for g in range(groups):
         d, s = dst + g * d_pitch, src + g * s_pitch
         for c in range(0, n, _lanes(pad)):
             if p == 2:
-                _interleave2(d + c * 2 * width, s + c * width, step, _0, pad)
+                _interleave2(d + c * 2 * width, s + c * width, step, stream, pad)
             else:
-                _interleave4(d + c * 4 * width, s + c * width, step, _0, pad)
+                _interleave4(d + c * 4 * width, s + c * width, step, stream, pad)
 
 
 @_subroutine
@@ -164,12 +165,12 @@ def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c
             return
         if (p == 2 or p == 4) and c_size % lanes == 0:  # (whole tiles apart from the cut-short ones below: their
             # code with c_size for the columns runs 1.15x memcpy, bf16 'to', where the shared code ran 1.6x)
-            _interleaved_rows(dst, src, step, r_size // p, c_size, c_size * p * width, p * step * width, p, pad)
+            _interleaved_rows(dst, src, step, r_size // p, c_size, c_size * p * width, p * step * width, p, pad, _0)
             return
     full = 0  # columns moved a lane at a time (whole rows; the rest, and padding, element by element below)
     if rows == r_size and (p == 2 or p == 4) and c_size % lanes == 0:
         full = cols // lanes * lanes
-        _interleaved_rows(dst, src, step, r_size // p, full, c_size * p * width, p * step * width, p, pad)
+        _interleaved_rows(dst, src, step, r_size // p, full, c_size * p * width, p * step * width, p, pad, _0)
         if full < c_size:  # the rest of each row and the padding after it, staged, interleaved from there
             rest = c_size - full
             for r in range(r_size):
@@ -178,7 +179,7 @@ def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c
                 for c in range(cols - full, rest):
                     _put(row, c, pad)
             _interleaved_rows(dst + full * p * width, spare, rest, r_size // p, rest, c_size * p * width,
-                              p * rest * width, p, pad)
+                              p * rest * width, p, pad, _0)
         return
     for g in range(r_size // p):
         for c in range(c_size):
@@ -268,6 +269,10 @@ def _tiled_to_of(canonical: bool, packed: bool) -> Any:
         strips *= row_tiles
         short = cols * width <= SHORT_ROWS  # (rows far apart, each read a short run per strip: prefetched)
         lines = (cols * width + 2 * LINE - 1) // LINE
+        # full (2,1) tiles, streamed on a line boundary, are interleaved straight into the output (not through scratch
+        # and a copy out): bf16 'to' [65536,512] 1.55 -> 1.3, [32768,1024] 1.6 -> 1.25; (4,1) tiles so went 1.15 ->
+        # 1.6-2.2 and keep the scratch
+        direct = stream and not canon and not (packed and bits < 8) and p == 2 and c_size % _lanes(pad) == 0
         for strip in range(geometry.first, geometry.last):
             offset = _strip_offset(strip // row_tiles, batch, dims)
             i = strip % row_tiles
@@ -280,6 +285,11 @@ def _tiled_to_of(canonical: bool, packed: bool) -> Any:
             for j in range(col_tiles):
                 first_element = source + (offset + i * r_size * step + j * c_size) * width
                 n = min(c_size, cols - j * c_size)
+                if direct and carry == 0 and first == 0 and valid == r_size and n == c_size:
+                    _interleaved_rows(line, first_element, step, r_size // p, c_size, c_size * p * width,
+                                      p * step * width, p, pad, _1)
+                    line += t_bytes
+                    continue
                 if packed and bits == 4 and p == 2 and valid == r_size and n == c_size and c_size % 8 == 0:
                     _nibble_pairs(data, first_element, step * width, r_size, c_size)  # s4/u4 (2,1)
                 else:

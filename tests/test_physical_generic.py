@@ -984,7 +984,10 @@ TURNED_LINES = [
     ("bf16[384,384]{0,1:T(24,128)(2,1)}", "{1,0:T(24,128)(2,1)}", False),
     ("s8[256,256]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(2,1)}", False),
     ("s8[256,256]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)L(70000)}", False),
-    ("u4[256,256]{0,1:T(8,128)(2,1)E(4)}", "{1,0:T(8,128)(2,1)E(4)}", False),
+    ("u4[256,256]{0,1:T(8,128)(2,1)E(4)}", "{1,0:T(8,128)(2,1)E(4)}", True),
+    ("s4[2,128,256]{1,2,0:T(16,128)(2,1)E(4)}", "{2,1,0:T(16,128)(2,1)E(4)}", True),
+    ("u2[256,256]{0,1:T(8,128)(2,1)E(4)}", "{1,0:T(8,128)(2,1)E(4)}", False),
+    ("s4[256,256]{0,1:T(8,128)(4,1)E(4)}", "{1,0:T(8,128)(4,1)E(4)}", False),
     ("s8[64,64]{0,1:T(8,8)(4,1)}", "{1,0:T(8,8)(4,1)}", False),
     ("f64[128,128]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", False),
     ("s8[256,256]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)}", False),
@@ -1003,11 +1006,11 @@ def turned_lines_counted(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 def test_turned_sub_tiles_go_a_square_of_lines_at_a_time(compiled_everywhere: Counter[str],
                                                         monkeypatch: pytest.MonkeyPatch, text: str, target: str,
                                                         taken: bool) -> None:
-    # T(R,C)(p,1) layouts of whole bytes with their two minor dims swapped, tiles filled: p x p blocks of 1 to 8
-    # bytes, lines of a square in one tile or several, batch dims between or around; streamed (out= on a line) or
-    # not (16 bytes past one), two threads. pred (made 0 / 1), partly filled tiles, other dims reordered, R / p not
-    # a power of two, other sub-tiles, tail padding, E(4), sub-tile rows under a line, blocks over a line, other
-    # tiles: the other routes
+    # T(R,C)(p,1) layouts of whole bytes (or (2,1) of E(4) fields) with their two minor dims swapped, tiles
+    # filled: p x p blocks of 1 to 8 bytes (or two), lines of a square in one tile or several, batch dims between or
+    # around; streamed (out= on a line) or not (16 bytes past one), two threads. pred (made 0 / 1), partly filled
+    # tiles, other dims reordered, R / p not a power of two, other sub-tiles, tail padding, u2 in E(4) fields, (4,1)
+    # sub-tiles of E(4), sub-tile rows under a line, blocks over a line, other tiles: the other routes
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     seen = turned_lines_counted(monkeypatch)
@@ -1025,30 +1028,36 @@ def test_turned_sub_tiles_go_a_square_of_lines_at_a_time(compiled_everywhere: Co
     assert sum(seen) == 2 * taken, seen
 
 
-LINE_BLOCKS = {1: ["s8", "u8", "f8e4m3fn"], 2: ["bf16", "f16", "u16"], 4: ["f32", "s32"], 8: ["f64", "u64"]}
+LINE_BLOCKS = {1: ["s8", "u8", "f8e4m3fn"], 2: ["bf16", "f16", "u16"], 4: ["f32", "s32"], 8: ["f64", "u64"],
+               0: ["s4", "u4"]}  # (by bytes; 0: E(4) fields)
+
+
+TURNED_BLOCK_SIZES = [(p, width) for p in (2, 4) for width in LINE_BLOCKS if p * p * width <= 64 and (width or p == 2)]
 
 
 @FAST
-@given(st.sampled_from([(p, width) for p in (2, 4) for width in LINE_BLOCKS if p * p * width <= 64]), st.data())
+@given(st.sampled_from(TURNED_BLOCK_SIZES), st.data())
 def test_turned_sub_tiles_equal_numpy_path(block: tuple[int, int], data: st.DataObject) -> None:
-    # any p x p block of fields up to a line, tile rows of 1 to 8 sub-tile rows, tile rows of 1 to 4 sub-tile row
-    # lines, the tiled dims 1 or 2 times the tiles, 0 to 2 batch dims in any order: the route taken (where one
-    # layout's bytes are the row-major array's, to_physical or from_physical may take it instead), and its bytes the
-    # NumPy path's
+    # any p x p block of fields up to a line (or of 4-bit fields, (2,1)E(4)), tile rows of 1 to 8 sub-tile rows, tile
+    # rows of 1 to 4 sub-tile row lines, the tiled dims 1 or 2 times the tiles, 0 to 2 batch dims in any order: the
+    # route taken (where one layout's bytes are the row-major array's, to_physical or from_physical may take it
+    # instead), and its bytes the NumPy path's
     if _dispatch.kernels() is None:
         pytest.skip("numba is not installed")
     p, width = block
     etype = data.draw(st.sampled_from(LINE_BLOCKS[width]))
-    rows, cols = p << data.draw(st.integers(0, 3)), 64 // (p * width) << data.draw(st.integers(0, 2))
+    rows, cols = p << data.draw(st.integers(0, 3)), 64 // (p * width or 1) << data.draw(st.integers(0, 2))
     tile = rows * cols // math.gcd(rows, cols)
     x, y = (tile * data.draw(st.integers(1, 2)) for _ in range(2))
     batch = data.draw(st.lists(st.integers(1, 3), max_size=2 if x * y * width <= 1 << 16 else 0))
     dims = [x, y, *batch]
     rest = data.draw(st.permutations(range(2, len(dims))))
     tiles = [(rows, cols), (p, 1)]
-    shape = xs.make_shape(etype, dims, minor_to_major=[1, 0, *rest], tiles=tiles)
-    target = xs.make_shape(etype, dims, minor_to_major=[0, 1, *rest], tiles=tiles)
-    array = random_array(etype, tuple(dims), sum(dims))
+    packed = {} if width else {"element_size_in_bits": 4}
+    shape = xs.make_shape(etype, dims, minor_to_major=[1, 0, *rest], tiles=tiles, **packed)
+    target = xs.make_shape(etype, dims, minor_to_major=[0, 1, *rest], tiles=tiles, **packed)
+    array = canonical_bits(random_array(etype, tuple(dims), sum(dims))).view(xs.element_type(etype).numpy_dtype)
+    array = array.reshape(dims)
     saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, physical._turn_lines
     seen: list[bool] = []
     _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
@@ -1058,7 +1067,8 @@ def test_turned_sub_tiles_equal_numpy_path(block: tuple[int, int], data: st.Data
     finally:
         _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, physical._turn_lines = saved  # type: ignore[assignment]
     expected = numpy_path(to_physical, array, target)
-    row_major = array.reshape(-1).view(np.uint8)  # (a layout whose bytes are these: to_physical / from_physical)
+    row_major = numpy_path(to_physical, array, xs.make_shape(etype, dims, **packed))  # (a layout whose bytes are
+    # these: to_physical / from_physical)
     plain = np.array_equal(expected, row_major) or np.array_equal(numpy_path(to_physical, array, shape), row_major)
     assert seen == [True] or (plain and not seen)
     assert np.array_equal(moved, expected)

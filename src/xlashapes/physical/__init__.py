@@ -68,26 +68,25 @@ and the numba version), and a new process runs that through llvmlite alone, with
 ``XLASHAPES_NO_AOT=1`` turns it off). ``XLASHAPES_NO_NUMBA=1`` forces the NumPy path, which stays the reference: every
 compiled path gives its bytes exactly (the tests compare them).
 
-**Relayout.** From or to the plain row-major layout, a relayout is :func:`to_physical` or :func:`from_physical` on
-the buffer viewed as the logical array (their own kernels). Between two other layouts it is one copy between their
-factor views, unless that copy is fine-grained: sub-tiles turned around inside tiles (``{1,0:T(8,128)(2,1)}`` to
+**Relayout.** From or to the plain row-major layout, a relayout is :func:`to_physical` or :func:`from_physical` on the
+buffer viewed as the logical array (their own kernels). Between two other layouts it is one copy between their factor
+views, unless that copy is fine-grained: sub-tiles turned around inside tiles (``{1,0:T(8,128)(2,1)}`` to
 ``{0,1:T(8,128)(2,1)}``) leave the generic kernel blocks of 2 x 2 elements, one step of its walk each (44x memcpy).
-Sub-tiles turned around with the tiles filled (``T(R,C)(p,1)`` of whole bytes, the two minor dims swapped: s8
-``{0,1:T(8,128)(4,1)}`` to ``{1,0:T(8,128)(4,1)}``, bf16 ``(2,1)``) go in one compiled pass, a square of lines at a
-time: the few source lines that hold the same elements as as many target lines are turned around in registers (1.4-1.5x
-memcpy; ``turn_lines``). Two other kinds move their 2 x 2 blocks whole (``_blocks``; in memory, on both paths):
-``T(R,C)(2,1)`` layouts with their two minor dims swapped (bf16, or E(4)), where each block is one word in both
-layouts, relaid out as words and then its middle two fields swapped in place (bf16 with tiles partly filled, the
-NumPy path; bf16 3.1 -> 2.2-2.5x memcpy); and untiled E(4) transposes
-whose source's minor dim is the target's second-minor one (``u4[m,n]{1,0:E(4)}`` to ``{0,1:E(4)}``, any rank),
-whose bytes are relaid out as ``u8``, which leaves the two bytes of each block side by side in a row two target rows
-long, where ``transpose_nibbles`` turns their nibbles around (1.2x the copy of the logical array). The others, and
-other packed layouts (whose direct copy would unpack both sides whole), go through the logical array: a chunk of
-slabs at a time when both layouts cut the same dim; else chunks of the source's slabs, read by its own kernels and
-written into the windows of the target's factor view that hold their rows (3-4x memcpy; ``_slabbed``), or, for an
-untiled target (packed too: ``{1,0:E(4)}`` to ``{0,1:E(4)}``), laid out by the target's own kernels as pieces
-copied into the byte runs that hold those rows (one chunk in memory, not the whole logical array); else whole, up
-to ``FINE_TEMPORARY`` (packed: any size the memory limit allows).
+Sub-tiles turned around with the tiles filled (``T(R,C)(p,1)`` of whole bytes or ``(2,1)E(4)``, the two minor dims
+swapped: s8 ``{0,1:T(8,128)(4,1)}`` to ``{1,0:T(8,128)(4,1)}``, bf16 ``(2,1)``, s4) go in one compiled pass, a square of
+lines at a time: the few source lines that hold the same elements as as many target lines are turned around in registers
+(1.3-1.5x memcpy; ``turn_lines``). Two other kinds move their 2 x 2 blocks whole (``_blocks``; in memory, on both
+paths): ``T(R,C)(2,1)`` layouts with their two minor dims swapped (bf16, or E(4)), where each block is one word in both
+layouts, relaid out as words and then its middle two fields swapped in place (bf16 with tiles partly filled, the NumPy
+path; bf16 3.1 -> 2.2-2.5x memcpy); and untiled E(4) transposes whose source's minor dim is the target's second-minor
+one (``u4[m,n]{1,0:E(4)}`` to ``{0,1:E(4)}``, any rank), whose bytes are relaid out as ``u8``, which leaves the two
+bytes of each block side by side in a row two target rows long, where ``transpose_nibbles`` turns their nibbles around
+(1.2x the copy of the logical array). The others, and other packed layouts (whose direct copy would unpack both sides
+whole), go through the logical array: a chunk of slabs at a time when both layouts cut the same dim; else chunks of the
+source's slabs, read by its own kernels and written into the windows of the target's factor view that hold their rows
+(3-4x memcpy; ``_slabbed``), or, for an untiled target (packed too: ``{1,0:E(4)}`` to ``{0,1:E(4)}``), laid out by the
+target's own kernels as pieces copied into the byte runs that hold those rows (one chunk in memory, not the whole
+logical array); else whole, up to ``FINE_TEMPORARY`` (packed: any size the memory limit allows).
 
 **Large arrays.** ``out=`` takes preallocated arrays and memory maps; packed layouts, irregular ones and memory
 maps are converted one chunk of slabs at a time (bounded temporaries; pages handed back after each chunk), and

@@ -16,12 +16,14 @@ what is left is to turn each block's fields around, in place, a pass that reads 
 Both run in memory (memory maps go in chunks through the logical array) and write no temporary beyond the output;
 the NumPy path turns the fields around a block of 256 KiB at a time.
 
-- :func:`_turned_lines`: ``T(R,C)(p,1)`` layouts of whole bytes turned around with their tiles filled
-  (``s8[m,n]{0,1:T(8,128)(4,1)}`` to ``{1,0:T(8,128)(4,1)}``, bf16 ``(2,1)``), compiled path only: one pass, a square
-  of lines at a time. The 4 x 4 blocks of 16 bytes of the 8-bit layouts are no word the walks move, and the two
-  passes of the 2 x 2 route cost bf16 2.4-2.7x memcpy; a square of ``LINE / (p * p * width)`` source lines holds the
-  same elements as as many target lines, turned around in registers by one in-line permute and a transpose of
-  blocks (1.4-1.5x memcpy at 64 and 512 MiB, s8 and bf16).
+- :func:`_turned_lines`: ``T(R,C)(p,1)`` layouts of whole bytes (and ``(2,1)E(4)``) turned around with their tiles
+  filled (``s8[m,n]{0,1:T(8,128)(4,1)}`` to ``{1,0:T(8,128)(4,1)}``, bf16 ``(2,1)``, s4 ``(2,1)E(4)``), compiled path
+  only: one pass, a square of lines at a time. The 4 x 4 blocks of 16 bytes of the 8-bit layouts are no word the walks
+  move, and the two passes of the 2 x 2 route cost bf16 2.4-2.7x memcpy; a square of ``LINE / (p * p * width)`` source
+  lines holds the same elements as as many target lines, turned around in registers by one in-line permute and a
+  transpose of blocks (1.3-1.5x memcpy at 64 and 512 MiB, s8 and bf16; s4 0.8x the copy of its logical array, where the
+  word route took 1.65-1.85x: its 2 x 2 blocks of nibbles are two bytes, transposed whole, then their middle nibbles
+  swapped in registers).
 """
 
 from __future__ import annotations
@@ -137,11 +139,12 @@ class _Turn(NamedTuple):
 
 
 def _turned_lines(src: _Geometry, dst: _Geometry) -> _Turn | None:
-    """How a relayout between two ``T(R,C)(p,1)`` layouts of whole bytes whose two minor dims are swapped (the other
-    dims in the same order) goes a square of lines at a time (``{0,1:T(8,128)(4,1)}`` to ``{1,0:T(8,128)(4,1)}``);
-    None when it does not apply: dims that leave a tile partly filled (the tiled dims must be multiples of ``R`` and
-    ``C``), a sub-tile row not whole lines, ``R / p`` not a power of two, ``p * p`` elements over a line, E(n)
-    fields, pred (whose bytes a relayout makes 0 or 1), legacy padding, tail padding.
+    """How a relayout between two ``T(R,C)(p,1)`` layouts of whole bytes, or ``T(R,C)(2,1)`` of plain E(4) fields,
+    whose two minor dims are swapped (the other dims in the same order) goes a square of lines at a time
+    (``{0,1:T(8,128)(4,1)}`` to ``{1,0:T(8,128)(4,1)}``); None when it does not apply: dims that leave a tile partly
+    filled (the tiled dims must be multiples of ``R`` and ``C``), a sub-tile row not whole lines, ``R / p`` not a
+    power of two, ``p * p`` elements over a line, other E(n) fields, pred (whose bytes a relayout makes 0 or 1),
+    legacy padding, tail padding.
 
     Each ``p`` x ``p`` block of fields sits whole in a ``(p,1)`` sub-tile row of both layouts; a line of the source's
     sub-tile row holds the blocks along its minor dim, the target's along the other, so ``LINE / (p * p * width)``
@@ -159,22 +162,25 @@ def _turned_lines(src: _Geometry, dst: _Geometry) -> _Turn | None:
     if len(order) < 2 or (*target[1::-1], *target[2:]) != order or layout.tiles != other.tiles:
         return None
     padded = layout.padded_dimensions is not None or other.padded_dimensions is not None
-    if src.packed or src.etype.kind == "pred" or padded:
+    nibbles = _plain_e4(src)  # (else whole bytes)
+    if (src.packed and not nibbles) or src.etype.kind == "pred" or padded or dst.bits != src.bits:
         return None
     tiles = layout.tiles
     if len(tiles) != 2 or len(tiles[0]) != 2 or len(tiles[1]) != 2 or tiles[1][1] != 1 or tiles[1][0] not in (2, 4):
         return None
-    (rows, cols), p, width = tiles[0], tiles[1][0], src.bits // 8
-    sub, per, spt = cols * p * width, LINE // (p * p * width), rows // p
+    (rows, cols), p, bits = tiles[0], tiles[1][0], src.bits
+    if nibbles and p != 2:
+        return None
+    sub, per, spt = cols * p * bits // 8, LINE * 8 // (p * p * bits), rows // p
     if per < 1 or sub % LINE or rows % p or spt & (spt - 1) or src.count == 0:
         return None
     x, y = src.dims[order[1]], src.dims[order[0]]
-    if x % rows or x % cols or y % rows or y % cols or not src.nbytes == dst.nbytes == src.count * width:
+    if x % rows or x % cols or y % rows or y % cols or not src.nbytes == dst.nbytes == src.count * bits // 8:
         return None
-    tile, n = rows * cols * width, per * p  # (n elements along each dim in a square)
-    plan = (x // n, y // n, per, p, sub, tile, spt, min(spt, per).bit_length() - 1, y // cols * tile,
-            x // cols * tile, x * y * width)
-    return _Turn(plan, np.dtype(f"u{width}").type(0), src.count // (x * y) * (x // n))
+    tile, n = rows * cols * bits // 8, per * p  # (n elements along each dim in a square)
+    plan = (x // n, y // n, per, 0 if nibbles else p, sub, tile, spt, min(spt, per).bit_length() - 1,
+            y // cols * tile, x // cols * tile, x * y * bits // 8)
+    return _Turn(plan, np.dtype(f"u{max(1, bits // 8)}").type(0), src.count // (x * y) * (x // n))
 
 
 def _turn_lines(data: np.ndarray[Any, Any], result: np.ndarray[Any, Any], turn: _Turn, run: Run) -> bool:

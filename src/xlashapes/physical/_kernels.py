@@ -52,6 +52,7 @@ from ._shuffles import (
     _interleave4,
     _turn_lines2,
     _turn_lines4,
+    _turn_nibbles,
 )
 
 
@@ -575,9 +576,9 @@ def turn_lines(src: int, dst: int, witness: Any, plan: tuple[int, int, int, int,
     """A relayout between two ``T(R,C)(p,1)`` layouts whose two minor dims are swapped, a square of lines at a time
     (:func:`._shuffles._line_turner`): the squares of source sub-tile rows [part[0], part[1]) (across every batch;
     both a multiple of the lines of a sub-tile row), each with every square of lines along the source's minor dim.
-    ``plan`` (bytes but the counts): squares across a batch, squares along the minor dim, lines of a square, ``p``,
-    bytes of a sub-tile row, of a tile, sub-tile rows of a tile, log2 of the lines of a square in one tile, bytes of a
-    source tile row, of a target one, of a batch."""
+    ``plan`` (bytes but the counts): squares across a batch, squares along the minor dim, lines of a square, ``p``
+    (0: 2, with 4-bit fields), bytes of a sub-tile row, of a tile, sub-tile rows of a tile, log2 of the lines of a
+    square in one tile, bytes of a source tile row, of a target one, of a batch."""
     # The squares go in blocks of a sub-tile row's lines a side: the lines read are then the source tile's sub-tile
     # rows, those written the target tile's (1.1-1.5x memcpy, against 1.5-1.8 a source row of squares at a time)
     across, along, per, p, sub, tile, rows, shift, src_row, dst_row, batch = plan
@@ -593,10 +594,12 @@ def turn_lines(src: int, dst: int, witness: Any, plan: tuple[int, int, int, int,
                     s = source + (e // lines) * tile + (e % lines) * LINE
                     first = e * per  # the target's first sub-tile row
                     d = target + (first // rows) * dst_row + (first % rows) * sub
-                    if p == 2:
-                        _turn_lines2(d, sub, dst_row, s, sub, src_row, shift, stream, witness)
-                    else:
+                    if p == 4:
                         _turn_lines4(d, sub, dst_row, s, sub, src_row, shift, stream, witness)
+                    elif p == 2:
+                        _turn_lines2(d, sub, dst_row, s, sub, src_row, shift, stream, witness)
+                    else:  # (E(4) fields: p 2)
+                        _turn_nibbles(d, sub, dst_row, s, sub, src_row, shift, stream, witness)
     if stream:
         _fence()
 

@@ -303,7 +303,7 @@ _transpose8 = _transposer(8)
 _transpose16 = _transposer(16, native=False)  # (2-byte words: 1- and 4-byte words' own side is 16)
 
 
-def _line_turner(p: int) -> Any:
+def _line_turner(p: int, nibbles: bool = False) -> Any:
     """An intrinsic: a square of ``LINE / (p * p * width)`` lines of ``(p,1)`` sub-tile words turned around (the
     lines of ``p``-element words along one dim, whose fields run along the other, become the lines of the words along
     the other): element (x, y) = (``p * u + k``, ``p * v + j``), field ``k`` of word ``p * v + j`` of source line
@@ -314,7 +314,9 @@ def _line_turner(p: int) -> Any:
     line is streamed when ``stream`` (on the line grid), else stored plainly. Each source line's bytes are first
     put in the order of the destination lines (one ``p`` x ``p`` block of fields per destination line, its fields
     turned around: one in-line permute), then those blocks are transposed across the lines
-    (:func:`_unit_squares`). Blocks over a line (``p * p * width > LINE``) get no code.
+    (:func:`_unit_squares`). Blocks over a line (``p * p * width > LINE``) get no code. With ``nibbles`` (``p`` 2,
+    bytes): the fields are 4-bit (``(2,1)E(4)``), each block two bytes, transposed across the lines whole
+    (:func:`_squares`, 32 lines) and then its two middle nibbles swapped.
     """
 
     @_intrinsic
@@ -322,12 +324,12 @@ def _line_turner(p: int) -> Any:
              stream: Any, witness: Any) -> Any:
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
             width = _element(context, signature.args[-1])[1]
-            block = p * p * width
-            if block > LINE:
+            block = 2 if nibbles else p * p * width
+            if block > LINE or (nibbles and (p, width) != (2, 1)):
                 return context.get_dummy_value()  # (never called: no code)
             lines = LINE // block
-            order = [0] * LINE
-            for v in range(lines):
+            order = list(range(LINE))
+            for v in range(lines if not nibbles else 0):
                 for k in range(p):
                     for j in range(p):
                         for b in range(width):
@@ -339,9 +341,14 @@ def _line_turner(p: int) -> Any:
             for u in range(lines):
                 at = _grouped_row(builder, args[3], args[4], args[5], args[6], u, 1)
                 value = builder.load(_at(builder, at, bytes_of_line), align=1)
-                rows.append(builder.bitcast(builder.shuffle_vector(value, value, _mask(order)), blocks))
+                if not nibbles:
+                    value = builder.shuffle_vector(value, value, _mask(order))
+                rows.append(builder.bitcast(value, blocks))
+            turned = _squares(builder, rows) if nibbles else _unit_squares(builder, rows, unit)
+            if nibbles:
+                turned = [_swapped_nibbles(builder, row) for row in turned]
             pairs = [(row, _at(builder, _grouped_row(builder, args[0], args[1], args[2], args[6], v, 1), blocks))
-                     for v, row in enumerate(_unit_squares(builder, rows, unit))]
+                     for v, row in enumerate(turned)]
             _stores(builder, pairs, args[7])
             return context.get_dummy_value()
 
@@ -351,7 +358,16 @@ def _line_turner(p: int) -> Any:
     return turn
 
 
-_turn_lines2, _turn_lines4 = _line_turner(2), _line_turner(4)
+def _swapped_nibbles(builder: Any, row: Any) -> Any:
+    """Each 16-bit word of ``row`` with its second and third nibbles swapped (a 2 x 2 block of nibbles turned)."""
+    def splat(value: int) -> Any:
+        return ir.Constant(row.type, [value] * row.type.count)
+
+    t = builder.and_(builder.xor(builder.lshr(row, splat(4)), row), splat(0x00F0))
+    return builder.xor(row, builder.or_(t, builder.shl(t, splat(4))))
+
+
+_turn_lines2, _turn_lines4, _turn_nibbles = _line_turner(2), _line_turner(4), _line_turner(2, nibbles=True)
 
 
 def _interleaver(p: int) -> Any:

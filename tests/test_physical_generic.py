@@ -1074,6 +1074,77 @@ def test_turned_sub_tiles_equal_numpy_path(block: tuple[int, int], data: st.Data
     assert np.array_equal(moved, expected)
 
 
+TURNED_WORDS = [
+    ("bf16[4,16,16,256]{3,2,1,0:T(8,128)(2,1)}", "{3,0,2,1:T(8,128)(2,1)}", True),
+    ("bf16[4,16,16,256]{3,0,2,1:T(8,128)(2,1)}", "{3,2,1,0:T(8,128)(2,1)}", True),
+    ("s8[8,16,16,256]{3,2,1,0:T(8,128)(4,1)}", "{3,0,2,1:T(8,128)(4,1)}", True),
+    ("pred[8,4,16,256]{3,2,1,0:T(8,128)(4,1)}", "{3,0,2,1:T(8,128)(4,1)}", True),
+    ("f32[4,16,16,256]{3,2,1,0:T(8,128)(2,1)}", "{3,0,2,1:T(8,128)(2,1)}", True),
+    ("f64[4,8,16,32]{3,2,1,0:T(8,32)(2,1)}", "{3,0,2,1:T(8,32)(2,1)}", True),
+    ("bf16[6,10,14,200]{3,2,1,0:T(8,128)(2,1)}", "{3,0,2,1:T(8,128)(2,1)}", True),
+    ("bf16[16,8,1000]{2,1,0:T(8,128)(2,1)}", "{2,0,1:T(8,128)(2,1)}", True),
+    ("u8[16,8,4,1000]{3,2,1,0:T(8,128)(4,1)}", "{3,1,0,2:T(16,256)(4,1)}", True),
+    ("bf16[4,16,16,256]{3,2,1,0:T(8,128)(2,1)}", "{0,3,2,1:T(8,128)(2,1)}", False),
+    ("bf16[4,16,16,24]{3,2,1,0:T(8,128)(2,1)}", "{3,0,2,1:T(8,128)(2,1)}", True),
+    ("bf16[4,16,16,8]{3,2,1,0:T(8,8)(2,1)}", "{3,0,2,1:T(8,8)(2,1)}", False),
+    ("u4[4,16,16,256]{3,2,1,0:T(8,128)(2,1)E(4)}", "{3,0,2,1:T(8,128)(2,1)E(4)}", False),
+]
+
+
+@pytest.mark.parametrize(("text", "target", "taken"), TURNED_WORDS)
+def test_sub_tiles_pairing_other_dims_turn_a_line_of_words_at_a_time(compiled_everywhere: Counter[str],
+                                                                    monkeypatch: pytest.MonkeyPatch, text: str,
+                                                                    target: str, taken: bool) -> None:
+    # (p,1) sub-tiles pairing another dim on each side, the minor dim the same (NHWC activations' batch dim moved):
+    # p lines of words turned into p lines in registers, the rest of each row element by element (rows of 200 or
+    # 1000 columns, tiles partly filled); bf16, s8, pred (made 0 / 1 after), f32, f64, other tiles on the other side,
+    # streamed or not (out= 16 bytes past a line), two threads. Other minor dims, rows of words under a line, E(4):
+    # the other routes
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    shape = xs.parse_shape(text)
+    other = xs.parse_shape(text[: text.index("{")] + target)
+    x = random_array(str(shape.element_type), shape.dimensions, len(text))
+    buffer = to_physical(x, shape)
+    expected = numpy_path(to_physical, x, other)
+    assert np.array_equal(relayout(buffer, shape, other, threads=2), expected)
+    room = np.full(other.byte_size() + 80, 7, np.uint8)
+    start = -room.ctypes.data % 64 + 16
+    out = room[start : start + other.byte_size()]
+    assert np.array_equal(relayout(buffer, shape, other, out=out), expected)
+    assert (room[:start] == 7).all() and (room[start + other.byte_size() :] == 7).all()
+    assert bool(compiled_everywhere["walk_turns"]) == taken, compiled_everywhere
+
+
+@FAST
+@given(st.sampled_from([("bf16", 2), ("f16", 2), ("s8", 4), ("u8", 2), ("f32", 2), ("f8e5m2", 4)]),
+       st.lists(st.integers(1, 9), min_size=3, max_size=4), st.data())
+def test_sub_tiles_pairing_other_dims_equal_numpy_path(kind: tuple[str, int], sizes: list[int],
+                                                       data: st.DataObject) -> None:
+    # rank 3 or 4, the minor dim kept (16 to 144 elements: whole lines of words and tails), the second-minor one
+    # (paired by the (p,1) sub-tile) another on the other side, the other dims in any order, tiles of any even rows and
+    # 8 to 64 columns on each side: the compiled path's bytes are the NumPy path's
+    if _dispatch.kernels() is None:
+        pytest.skip("numba is not installed")
+    etype, p = kind
+    dims = [p * n for n in sizes]
+    dims[-1] = 16 * sizes[-1]
+    minor = len(dims) - 1
+    order = [minor, *data.draw(st.permutations(range(minor)))]
+    other = [minor, *data.draw(st.permutations(range(minor)).filter(lambda rest: rest[0] != order[1]))]
+    tiles = [[(p * data.draw(st.integers(1, 4)), 8 * data.draw(st.integers(1, 8))), (p, 1)] for _ in range(2)]
+    shape = xs.make_shape(etype, dims, minor_to_major=order, tiles=tiles[0])
+    target = xs.make_shape(etype, dims, minor_to_major=other, tiles=tiles[1])
+    x = random_array(etype, tuple(dims), sum(dims))
+    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES
+    _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
+    try:
+        moved = relayout(to_physical(x, shape), shape, target)
+    finally:
+        _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES = saved
+    assert np.array_equal(moved, numpy_path(to_physical, x, target))
+
+
 def test_packed_transposes_that_do_not_fit_the_staged_kernel_go_the_generic_way(
         compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
     # rows that do not start on whole bytes, tiles, fields wider than the type, pred, short sides; slab chunks

@@ -24,6 +24,10 @@ entry point held every kind. The kinds:
   channels), a 16-byte lane's worth of rows at a time, gathered into whole lines;
 - ``SHORT``: source rows shorter than a line (2 to a line's elements less one) onto destination rows on lines:
   blocks of 8 (else 4 or 2) rows of a line each, transposed in registers and streamed;
+- ``TURNS``: ``p`` x ``p`` blocks of elements (``p`` 2 or 4) whose source rows are the destination's fields and
+  whose destination rows the source's, along rows of words of ``p`` fields on both sides (a ``(p,1)`` sub-tile
+  pairing another dim than its source's: ``{3,2,1,0:T(8,128)(2,1)}`` to ``{3,0,2,1:T(8,128)(2,1)}``): ``p``
+  lines of the source rows turned into ``p`` lines of the destination rows at a time, in registers;
 - ``SQUARES``: anything else (register transposes of squares, element by element).
 """
 
@@ -39,13 +43,14 @@ GATHER_BYTES = 8 * 4096  # scratch past a walk's room for the lines of source ro
 JOIN_BYTES = 1 << 15  # tile rows (strips) of at most this many bytes whose logical rows follow each other: the tiled
 # kernels read them back as one stream (their scratch holds one)
 
-RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES, SHORT, WIDE_LINES = 1, 2, 3, 4, 5, 6, 7, 8, 9
+RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES, SHORT, WIDE_LINES, TURNS = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 MOST_PLANES = {1: 32, 2: 24, 4: 12}  # most rows (from 9) interleaved a lane's worth at a time, by word width: planes to
 # channels, 64 MiB 'from', x memcpy, against squares: u8 9 1.45 (3.6), 12 1.45 (2.8), 17 1.8 (2.95), 24 1.8 (2.7), 31
 # 1.6 (3.0), 32 1.75 (2.7), bf16 12 1.4-1.6 (2.6), 24 1.5 (2.6), f32 12 1.5 (2.1); up to 64 bytes u8 48 2.4 (3.4) and
 # 63 2.6 (2.8), but four groups of rows take 2 s more to compile, and f32 16 1.5 (1.4)
 WALKS = {RUNS: "walk_runs", GROUPS: "walk_groups", WIDE: "walk_wide", QUARTERS: "walk_quarters", ROWS: "walk_rows",
-         SQUARES: "walk_squares", PLANES: "walk_planes", SHORT: "walk_short", WIDE_LINES: "walk_wide_lines"}
+         SQUARES: "walk_squares", PLANES: "walk_planes", SHORT: "walk_short", WIDE_LINES: "walk_wide_lines",
+         TURNS: "walk_turns"}
 """The entry point of each kind (:mod:`._walk`)."""
 
 
@@ -125,6 +130,8 @@ def walk_kind(
     big = shape[unit] if unit >= 0 else 1
     du = d_steps[unit] if unit >= 0 else 0
     small, di, si = shape[inner], d_steps[inner], s_steps[inner]
+    if turned_words(shape, d_steps, s_steps, unit, width):
+        return TURNS, 1
     if axes and di == 1:
         last = axes[-1]
         per = grouped_blocks(big, small, width)
@@ -150,6 +157,24 @@ def walk_kind(
     if di == 1 and 2 <= big < lanes <= small and lanes > 8 and on_lines:
         return SHORT, 1
     return SQUARES, 1
+
+
+def turned_words(shape: Sequence[int], d_steps: Sequence[int], s_steps: Sequence[int], unit: int, width: int) -> bool:
+    """True for a copy of ``p`` x ``p`` blocks (``p`` 2 or 4) whose source rows (``unit``: source step 1) are the
+    destination's fields and whose destination rows (the last axis: destination step 1) the source's, along an axis
+    of words (the last outer one: step ``p`` on both sides) at least a line long: the ``TURNS`` walk.
+
+    >>> turned_words((4, 128, 2, 2), (1024, 2, 512, 1), (512, 2, 1, 4096), 2, 2)
+    True
+    >>> turned_words((4, 8, 2, 2), (64, 2, 32, 1), (32, 2, 1, 4096), 2, 2)  # (rows of words under a line)
+    False
+    """
+    inner = len(shape) - 1
+    if unit < 0 or unit != inner - 1 or inner < 2:
+        return False
+    p, words = shape[inner], inner - 2
+    return (p in (2, 4) and shape[unit] == p and d_steps[inner] == 1 and s_steps[unit] == 1 and p * width <= LINE
+            and d_steps[words] == p and s_steps[words] == p and shape[words] * p * width >= LINE)
 
 
 def tiled_entry(stem: str, canonical: bool, packed: bool) -> str:

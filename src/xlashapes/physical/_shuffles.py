@@ -358,6 +358,52 @@ def _line_turner(p: int, nibbles: bool = False) -> Any:
     return turn
 
 
+def _field_turner(p: int) -> Any:
+    """An intrinsic: ``p`` lines of words of ``p`` fields turned into ``p`` lines, field ``k`` of word ``l`` of
+    destination line ``j`` = field ``j`` of word ``l`` of source line ``k`` (a ``p`` x ``p`` block of elements per
+    word position: :func:`_field_squares`). Source line ``k`` is at ``src + k * s_step``, destination line ``j`` at
+    ``dst + j * d_step`` (bytes), each streamed when ``stream`` (on the line grid), else stored plainly."""
+
+    @_intrinsic
+    def turn(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[-1])
+            if p * width > LINE:
+                return context.get_dummy_value()  # (never called: no code)
+            vector = ir.VectorType(element, LINE // width)
+            rows = [builder.load(_at(builder, _offset(builder, args[2], args[3], k, 1), vector), align=1)
+                    for k in range(p)]
+            pairs = [(row, _at(builder, _offset(builder, args[0], args[1], j, 1), vector))
+                     for j, row in enumerate(_field_squares(builder, rows))]
+            _stores(builder, pairs, args[4])
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+    return turn
+
+
+def _field_squares(builder: Any, rows: list[Any]) -> list[Any]:
+    """``p`` rows of words of ``p`` fields, the ``p`` x ``p`` block of each word position transposed (field ``k`` of
+    row ``i`` to field ``i`` of row ``k``), swapping the off-diagonal sub-blocks of each power-of-two size in turn."""
+    p, n = len(rows), rows[0].type.count
+    step = 1
+    while step < p:
+        low = _mask([f if not f % p & step else n + f - step for f in range(n)])
+        high = _mask([f + step if not f % p & step else n + f for f in range(n)])
+        swapped = list(rows)
+        for i in range(p):
+            if not i & step:
+                swapped[i] = builder.shuffle_vector(rows[i], rows[i + step], low)
+                swapped[i + step] = builder.shuffle_vector(rows[i], rows[i + step], high)
+        rows = swapped
+        step *= 2
+    return rows
+
+
+_turn_fields2, _turn_fields4 = _field_turner(2), _field_turner(4)
+
+
 def _swapped_nibbles(builder: Any, row: Any) -> Any:
     """Each 16-bit word of ``row`` with its second and third nibbles swapped (a 2 x 2 block of nibbles turned)."""
     def splat(value: int) -> Any:

@@ -11,13 +11,13 @@ side is shorter than a line, or two, four or eight blocks side by side whose row
 of a line), are streamed; anything else is moved element by element. Each transposing block prefetches the source of
 the next one while it moves its own.
 
-The kind of block is the same for every step of one copy, so it is chosen in Python (:mod:`._kinds`) and each kind
-is an entry point of its own (``walk_runs``, ``walk_groups``, ``walk_wide``, ``walk_quarters``, ``walk_rows``,
-``walk_squares``, ``walk_planes``, ``walk_short``), made by :func:`_walker` from one walk with the kind a constant
-of the closure: numba prunes the other kinds' branches before typing, so a first use compiles the code of its kind
-only (``_kinds`` gives the measured first-use times). Row (de)interleaves are loops of their own
-(:func:`_interleaved`, :func:`_deinterleaved`): inside the block subroutine LLVM made the byte de-interleaves up to
-1.6x slower.
+The kind of block is the same for every step of one copy, so it is chosen in Python (:mod:`._kinds`) and each kind is an
+entry point of its own (``walk_runs``, ``walk_groups``, ``walk_wide``, ``walk_quarters``, ``walk_rows``,
+``walk_squares``, ``walk_planes``, ``walk_short``, ``walk_turns``), made by :func:`_walker` from one walk with the kind
+a constant of the closure: numba prunes the other kinds' branches before typing, so a first use compiles the code of its
+kind only (``_kinds`` gives the measured first-use times). Row (de)interleaves are loops of their own
+(:func:`_interleaved`, :func:`_deinterleaved`): inside the block subroutine LLVM made the byte de-interleaves up to 1.6x
+slower.
 
 The blocks that sit side by side in the destination (grouped squares, wide and quarter-line blocks) have their
 subroutines in :mod:`._side_by_side`. Long 2-d transposes have a kernel of their own, ``staged_transpose`` (blocks of
@@ -49,7 +49,21 @@ from ._intrinsics import (
     _width,
 )
 from ._kernels import _copy_out, _emit, _scalar
-from ._kinds import GATHER_BYTES, GROUPS, LINE, PLANES, QUARTERS, ROWS, RUNS, SHORT, SQUARES, WALKS, WIDE, WIDE_LINES
+from ._kinds import (
+    GATHER_BYTES,
+    GROUPS,
+    LINE,
+    PLANES,
+    QUARTERS,
+    ROWS,
+    RUNS,
+    SHORT,
+    SQUARES,
+    TURNS,
+    WALKS,
+    WIDE,
+    WIDE_LINES,
+)
 from ._shuffles import (
     _byte_rows8,
     _deinterleave2,
@@ -75,6 +89,8 @@ from ._shuffles import (
     _transpose_short2_nt,
     _transpose_short4_nt,
     _transpose_short_nt,
+    _turn_fields2,
+    _turn_fields4,
     _unpack_rows2,
     _unpack_rows4,
 )
@@ -339,6 +355,26 @@ _short_block = _block_of(SHORT)
 
 
 @_subroutine
+def _turned_block(dst: int, src: int, pad: Any, p: int, length: int, du: int, si: int, stream: int) -> None:
+    """``p`` source rows of ``length`` elements (``si`` elements apart; words of ``p`` fields) turned into ``p``
+    destination rows (``du`` apart): field ``k`` of word ``l`` of row ``j`` = field ``j`` of word ``l`` of source row
+    ``k``; a line of each at a time (streamed when ``stream`` and on the line grid), the rest element by element."""
+    width = _width(pad)
+    lanes = _lanes(pad)
+    lined = _1 if stream and dst % LINE == 0 and (du * width) % LINE == 0 else _0
+    full = length // lanes * lanes
+    for c in range(0, full, lanes):
+        if p == 2:
+            _turn_fields2(dst + c * width, du * width, src + c * width, si * width, lined, pad)
+        else:
+            _turn_fields4(dst + c * width, du * width, src + c * width, si * width, lined, pad)
+    for c in range(full, length):
+        k = c % p
+        for j in range(p):
+            _put(dst + j * du * width, c, _get(src + k * si * width, c - k + j, pad))
+
+
+@_subroutine
 def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int, stream: int) -> None:
     """``rows`` contiguous runs of ``length`` elements, ``dr`` / ``sr`` elements apart (one call for many runs)."""
     width = _width(pad)
@@ -483,6 +519,16 @@ def _walker(kind: int) -> Any:
                     _fence()
                 return
             m -= 1
+        elif kind == TURNS:
+            wide = shape[axes[m - 1]]  # the words along the rows (step ``small`` on both sides)
+            if m == 1:  # no other axis: the words [first, last) (the threads' split)
+                if first < last:
+                    _turned_block(dst + first * small * width, src + first * small * width, pad, small,
+                                  (last - first) * small, du, si, stream)
+                if stream:
+                    _fence()
+                return
+            m -= 1
         elif kind == WIDE or kind == WIDE_LINES or kind == QUARTERS:
             wide, fs = shape[axes[m - 1]], s_strides[axes[m - 1]]  # the blocks continue each other's rows
             if m == 1:  # no other axis: one wide block of the blocks [first, last) (the threads' split)
@@ -514,6 +560,8 @@ def _walker(kind: int) -> Any:
             elif kind == GROUPS:
                 _grouped_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, groups, dg, stream,
                                scratch, room)
+            elif kind == TURNS:
+                _turned_block(dst + d_off * width, src + s_off * width, pad, small, wide * small, du, si, stream)
             else:
                 if held:
                     if kind == WIDE:
@@ -590,6 +638,7 @@ walk_rows = _walker(ROWS)
 walk_squares = _walker(SQUARES)
 walk_planes = _walker(PLANES)
 walk_short = _walker(SHORT)
+walk_turns = _walker(TURNS)
 
 
 @_inline

@@ -555,17 +555,19 @@ def test_relayout_equals_to_physical_of_from_physical(case: tuple[xs.Shape, np.n
         assert np.array_equal(relayout(buffer, shape, other), expected)
 
 
-@settings(PROPERTY, max_examples=120)  # (60 a route)
-@given(cases(max_dim=40), st.sampled_from([1, 300, 1 << 12]), st.sampled_from(["windows", "runs"]))
+@settings(PROPERTY, max_examples=180)  # (60 a route)
+@given(cases(max_dim=40), st.sampled_from([1, 300, 1 << 12]), st.sampled_from(["windows", "from windows", "runs"]))
 def test_chunked_relayouts_equal_reference_path(case: tuple[xs.Shape, np.ndarray, xs.Shape], budget: int,
                                                 route: str) -> None:
     # chunks of the source's slabs (one step each, a few, all) written into windows of the target's factor view, or
-    # laid out as pieces of an untiled target (packed too) and copied into its byte runs
+    # chunks of the target's slabs read from windows of the source's, or laid out as pieces of an untiled target
+    # (packed too) and copied into its byte runs
     shape, x, other = case
     src, dst = _geometry(shape), _geometry(other)
     result = np.full(dst.nbytes, 0xAB, np.uint8)
     saved = slabbed.CHUNK_BYTES
-    chunked = slabbed.relayout_in_windows if route == "windows" else slabbed.relayout_in_runs
+    chunked = {"windows": slabbed.relayout_in_windows, "from windows": slabbed.relayout_from_windows,
+               "runs": slabbed.relayout_in_runs}[route]
     try:
         slabbed.CHUNK_BYTES = budget
         run = dispatch.run_settings(physical.MEMORY_LIMIT, 1, dst.nbytes)
@@ -574,6 +576,29 @@ def test_chunked_relayouts_equal_reference_path(case: tuple[xs.Shape, np.ndarray
         slabbed.CHUNK_BYTES = saved
     assume(done)
     assert np.array_equal(result, reference._reference_to_physical(x, other))
+
+
+@pytest.mark.parametrize(("pair", "taken"), [
+    (("bf16[256,512]{0,1:T(8,128)}", "bf16[256,512]{1,0:T(8,128)(2,1)}"), True),
+    (("s8[130,260]{0,1:T(8,128)}", "s8[130,260]{1,0:T(8,128)(4,1)}"), True),
+    (("bf16[136,520]{0,1:T(8,128)}", "bf16[136,520]{1,0:T(8,128)(2,1)}"), True),
+    (("bf16[256,512]{1,0:T(8,128)(2,1)}", "bf16[256,512]{0,1:T(8,128)}"), False),
+])
+def test_relayouts_onto_a_tiled_kernel_go_in_the_targets_slabs(pair: tuple[str, str], taken: bool,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # fine-grained relayouts whose target has a tiled kernel of its own and whose source has none: chunks of the
+    # target's slabs (8 KiB: several, the last one short) read from windows of the source and laid out by the
+    # target's kernel; the other way round, the source's slabs written into windows of the target
+    shape, other = (xs.parse_shape(text) for text in pair)
+    x = random_array(str(shape.element_type), shape.dimensions, 3)
+    done: list[bool] = []
+    original = slabbed.relayout_from_windows
+    monkeypatch.setattr(physical, "relayout_from_windows", lambda *args: done.append(original(*args)) or done[-1])
+    monkeypatch.setattr(physical, "_turned_blocks", lambda *args: None)
+    monkeypatch.setattr(slabbed, "CHUNK_BYTES", 1 << 13)
+    buffer = to_physical(x, shape)
+    assert np.array_equal(relayout(buffer, shape, other), reference._reference_to_physical(x, other))
+    assert (done == [True]) == taken, done
 
 
 @pytest.mark.parametrize("pair", [("u4[64,301]{1,0:E(4)}", "u4[64,301]{0,1:E(4)}"),  # (odd: not as bytes)

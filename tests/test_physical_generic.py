@@ -466,16 +466,19 @@ def test_fine_grained_relayouts_go_through_the_logical_array(compiled_everywhere
                                                              target: str, route: str) -> None:
     # sub-tiles turned around inside tiles leave the direct copy blocks of a few elements (bf16 (2,1) to (2,1)
     # transposed: 2 x 2, 44x memcpy), so the relayout goes through the logical array: chunks of the source's slabs
-    # written into windows of the target (3.5x; here chunks of 16 KiB, cutting through the target's tiles); whole
-    # where the source has no slabs; over FINE_TEMPORARY, directly all the same (bounded memory)
+    # written into windows of the target (3.5x; here chunks of 16 KiB, cutting through the target's tiles), or of the
+    # target's slabs read from windows of the source when only the target has a tiled kernel; whole where neither
+    # has slabs; over FINE_TEMPORARY, directly all the same (bounded memory)
     monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 1 << 14)
     monkeypatch.setattr(physical, "_turned_blocks", lambda *args: None)  # (whole 2 x 2 blocks: tested below)
     if route != "windows":
         monkeypatch.setattr(physical, "relayout_in_windows", lambda *args: False)
+        monkeypatch.setattr(physical, "relayout_from_windows", lambda *args: False)
     if route == "direct":
         monkeypatch.setattr(physical, "FINE_TEMPORARY", 0)
     chunks, wholes = Counter[int](), Counter[int]()
     monkeypatch.setattr(_slabbed, "_read_physical", _counting(_slabbed._read_physical, chunks))
+    monkeypatch.setattr(_slabbed, "_write_physical", _counting(_slabbed._write_physical, chunks))
     monkeypatch.setattr(physical, "_read_physical", _counting(physical._read_physical, wholes))
     shape, other = xs.parse_shape(source), xs.parse_shape(target)
     x = random_array(str(shape.element_type), shape.dimensions, len(source))

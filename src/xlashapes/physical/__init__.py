@@ -84,8 +84,10 @@ bytes of each block side by side in a row two target rows long, where ``transpos
 (1.2x the copy of the logical array). The others, and other packed layouts (whose direct copy would unpack both sides
 whole), go through the logical array: a chunk of slabs at a time when both layouts cut the same dim; else chunks of the
 source's slabs, read by its own kernels and written into the windows of the target's factor view that hold their rows
-(3-4x memcpy; ``_slabbed``), or, for an untiled target (packed too: ``{1,0:E(4)}`` to ``{0,1:E(4)}``), laid out by the
-target's own kernels as pieces copied into the byte runs that hold those rows (one chunk in memory, not the whole
+(3-4x memcpy; ``_slabbed``), or, when only the target has a tiled kernel of its own, chunks of the target's slabs read
+from the windows of the source that hold their rows and laid out by that kernel (bf16 ``{0,1:T(8,128)}`` to
+``{1,0:T(8,128)(2,1)}`` 5.0 -> 3.1x), or, for an untiled target (packed too: ``{1,0:E(4)}`` to ``{0,1:E(4)}``), laid out
+by the target's own kernels as pieces copied into the byte runs that hold those rows (one chunk in memory, not the whole
 logical array); else whole, up to ``FINE_TEMPORARY`` (packed: any size the memory limit allows).
 
 **Large arrays.** ``out=`` takes preallocated arrays and memory maps; packed layouts, irregular ones and memory
@@ -106,6 +108,7 @@ from ..errors import ShapeError
 from ..shape import Shape
 from . import _slabbed as slabbed
 from ._blocks import _nibble_rows, _swap_fields, _transpose_nibbles, _turn_lines, _turned_blocks, _turned_lines
+from ._compiled import _compiled_plan
 from ._convert import _plain, _read_physical, _relayout_direct, _write_physical
 from ._dispatch import run_settings, with_fallback
 from ._geometry import (
@@ -122,6 +125,7 @@ from ._geometry import (
 )
 from ._slabbed import (
     read_in_slabs,
+    relayout_from_windows,
     relayout_in_runs,
     relayout_in_slabs,
     relayout_in_windows,
@@ -308,9 +312,14 @@ def relayout(
             return
         # packed, fine-grained (sub-tiles turned around inside tiles) or no direct copy: through the logical array,
         # in slabs when both layouts cut the same dim, else in the source's slabs written into windows of the
-        # target, else whole when that is small enough (or packed), else directly
-        if relayout_in_slabs(data, src, dst, pad, result, run) or relayout_in_windows(
-                data, src, dst, pad, result, run) or relayout_in_runs(data, src, dst, pad, result, run):
+        # target (or the target's slabs read from windows of the source, when only the target has a tiled kernel of
+        # its own), else whole when that is small enough (or packed), else directly
+        windows = (relayout_from_windows, relayout_in_windows)
+        if _compiled_plan(src.dims, src.layout) is not None or _compiled_plan(dst.dims, dst.layout) is None:
+            windows = windows[::-1]
+        if relayout_in_slabs(data, src, dst, pad, result, run) or any(
+                way(data, src, dst, pad, result, run) for way in windows) or relayout_in_runs(
+                data, src, dst, pad, result, run):
             return
         size = math.prod(src.dims) * src.storage.itemsize
         if size > FINE_TEMPORARY and not packed and _relayout_direct(data, src, dst, pad, result, run):

@@ -180,6 +180,43 @@ def relayout_in_windows(
     return True
 
 
+def relayout_from_windows(
+    data: np.ndarray[Any, Any], src: _Geometry, dst: _Geometry, pad: np.ndarray[Any, Any],
+    result: np.ndarray[Any, Any], run: Run,
+) -> bool:
+    """Relayout through a logical chunk at a time, cut from the target's slabs: read from the window of the source
+    that holds the same rows (the generic kernel, between factor views) and laid out by the target's own kernels
+    (:func:`relayout_in_windows` the other way round); False (nothing written) when the target has no slabs or either
+    layout is packed or has no factor plan."""
+    cut, plan = slabs(dst.shape, dst.bits), _plan(src.dims, src.layout)
+    if cut is None or plan is None or src.packed or dst.packed or dst.nbytes == 0:
+        return False
+    axis, chain = cut.axis, plan.chains[cut.axis]
+    top = math.prod(chain[1:])  # rows of the source's outer factor of that axis: windows start on its multiples
+    view = _physical_view(data[: src.nbytes].view(src.storage), plan)
+    start = sum(len(c) for c in plan.chains[:axis])  # the factor view's axis of that outer factor
+    n = dst.dims[axis]
+    per_row = max(1, math.prod(src.dims) // max(1, n) * src.storage.itemsize)
+    grid = math.lcm(cut.weight * cut.step, top)
+    rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
+    room = np.empty(math.prod(src.dims) // max(1, n) * rows, src.storage)
+    read, out = _as_whole(run, data.nbytes, stream=False), _as_whole(run, result.nbytes)
+    for low in range(0, n, rows):
+        high = min(n, low + rows)
+        outer = (low // top, -(-high // top))
+        window = view[(slice(None),) * start + (slice(*outer),)]
+        chains = (*plan.chains[:axis], (outer[1] - outer[0], *chain[1:]), *plan.chains[axis + 1 :])
+        extents = (*plan.extents[:axis], high - low, *plan.extents[axis + 1 :])
+        dims = (*src.dims[:axis], high - low, *src.dims[axis + 1 :])
+        logical = room[: math.prod(dims)].reshape(dims)
+        _transfer(logical.reshape(dims + (1,) * plan.phantoms), _plain_chains(extents), window, chains, extents, read)
+        first, last = low // cut.weight, -(-high // cut.weight)
+        d0, d1 = cut.byte_range(first, last)
+        _write_physical(logical, _geometry(cut.piece(first, last)), pad, result[d0:d1], out)
+        release(result)
+    return True
+
+
 def relayout_in_runs(
     data: np.ndarray[Any, Any], src: _Geometry, dst: _Geometry, pad: np.ndarray[Any, Any],
     result: np.ndarray[Any, Any], run: Run,

@@ -37,6 +37,7 @@ from xlashapes.physical import (
     relayout,
     to_physical,
 )
+from xlashapes.physical._geometry import _geometry
 from xlashapes.physical._kinds import WALKS
 from xlashapes.physical.files import pack_file, terminal_progress, unpack_file
 
@@ -598,14 +599,15 @@ def test_memmaps_in_and_out_at_unaligned_offsets(tmp_path: Path, monkeypatch: py
                                                 ("bf16[64,300]{1,0:T(8,128)(2,1)}", "bf16[64,300]{0,1:T(8,128)(2,1)}"),
                                                 ("s8[300,70]{0,1:T(8,128)(4,1)}", "s8[300,70]{1,0:T(8,128)(4,1)}"),
                                                 ("u4[50,130]{1,0:E(4)}", "u4[50,130]{0,1:E(4)}"),
-                                                ("s8[256,128]{0,1:T(8,128)(4,1)}", "s8[256,128]{1,0:T(8,128)(4,1)}")])
+                                                ("s8[256,128]{0,1:T(8,128)(4,1)}", "s8[256,128]{1,0:T(8,128)(4,1)}"),
+                                                ("bf16[128,256]{0,1:T(8,128)}", "bf16[128,256]{1,0:T(8,128)(2,1)}")])
 def test_relayouts_between_memmaps_at_unaligned_offsets(compiled_everywhere: Counter[str], tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch, source: str,
                                                         target: str) -> None:
     # fine-grained and packed relayouts (through the logical array, chunks of 1000 bytes) from one file to another;
     # not as whole 2 x 2 blocks or squares of lines, which would touch every page of both files at once
     monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 1000)
-    for route in ("_swap_fields", "_transpose_nibbles", "_turn_lines"):
+    for route in ("_swap_fields", "_transpose_nibbles", "_turn_lines", "_paired_words"):
         monkeypatch.setattr(physical, route, lambda *args, name=route: pytest.fail(f"{name} on memory maps"))
     shape, other = xs.parse_shape(source), xs.parse_shape(target)
     x = random_array(str(shape.element_type), shape.dimensions, 5)
@@ -1075,6 +1077,70 @@ def test_turned_sub_tiles_equal_numpy_path(block: tuple[int, int], data: st.Data
     plain = np.array_equal(expected, row_major) or np.array_equal(numpy_path(to_physical, array, shape), row_major)
     assert seen == [True] or (plain and not seen)
     assert np.array_equal(moved, expected)
+
+
+PAIRED_WORDS = [
+    ("bf16[256,512]{0,1:T(8,128)}", "{1,0:T(8,128)(2,1)}", True),
+    ("s8[256,512]{0,1:T(8,128)}", "{1,0:T(8,128)(4,1)}", True),
+    ("bf16[2,256,512]{1,2,0:T(8,128)}", "{2,1,0:T(8,128)(2,1)}", True),
+    ("bf16[256,520]{0,1:T(8,128)}", "{1,0:T(8,128)(2,1)}", True),
+    ("bf16[256,512]{1,0:T(8,128)(2,1)}", "{0,1:T(8,128)}", False),
+    ("pred[128,256]{0,1:T(8,128)}", "{1,0:T(8,128)(4,1)}", False),
+    ("bf16[130,256]{0,1:T(8,128)}", "{1,0:T(8,128)(4,1)}", False),
+    ("bf16[129,256]{0,1:T(8,128)}", "{1,0:T(8,128)(2,1)}", False),
+    ("bf16[128,256]{0,1:T(8,127)}", "{1,0:T(8,128)(2,1)}", False),
+    ("bf16[128,256]{0,1:T(8,128)(2,1)}", "{1,0:T(8,128)(2,1)}", False),
+    ("f32[128,256]{0,1:T(8,128)}", "{1,0:T(8,128)(4,1)}", False),
+    ("bf16[128,256]{0,1:T(8,128)}", "{1,0:T(8,128)(2,1)L(40000)}", False),
+]
+
+
+@pytest.mark.parametrize(("text", "target", "taken"), PAIRED_WORDS)
+def test_sub_tiles_whose_pairs_follow_each_other_move_as_words(compiled_everywhere: Counter[str],
+                                                              monkeypatch: pytest.MonkeyPatch, text: str,
+                                                              target: str, taken: bool) -> None:
+    # onto (p,1) sub-tiles pairing the source's minor dim (one tile level, tiles partly filled, a batch dim): the
+    # relayout of words of p elements, on both paths (where the copy between the factor views is fine-grained); the
+    # other way round (no gain measured), pred (made 0 / 1), dims or tiles not a multiple of p, sub-tiles on the
+    # source, words over 8 bytes, tail padding: the other routes
+    shape = xs.parse_shape(text)
+    other = xs.parse_shape(text[: text.index("{")] + target)
+    seen: list[tuple[str, str]] = []
+    original = physical._paired_words
+    monkeypatch.setattr(physical, "_paired_words", lambda *args: (
+        seen.append(tuple(map(str, words)) if (words := original(*args)) else ()), words)[1])
+    x = random_array(str(shape.element_type), shape.dimensions, len(text))
+    buffer = to_physical(x, shape)
+    expected = numpy_path(to_physical, x, other)
+    assert np.array_equal(relayout(buffer, shape, other, threads=2), expected)
+    assert np.array_equal(numpy_path(relayout, buffer, shape, other), expected)
+    assert any(seen) == taken, seen
+
+
+@FAST
+@given(st.sampled_from([("bf16", 2), ("f16", 2), ("s8", 4), ("u8", 2), ("s16", 4), ("f32", 2)]),
+       st.lists(st.integers(1, 6), min_size=2, max_size=3), st.booleans(), st.data())
+def test_sub_tiles_as_words_are_the_same_bytes(kind: tuple[str, int], sizes: list[int], tiled: bool,
+                                               data: st.DataObject) -> None:
+    # any shape the word route takes (rank 2-3, the source untiled or in one tile level, any other dims' order):
+    # relaid out as words, the NumPy path gives the target's bytes, and the word shapes take exactly both layouts'
+    # bytes
+    etype, p = kind
+    dims = [p * n for n in sizes]
+    order = data.draw(st.permutations(range(len(dims))))
+    paired = order[0]
+    target = [order[1] if len(dims) > 1 else paired, paired]
+    target = [target[0], paired, *[d for d in order if d not in (target[0], paired)]]
+    source_tiles = [(data.draw(st.sampled_from([1, 2, 4, 8])), p * data.draw(st.integers(1, 4)))] if tiled else []
+    tiles = [(p * data.draw(st.integers(1, 4)), data.draw(st.sampled_from([8, 16, 32]))), (p, 1)]
+    shape = xs.make_shape(etype, dims, minor_to_major=order, tiles=source_tiles)
+    other = xs.make_shape(etype, dims, minor_to_major=target, tiles=tiles)
+    words = _blocks._paired_words(_geometry(shape), _geometry(other))
+    assert words is not None
+    assert (words[0].byte_size(), words[1].byte_size()) == (shape.byte_size(), other.byte_size())
+    x = random_array(etype, tuple(dims), sum(dims))
+    buffer = numpy_path(to_physical, x, shape)
+    assert np.array_equal(numpy_path(relayout, buffer, words[0], words[1]), numpy_path(to_physical, x, other))
 
 
 TURNED_WORDS = [

@@ -75,17 +75,22 @@ views, unless that copy is fine-grained: sub-tiles turned around inside tiles (`
 Sub-tiles turned around with the tiles filled (``T(R,C)(p,1)`` of whole bytes or ``(2,1)E(4)``, the two minor dims
 swapped: s8 ``{0,1:T(8,128)(4,1)}`` to ``{1,0:T(8,128)(4,1)}``, bf16 ``(2,1)``, s4) go in one compiled pass, a square of
 lines at a time: the few source lines that hold the same elements as as many target lines are turned around in registers
-(1.3-1.5x memcpy; ``turn_lines``). Two other kinds move their 2 x 2 blocks whole (``_blocks``; in memory, on both
-paths): ``T(R,C)(2,1)`` layouts with their two minor dims swapped (bf16, or E(4)), where each block is one word in both
-layouts, relaid out as words and then its middle two fields swapped in place (bf16 with tiles partly filled, the NumPy
-path; bf16 3.1 -> 2.2-2.5x memcpy); and untiled E(4) transposes whose source's minor dim is the target's second-minor
-one (``u4[m,n]{1,0:E(4)}`` to ``{0,1:E(4)}``, any rank), whose bytes are relaid out as ``u8``, which leaves the two
-bytes of each block side by side in a row two target rows long, where ``transpose_nibbles`` turns their nibbles around
-(1.2x the copy of the logical array). The others, and other packed layouts (whose direct copy would unpack both sides
-whole), go through the logical array: a chunk of slabs at a time when both layouts cut the same dim; else chunks of the
-source's slabs, read by its own kernels and written into the windows of the target's factor view that hold their rows
-(3-4x memcpy; ``_slabbed``), or, when only the target has a tiled kernel of its own, chunks of the target's slabs read
-from the windows of the source that hold their rows and laid out by that kernel (bf16 ``{0,1:T(8,128)}`` to
+(1.3-1.5x memcpy; ``turn_lines``). Sub-tiles pairing another dim on each side, the minor dim kept (NHWC activations'
+batch dim moved, ``{3,2,1,0:T(8,128)(2,1)}`` to ``{3,0,2,1:T(8,128)(2,1)}``), are one walk of the generic kernel, ``p``
+lines of words turned into ``p`` lines in registers (``TURNS``: 2.5 -> 0.85-0.9x memcpy). Onto ``(p,1)`` sub-tiles whose
+``p`` paired elements follow each other in the source (its minor dim, untiled or in one tile level: ``{0,1:T(8,128)}``
+to ``{1,0:T(8,128)(2,1)}``), the relayout is one of words of ``p`` elements (``_paired_words``: bf16 3.2 -> 2.65x, s8
+4.0 -> 2.6x). Two other kinds move their 2 x 2 blocks whole (``_blocks``; in memory, on both paths): ``T(R,C)(2,1)``
+layouts with their two minor dims swapped (bf16, or E(4)), where each block is one word in both layouts, relaid out as
+words and then its middle two fields swapped in place (bf16 with tiles partly filled, the NumPy path; bf16 3.1 ->
+2.2-2.5x memcpy); and untiled E(4) transposes whose source's minor dim is the target's second-minor one
+(``u4[m,n]{1,0:E(4)}`` to ``{0,1:E(4)}``, any rank), whose bytes are relaid out as ``u8``, which leaves the two bytes of
+each block side by side in a row two target rows long, where ``transpose_nibbles`` turns their nibbles around (1.2x the
+copy of the logical array). The others, and other packed layouts (whose direct copy would unpack both sides whole), go
+through the logical array: a chunk of slabs at a time when both layouts cut the same dim; else chunks of the source's
+slabs, read by its own kernels and written into the windows of the target's factor view that hold their rows (3-4x
+memcpy; ``_slabbed``), or, when only the target has a tiled kernel of its own, chunks of the target's slabs read from
+the windows of the source that hold their rows and laid out by that kernel (bf16 ``{0,1:T(8,128)}`` to
 ``{1,0:T(8,128)(2,1)}`` 5.0 -> 3.1x), or, for an untiled target (packed too: ``{1,0:E(4)}`` to ``{0,1:E(4)}``), laid out
 by the target's own kernels as pieces copied into the byte runs that hold those rows (one chunk in memory, not the whole
 logical array); else whole, up to ``FINE_TEMPORARY`` (packed: any size the memory limit allows).
@@ -107,7 +112,15 @@ from .._ints import checked_int
 from ..errors import ShapeError
 from ..shape import Shape
 from . import _slabbed as slabbed
-from ._blocks import _nibble_rows, _swap_fields, _transpose_nibbles, _turn_lines, _turned_blocks, _turned_lines
+from ._blocks import (
+    _nibble_rows,
+    _paired_words,
+    _swap_fields,
+    _transpose_nibbles,
+    _turn_lines,
+    _turned_blocks,
+    _turned_lines,
+)
 from ._compiled import _compiled_plan
 from ._convert import _plain, _read_physical, _relayout_direct, _write_physical
 from ._dispatch import run_settings, with_fallback
@@ -303,6 +316,10 @@ def relayout(
         if blocks is not None:  # (sub-tiles turned around: 2 x 2 blocks as words, then their fields in place)
             relayout(data, blocks[0], blocks[1], out=result, memory_limit=limit, threads=threads)
             _swap_fields(result, blocks[2], run)
+            return
+        words = None if mapped else _paired_words(src, dst)
+        if words is not None:  # (sub-tiles whose pairs follow each other in the source: moved as words)
+            relayout(data, words[0], words[1], out=result, memory_limit=limit, threads=threads)
             return
         nibbles = _nibble_rows(src, dst) if packed and not mapped else None
         if nibbles is not None:  # (E(4) transposes: the bytes, then the nibbles of each byte pair)

@@ -40,7 +40,7 @@ from ._geometry import _Geometry
 from ._kinds import LINE
 
 _BLOCK_TYPES = {16: "u16", 32: "u32", 64: "u64"}
-"""The word holding a block of 2 x 2 fields, by its bits."""
+"""The word holding a block of 2 x 2 fields (or ``p`` elements), by its bits."""
 
 _BLOCK_BYTES = 1 << 18
 """Bytes the NumPy path turns around at a time (its temporaries stay in the cache)."""
@@ -196,6 +196,43 @@ def _turn_lines(data: np.ndarray[Any, Any], result: np.ndarray[Any, Any], turn: 
 
     dispatch.run_parts(part, dispatch.parts(turn.squares, result.nbytes, run, turn.plan[4] // LINE))
     return True
+
+
+def _paired_words(src: _Geometry, dst: _Geometry) -> tuple[Shape, Shape] | None:
+    """How a relayout onto ``T(R,C)(p,1)`` sub-tiles whose ``p`` paired elements follow each other in the source (the
+    dim they pair is the source's minor one, untiled or in one tile level) goes as words of ``p`` elements: both
+    layouts' shapes with that dim counted in words (the target's tile ``T(R/p,C)``, the source's minor tile dim
+    divided by ``p``); None when it does not apply (pred, E(n) fields, words over 8 bytes, a dim or tile not a
+    multiple of ``p``, more tile levels on the source, legacy or tail padding).
+
+    The target's words are then whole words of the source: the relayout moves words, not pairs of elements
+    (bf16 ``[4096,8192]{0,1:T(8,128)}`` to ``{1,0:T(8,128)(2,1)}`` 2.6 -> 2.2x memcpy, s8 ``(4,1)`` 3.4 -> 2.3).
+
+    >>> from ._geometry import _geometry
+    >>> from ..text import parse_shape
+    >>> pair = [_geometry(parse_shape(t)) for t in ("bf16[64,512]{0,1:T(8,128)}", "bf16[64,512]{1,0:T(8,128)(2,1)}")]
+    >>> [str(s) for s in _paired_words(*pair)]
+    ['u32[32,512]{0,1:T(8,64)}', 'u32[32,512]{1,0:T(4,128)}']
+    """
+    tiles, order = dst.layout.tiles, dst.layout.minor_to_major
+    if len(tiles) != 2 or len(tiles[0]) != 2 or len(tiles[1]) != 2 or tiles[1][1] != 1 or len(order) < 2:
+        return None
+    p, (rows, cols), paired = tiles[1][0], tiles[0], order[1]
+    words = _BLOCK_TYPES.get(p * src.bits)
+    if p not in (2, 4) or words is None or src.packed or src.etype.kind == "pred" or rows % p:
+        return None
+    own = src.layout.tiles
+    if src.layout.minor_to_major[0] != paired or len(own) > 1 or (own and (len(own[0]) < 2 or own[0][-1] % p)):
+        return None
+    if src.dims[paired] % p or src.layout.padded_dimensions is not None or dst.layout.padded_dimensions is not None:
+        return None
+    dims = tuple(n // p if d == paired else n for d, n in enumerate(src.dims))
+    source_tiles = ((*own[0][:-1], own[0][-1] // p),) if own else ()
+    shapes = (make_shape(words, dims, layout=Layout(src.layout.minor_to_major, tiles=source_tiles)),
+              make_shape(words, dims, layout=Layout(order, tiles=((rows // p, cols),))))
+    if [s.byte_size() for s in shapes] != [src.nbytes, dst.nbytes]:
+        return None  # (tail padding)
+    return shapes
 
 
 def _block_tiles(geometry: _Geometry) -> tuple[int, int] | None:

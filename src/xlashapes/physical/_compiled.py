@@ -87,9 +87,11 @@ def _compiled_choice(
     if not logical.flags.c_contiguous:
         return None
     plan = _compiled_plan(geometry.dims, geometry.layout)  # (permutations: the generic kernel)
-    if plan is not None and (plan.tile[2] == 1 or geometry.storage.itemsize > 2):
+    fields = plan is not None and geometry.packed and _fused_bits(plan, geometry) > 0  # (packed tile by tile)
+    if plan is not None and not fields and (plan.tile[2] == 1 or geometry.storage.itemsize > 2):
         # no row interleave, or not the TPU's 8- and 16-bit formats: the generic kernel (reading in order, streaming
-        # out) is as fast or faster, and one fewer compiled variant
+        # out) is as fast or faster, and one fewer compiled variant; but E(n) fields, which it would unpack and pack
+        # in passes of their own
         return None
     kernels = dispatch.kernels() if plan is not None else None
     if plan is None or kernels is None:

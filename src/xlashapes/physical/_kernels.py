@@ -156,12 +156,9 @@ def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c
     width = _width(pad)
     lanes = _lanes(pad)
     if rows == r_size and cols == c_size:
-        if p == 1:
+        if p == 1:  # (E(n) fields packed after: the rows as they are)
             for r in range(r_size):
-                d = dst + r * c_size * width
-                s = src + r * step * width
-                for c in range(c_size):
-                    _put(d, c, _get(s, c, pad))
+                _copy(dst + r * c_size * width, src + r * step * width, c_size * width)
             return
         if (p == 2 or p == 4) and c_size % lanes == 0:  # (whole tiles apart from the cut-short ones below: their
             # code with c_size for the columns runs 1.15x memcpy, bf16 'to', where the shared code ran 1.6x)
@@ -375,7 +372,10 @@ def _tiled_from_of(canonical: bool, packed: bool) -> Any:
                 full = 0
                 if c_size % lanes == 0 and (p == 2 or p == 4):
                     full = n // lanes * lanes if joined else (n + lanes - 1) // lanes * lanes
-                for g in range(r_size // p):
+                if p == 1:  # (E(n) fields unpacked: the rows as they are)
+                    for g in range(r_size):
+                        _copy(scratch + LINE + g * pitch + filled, base + g * piece, n * width)
+                for g in range(r_size // p if p > 1 else 0):
                     d = scratch + LINE + g * p * pitch + filled
                     s = base + g * piece * p
                     for c in range(0, full, lanes):

@@ -186,7 +186,10 @@ def test_tiled_kernels_equal_numpy_path(
     check_both_paths(monkeypatch, shape, padding, seed, stream, offset, threads)
     plan = compiled._compiled_plan(shape.dimensions, shape.layout_or_default())
     assert isinstance(plan, compiled._Tiled)
-    if plan.tile[2] > 1 and shape.element_type.numpy_dtype.itemsize <= 2:  # 8/16-bit row interleaves: 2-d kernels
+    geometry = physical_geometry(shape)
+    fields = geometry.packed and compiled._fused_bits(plan, geometry) > 0  # (E(n) fields packed tile by tile)
+    if (plan.tile[2] > 1 and shape.element_type.numpy_dtype.itemsize <= 2) or fields:
+        # 8/16-bit row interleaves and E(n) fields: the 2-d kernels
         assert sum(calls[name] for name in KERNELS if name.startswith("tiled")) and sum(calls.values()) > before
     else:  # T(R,C) alone, 32- and 64-bit words: the generic kernel
         assert calls["walk"] > 0

@@ -999,6 +999,26 @@ TURNED_LINES = [
 ]
 
 
+def relaid_out_every_way(monkeypatch: pytest.MonkeyPatch, text: str, target: str) -> None:
+    """Relayout an array of shape ``text`` to its dims in the layout ``target``: with two threads, into an ``out=``
+    16 bytes past a line, and on the NumPy path, each giving the NumPy path's bytes of the array in ``target``, and
+    nothing written outside ``out=`` (compiled kernels for any size, streamed where on a line)."""
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    shape = xs.parse_shape(text)
+    other = xs.parse_shape(text[: text.index("{")] + target)
+    x = random_array(str(shape.element_type), shape.dimensions, len(text))
+    buffer = to_physical(x, shape)
+    expected = numpy_path(to_physical, x, other)
+    assert np.array_equal(relayout(buffer, shape, other, threads=2), expected)
+    room = np.full(other.byte_size() + 80, 7, np.uint8)
+    start = -room.ctypes.data % 64 + 16
+    out = room[start : start + other.byte_size()]
+    assert np.array_equal(relayout(buffer, shape, other, out=out), expected)
+    assert (room[:start] == 7).all() and (room[start + other.byte_size() :] == 7).all()
+    assert np.array_equal(numpy_path(relayout, buffer, shape, other), expected)
+
+
 def turned_lines_counted(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """What each call of the square-of-lines route returned (True: it relaid out the array), from now on."""
     seen: list[bool] = []
@@ -1016,20 +1036,8 @@ def test_turned_sub_tiles_go_a_square_of_lines_at_a_time(compiled_everywhere: Co
     # around; streamed (out= on a line) or not (16 bytes past one), two threads. pred (made 0 / 1), partly filled
     # tiles, other dims reordered, R / p not a power of two, other sub-tiles, tail padding, u2 in E(4) fields, (4,1)
     # sub-tiles of E(4), sub-tile rows under a line, blocks over a line, other tiles: the other routes
-    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
-    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     seen = turned_lines_counted(monkeypatch)
-    shape = xs.parse_shape(text)
-    other = xs.parse_shape(text[: text.index("{")] + target)
-    x = random_array(str(shape.element_type), shape.dimensions, len(text))
-    buffer = to_physical(x, shape)
-    expected = numpy_path(to_physical, x, other)
-    assert np.array_equal(relayout(buffer, shape, other, threads=2), expected)
-    room = np.full(other.byte_size() + 80, 7, np.uint8)
-    start = -room.ctypes.data % 64 + 16
-    out = room[start : start + other.byte_size()]
-    assert np.array_equal(relayout(buffer, shape, other, out=out), expected)
-    assert (room[:start] == 7).all() and (room[start + other.byte_size() :] == 7).all()
+    relaid_out_every_way(monkeypatch, text, target)
     assert sum(seen) == 2 * taken, seen
 
 
@@ -1103,17 +1111,11 @@ def test_sub_tiles_whose_pairs_follow_each_other_move_as_words(compiled_everywhe
     # relayout of words of p elements, on both paths (where the copy between the factor views is fine-grained); the
     # other way round (no gain measured), pred (made 0 / 1), dims or tiles not a multiple of p, sub-tiles on the
     # source, words over 8 bytes, tail padding: the other routes
-    shape = xs.parse_shape(text)
-    other = xs.parse_shape(text[: text.index("{")] + target)
     seen: list[tuple[str, str]] = []
     original = physical._paired_words
     monkeypatch.setattr(physical, "_paired_words", lambda *args: (
         seen.append(tuple(map(str, words)) if (words := original(*args)) else ()), words)[1])
-    x = random_array(str(shape.element_type), shape.dimensions, len(text))
-    buffer = to_physical(x, shape)
-    expected = numpy_path(to_physical, x, other)
-    assert np.array_equal(relayout(buffer, shape, other, threads=2), expected)
-    assert np.array_equal(numpy_path(relayout, buffer, shape, other), expected)
+    relaid_out_every_way(monkeypatch, text, target)
     assert any(seen) == taken, seen
 
 
@@ -1169,19 +1171,7 @@ def test_sub_tiles_pairing_other_dims_turn_a_line_of_words_at_a_time(compiled_ev
     # 1000 columns, tiles partly filled); bf16, s8, pred (made 0 / 1 after), f32, f64, other tiles on the other side,
     # streamed or not (out= 16 bytes past a line), two threads. Other minor dims, rows of words under a line, E(4):
     # the other routes
-    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
-    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
-    shape = xs.parse_shape(text)
-    other = xs.parse_shape(text[: text.index("{")] + target)
-    x = random_array(str(shape.element_type), shape.dimensions, len(text))
-    buffer = to_physical(x, shape)
-    expected = numpy_path(to_physical, x, other)
-    assert np.array_equal(relayout(buffer, shape, other, threads=2), expected)
-    room = np.full(other.byte_size() + 80, 7, np.uint8)
-    start = -room.ctypes.data % 64 + 16
-    out = room[start : start + other.byte_size()]
-    assert np.array_equal(relayout(buffer, shape, other, out=out), expected)
-    assert (room[:start] == 7).all() and (room[start + other.byte_size() :] == 7).all()
+    relaid_out_every_way(monkeypatch, text, target)
     assert bool(compiled_everywhere["walk_turns"]) == taken, compiled_everywhere
 
 

@@ -121,14 +121,27 @@ def _unit_squares(builder: Any, rows: list[Any], unit: int) -> list[Any]:
     """Rows of a square block of units of ``unit`` vector elements transposed (unit ``t`` of row ``i`` to unit ``i``
     of row ``t``), swapping the off-diagonal sub-blocks of each power-of-two size in turn."""
     n = len(rows)
+
+    def orders(step: int) -> tuple[list[int], list[int]]:
+        low = [u * unit + e for t in range(n) for u in [t if not t & step else n + t - step] for e in range(unit)]
+        high = [u * unit + e for t in range(n) for u in [t + step if not t & step else n + t] for e in range(unit)]
+        return low, high
+
+    return _swapped_in_stages(builder, rows, orders)
+
+
+Orders = Callable[[int], tuple[list[int], list[int]]]
+"""The two shufflevector orders of one stage of swaps, by its step."""
+
+
+def _swapped_in_stages(builder: Any, rows: list[Any], orders: Orders) -> list[Any]:
+    """``rows`` after one stage for each power-of-two ``step`` below their count: rows ``i`` and ``i + step`` (``i``
+    without that bit) become the two shufflevectors of the pair whose orders ``orders(step)`` gives."""
     step = 1
-    while step < n:
-        low = _mask([u * unit + e for t in range(n) for u in [t if not t & step else n + t - step]
-                     for e in range(unit)])
-        high = _mask([u * unit + e for t in range(n) for u in [t + step if not t & step else n + t]
-                      for e in range(unit)])
+    while step < len(rows):
+        low, high = (_mask(order) for order in orders(step))
         swapped = list(rows)
-        for i in range(n):
+        for i in range(len(rows)):
             if not i & step:
                 swapped[i] = builder.shuffle_vector(rows[i], rows[i + step], low)
                 swapped[i + step] = builder.shuffle_vector(rows[i], rows[i + step], high)
@@ -387,18 +400,12 @@ def _field_squares(builder: Any, rows: list[Any]) -> list[Any]:
     """``p`` rows of words of ``p`` fields, the ``p`` x ``p`` block of each word position transposed (field ``k`` of
     row ``i`` to field ``i`` of row ``k``), swapping the off-diagonal sub-blocks of each power-of-two size in turn."""
     p, n = len(rows), rows[0].type.count
-    step = 1
-    while step < p:
-        low = _mask([f if not f % p & step else n + f - step for f in range(n)])
-        high = _mask([f + step if not f % p & step else n + f for f in range(n)])
-        swapped = list(rows)
-        for i in range(p):
-            if not i & step:
-                swapped[i] = builder.shuffle_vector(rows[i], rows[i + step], low)
-                swapped[i + step] = builder.shuffle_vector(rows[i], rows[i + step], high)
-        rows = swapped
-        step *= 2
-    return rows
+
+    def orders(step: int) -> tuple[list[int], list[int]]:
+        return ([f if not f % p & step else n + f - step for f in range(n)],
+                [f + step if not f % p & step else n + f for f in range(n)])
+
+    return _swapped_in_stages(builder, rows, orders)
 
 
 _turn_fields2, _turn_fields4 = _field_turner(2), _field_turner(4)

@@ -1001,8 +1001,9 @@ TURNED_LINES = [
 
 def relaid_out_every_way(monkeypatch: pytest.MonkeyPatch, text: str, target: str) -> None:
     """Relayout an array of shape ``text`` to its dims in the layout ``target``: with two threads, into an ``out=``
-    16 bytes past a line, and on the NumPy path, each giving the NumPy path's bytes of the array in ``target``, and
-    nothing written outside ``out=`` (compiled kernels for any size, streamed where on a line)."""
+    16 bytes past a line, on the NumPy path, and with a padding value of its own, each giving the NumPy path's bytes
+    of the array in ``target``, and nothing written outside ``out=`` (compiled kernels for any size, streamed where on
+    a line)."""
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     shape = xs.parse_shape(text)
@@ -1017,6 +1018,8 @@ def relaid_out_every_way(monkeypatch: pytest.MonkeyPatch, text: str, target: str
     assert np.array_equal(relayout(buffer, shape, other, out=out), expected)
     assert (room[:start] == 7).all() and (room[start + other.byte_size() :] == 7).all()
     assert np.array_equal(numpy_path(relayout, buffer, shape, other), expected)
+    padded = numpy_path(to_physical, x, other, padding_value=1)  # (a padding value of its own, where there is any)
+    assert np.array_equal(relayout(buffer, shape, other, padding_value=1), padded)
 
 
 def turned_lines_counted(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
@@ -1038,7 +1041,7 @@ def test_turned_sub_tiles_go_a_square_of_lines_at_a_time(compiled_everywhere: Co
     # sub-tiles of E(4), sub-tile rows under a line, blocks over a line, other tiles: the other routes
     seen = turned_lines_counted(monkeypatch)
     relaid_out_every_way(monkeypatch, text, target)
-    assert sum(seen) == 2 * taken, seen
+    assert sum(seen) == 3 * taken, seen  # (two threads, out=, a padding value: the tiles are full)
 
 
 LINE_BLOCKS = {1: ["s8", "u8", "f8e4m3fn"], 2: ["bf16", "f16", "u16"], 4: ["f32", "s32"], 8: ["f64", "u64"],

@@ -317,7 +317,7 @@ def relayout(
             relayout(data, blocks[0], blocks[1], out=result, memory_limit=limit, threads=threads)
             _swap_fields(result, blocks[2], run)
             return
-        words = None if mapped else _paired_words(src, dst)
+        words = None if mapped or padding_value is not None else _paired_words(src, dst)
         if words is not None:  # (sub-tiles whose pairs follow each other in the source: moved as words)
             relayout(data, words[0], words[1], out=result, memory_limit=limit, threads=threads)
             return

@@ -199,7 +199,7 @@ def relayout_from_windows(
     per_row = max(1, math.prod(src.dims) // max(1, n) * src.storage.itemsize)
     grid = math.lcm(cut.weight * cut.step, top)
     rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
-    room = np.empty(math.prod(src.dims) // max(1, n) * rows, src.storage)
+    room = np.empty(math.prod(src.dims) // max(1, n) * min(rows, n), src.storage)
     read, out = _as_whole(run, data.nbytes, stream=False), _as_whole(run, result.nbytes)
     for low in range(0, n, rows):
         high = min(n, low + rows)

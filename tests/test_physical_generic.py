@@ -472,6 +472,7 @@ def test_fine_grained_relayouts_go_through_the_logical_array(compiled_everywhere
     # has slabs; over FINE_TEMPORARY, directly all the same (bounded memory)
     monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 1 << 14)
     monkeypatch.setattr(physical, "_turned_blocks", lambda *args: None)  # (whole 2 x 2 blocks: tested below)
+    monkeypatch.setattr(physical, "_turned_lines", lambda *args: None)  # (squares of lines: tested below)
     if route != "windows":
         monkeypatch.setattr(physical, "relayout_in_windows", lambda *args: False)
         monkeypatch.setattr(physical, "relayout_from_windows", lambda *args: False)
@@ -918,8 +919,10 @@ def test_blocks_of_2_by_2_go_whole(compiled_everywhere: Counter[str], monkeypatc
     # E(4) transposes whose source's minor dim is the target's second-minor one: the bytes relaid out as u8, then
     # each byte pair's nibbles turned around in place; T(R,C)(2,1) layouts with their two minor dims swapped: each
     # 2 x 2 block moved as one word, then its middle fields swapped in place (odd dims, 32-bit fields, (4,1)
-    # sub-tiles, other tiles or orders, tail padding, u2 in E(4) fields: the other routes); threads split both passes
+    # sub-tiles, other tiles or orders, tail padding, u2 in E(4) fields: the other routes); threads split both passes.
+    # (The compiled path turns whole-byte sub-tiles a square of lines at a time: left out here, tested below.)
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(physical, "_turned_lines", lambda *args: None)
     turned: list[int] = []
     original = getattr(physical, route)
     monkeypatch.setattr(physical, route, lambda *args: (turned.append(1), original(*args))[1])
@@ -983,8 +986,13 @@ TURNED_LINES = [
     ("s8[2,128,3,128]{1,3,2,0:T(8,128)(4,1)}", "{3,1,2,0:T(8,128)(4,1)}", True),
     ("s8[64,64]{0,1:T(8,32)(4,1)}", "{1,0:T(8,32)(4,1)}", True),
     ("pred[256,512]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", False),
-    ("s8[264,512]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", False),
-    ("s8[256,136]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", False),
+    ("s8[264,512]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", True),
+    ("s8[256,136]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(4,1)}", True),
+    ("bf16[100,300]{1,0:T(8,128)(2,1)}", "{0,1:T(8,128)(2,1)}", True),
+    ("bf16[3,5,7]{1,2,0:T(8,128)(2,1)}", "{2,1,0:T(8,128)(2,1)}", True),
+    ("f32[33,47]{1,0:T(8,128)(2,1)}", "{0,1:T(8,128)(2,1)}", True),
+    ("u8[136,1000]{0,1:T(16,128)(2,1)}", "{1,0:T(16,128)(2,1)}", True),
+    ("u4[250,256]{1,0:T(8,128)(2,1)E(4)}", "{0,1:T(8,128)(2,1)E(4)}", False),
     ("s8[3,256,256]{1,2,0:T(8,128)(4,1)}", "{2,0,1:T(8,128)(4,1)}", False),
     ("bf16[384,384]{0,1:T(24,128)(2,1)}", "{1,0:T(24,128)(2,1)}", False),
     ("s8[256,256]{0,1:T(8,128)(4,1)}", "{1,0:T(8,128)(2,1)}", False),
@@ -1034,11 +1042,12 @@ def turned_lines_counted(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 def test_turned_sub_tiles_go_a_square_of_lines_at_a_time(compiled_everywhere: Counter[str],
                                                         monkeypatch: pytest.MonkeyPatch, text: str, target: str,
                                                         taken: bool) -> None:
-    # T(R,C)(p,1) layouts of whole bytes (or (2,1) of E(4) fields) with their two minor dims swapped, tiles
-    # filled: p x p blocks of 1 to 8 bytes (or two), lines of a square in one tile or several, batch dims between or
-    # around; streamed (out= on a line) or not (16 bytes past one), two threads. pred (made 0 / 1), partly filled
-    # tiles, other dims reordered, R / p not a power of two, other sub-tiles, tail padding, u2 in E(4) fields, (4,1)
-    # sub-tiles of E(4), sub-tile rows under a line, blocks over a line, other tiles: the other routes
+    # T(R,C)(p,1) layouts of whole bytes (or (2,1) of E(4) fields, tiles filled) with their two minor dims swapped:
+    # p x p blocks of 1 to 8 bytes (or two), lines of a square in one tile or several, batch dims between or around,
+    # tiles partly filled (the squares that lie whole in both layouts, the rest one element at a time, the target's
+    # padding after); streamed (out= on a line) or not (16 bytes past one), two threads. pred (made 0 / 1), other dims
+    # reordered, R / p not a power of two, other sub-tiles, tail padding, u2 in E(4) fields, (4,1) sub-tiles of E(4),
+    # E(4) in tiles partly filled, sub-tile rows under a line, blocks over a line, other tiles: the other routes
     seen = turned_lines_counted(monkeypatch)
     relaid_out_every_way(monkeypatch, text, target)
     assert sum(seen) == 3 * taken, seen  # (two threads, out=, a padding value: the tiles are full)
@@ -1055,16 +1064,18 @@ TURNED_BLOCK_SIZES = [(p, width) for p in (2, 4) for width in LINE_BLOCKS if p *
 @given(st.sampled_from(TURNED_BLOCK_SIZES), st.data())
 def test_turned_sub_tiles_equal_numpy_path(block: tuple[int, int], data: st.DataObject) -> None:
     # any p x p block of fields up to a line (or of 4-bit fields, (2,1)E(4)), tile rows of 1 to 8 sub-tile rows, tile
-    # rows of 1 to 4 sub-tile row lines, the tiled dims 1 or 2 times the tiles, 0 to 2 batch dims in any order: the
-    # route taken (where one layout's bytes are the row-major array's, to_physical or from_physical may take it
-    # instead), and its bytes the NumPy path's
+    # rows of 1 to 4 sub-tile row lines, the tiled dims up to 2 times the tiles (whole bytes: any size, tiles partly
+    # filled; E(4): whole tiles), 0 to 2 batch dims in any order: the route taken (where one layout's bytes are the
+    # row-major array's, to_physical or from_physical may take it instead; tiny arrays may go as one direct copy), and
+    # its bytes the NumPy path's
     if _dispatch.kernels() is None:
         pytest.skip("numba is not installed")
     p, width = block
     etype = data.draw(st.sampled_from(LINE_BLOCKS[width]))
     rows, cols = p << data.draw(st.integers(0, 3)), 64 // (p * width or 1) << data.draw(st.integers(0, 2))
     tile = rows * cols // math.gcd(rows, cols)
-    x, y = (tile * data.draw(st.integers(1, 2)) for _ in range(2))
+    x, y = (tile * data.draw(st.integers(1, 2)) - (data.draw(st.integers(0, tile - 1)) if width else 0)
+            for _ in range(2))  # (whole bytes: tiles partly filled too)
     batch = data.draw(st.lists(st.integers(1, 3), max_size=2 if x * y * width <= 1 << 16 else 0))
     dims = [x, y, *batch]
     rest = data.draw(st.permutations(range(2, len(dims))))
@@ -1074,19 +1085,23 @@ def test_turned_sub_tiles_equal_numpy_path(block: tuple[int, int], data: st.Data
     target = xs.make_shape(etype, dims, minor_to_major=[0, 1, *rest], tiles=tiles, **packed)
     array = canonical_bits(random_array(etype, tuple(dims), sum(dims))).view(xs.element_type(etype).numpy_dtype)
     array = array.reshape(dims)
-    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, physical._turn_lines
+    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, physical._turn_lines, physical._relayout_direct
     seen: list[bool] = []
+    direct: list[bool] = []
     _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
     physical._turn_lines = lambda *args: (seen.append(done := saved[2](*args)), done)[1]  # type: ignore[assignment]
+    physical._relayout_direct = lambda *args, **kw: (  # type: ignore[assignment]
+        direct.append(done := saved[3](*args, **kw)), done)[1]
     try:
         moved = relayout(to_physical(array, shape), shape, target)
     finally:
-        _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, physical._turn_lines = saved  # type: ignore[assignment]
+        (_dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, physical._turn_lines,  # type: ignore[assignment]
+         physical._relayout_direct) = saved
     expected = numpy_path(to_physical, array, target)
     row_major = numpy_path(to_physical, array, xs.make_shape(etype, dims, **packed))  # (a layout whose bytes are
     # these: to_physical / from_physical)
     plain = np.array_equal(expected, row_major) or np.array_equal(numpy_path(to_physical, array, shape), row_major)
-    assert seen == [True] or (plain and not seen)
+    assert seen == [True] or (not seen and (plain or any(direct)))  # (or the direct copy, where it is not fine)
     assert np.array_equal(moved, expected)
 
 

@@ -72,7 +72,7 @@ compiled path gives its bytes exactly (the tests compare them).
 buffer viewed as the logical array (their own kernels). Between two other layouts it is one copy between their factor
 views, unless that copy is fine-grained: sub-tiles turned around inside tiles (``{1,0:T(8,128)(2,1)}`` to
 ``{0,1:T(8,128)(2,1)}``) leave the generic kernel blocks of 2 x 2 elements, one step of its walk each (44x memcpy).
-Sub-tiles turned around with the tiles filled (``T(R,C)(p,1)`` of whole bytes or ``(2,1)E(4)``, the two minor dims
+Sub-tiles turned around (``T(R,C)(p,1)`` of whole bytes, tiles partly filled too, or ``(2,1)E(4)``, the two minor dims
 swapped: s8 ``{0,1:T(8,128)(4,1)}`` to ``{1,0:T(8,128)(4,1)}``, bf16 ``(2,1)``, s4) go in one compiled pass, a square of
 lines at a time: the few source lines that hold the same elements as as many target lines are turned around in registers
 (1.3-1.5x memcpy; ``turn_lines``). Sub-tiles pairing another dim on each side, the minor dim kept (NHWC activations'
@@ -310,7 +310,7 @@ def relayout(
             return
         mapped = slabbed.is_mapped(data) or slabbed.is_mapped(result)  # (files: in chunks, below)
         lines = None if mapped else _turned_lines(src, dst)
-        if lines is not None and _turn_lines(data, result, lines, run):  # (sub-tiles turned around, whole tiles)
+        if lines is not None and _turn_lines(data, result, lines, dst, pad, run):  # (sub-tiles turned around)
             return
         blocks = None if mapped or padding_value is not None else _turned_blocks(src, dst)
         if blocks is not None:  # (sub-tiles turned around: 2 x 2 blocks as words, then their fields in place)

@@ -18,7 +18,7 @@ from ._convert import _read_physical, _write_physical
 from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
-from ._plan import _fill_padding, _physical_view, _plain_chains, _plan, _transfer
+from ._plan import _fill_padding, _physical_view, _plain_chains, _Plan, _plan, _transfer
 
 CHUNK_BYTES = 8 << 20
 """Bytes of one slab chunk (of the physical buffer): what a conversion holds in temporaries at a time."""
@@ -131,6 +131,47 @@ def _as_whole(run: Run, nbytes: int, stream: bool = True) -> Run:
                    stream_bytes=0 if streamed else run.stream_bytes)
 
 
+def _window(
+    view: np.ndarray[Any, Any], plan: _Plan, axis: int, low: int, high: int,
+) -> tuple[np.ndarray[Any, Any], tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """The window of the factor view ``view`` of ``plan`` holding rows [low, high) of ``axis`` (``low`` a multiple of
+    :func:`_outer_rows`), with its chains and extents (for :func:`._plan._transfer`)."""
+    chain = plan.chains[axis]
+    top = _outer_rows(plan, axis)
+    outer = (low // top, -(-high // top))
+    start = sum(len(c) for c in plan.chains[:axis])  # the factor view's axis of that outer factor
+    window = view[(slice(None),) * start + (slice(*outer),)]
+    chains = (*plan.chains[:axis], (outer[1] - outer[0], *chain[1:]), *plan.chains[axis + 1 :])
+    return window, chains, (*plan.extents[:axis], high - low, *plan.extents[axis + 1 :])
+
+
+def _outer_rows(plan: _Plan, axis: int) -> int:
+    """Rows of the outer factor of ``axis`` in ``plan``: windows start on its multiples."""
+    return math.prod(plan.chains[axis][1:])
+
+
+def _write_rows(logical: np.ndarray[Any, Any], cut: Slabs, low: int, high: int, pad: np.ndarray[Any, Any],
+                result: np.ndarray[Any, Any], run: Run) -> None:
+    """Lay the logical rows [low, high) of ``cut``'s axis out as the target piece holding them (its own kernels),
+    into its bytes of ``result``, whose pages are then handed back."""
+    first, last = low // cut.weight, -(-high // cut.weight)
+    d0, d1 = cut.byte_range(first, last)
+    _write_physical(logical, _geometry(cut.piece(first, last)), pad, result[d0:d1], run)
+    release(result)
+
+
+def _chunk_room(dims: tuple[int, ...], axis: int, storage: np.dtype[Any], grid: int,
+                per_row: int = 0) -> tuple[int, np.ndarray[Any, Any]]:
+    """Rows of ``axis`` a chunk of about ``CHUNK_BYTES`` takes at ``per_row`` bytes a row (0: the logical array's), a
+    multiple of ``grid``, and one buffer holding that many rows of the logical array (for all the chunks: its pages
+    faulted in once)."""
+    n = dims[axis]
+    row = math.prod(dims) // max(1, n)
+    per_row = per_row or max(1, row * storage.itemsize)
+    rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
+    return rows, np.empty(row * min(rows, n), storage)
+
+
 def relayout_in_slabs(
     data: np.ndarray[Any, Any], src: _Geometry, dst: _Geometry, pad: np.ndarray[Any, Any],
     result: np.ndarray[Any, Any], run: Run,
@@ -144,10 +185,7 @@ def relayout_in_slabs(
     out = _as_whole(run, result.nbytes)
     for low, high, logical in _logical_chunks(data, src, a, math.lcm(a.weight * a.step, b.weight * b.step), run,
                                               per_row):
-        first, last = low // b.weight, -(-high // b.weight)
-        d0, d1 = b.byte_range(first, last)
-        _write_physical(logical, _geometry(b.piece(first, last)), pad, result[d0:d1], out)
-        release(result)
+        _write_rows(logical, b, low, high, pad, result, out)
     return True
 
 
@@ -161,19 +199,14 @@ def relayout_in_windows(
     cut, plan = slabs(src.shape, src.bits), _plan(dst.dims, dst.layout)
     if cut is None or plan is None or src.packed or dst.packed or src.nbytes == 0:
         return False
-    axis, chain = cut.axis, plan.chains[cut.axis]
-    top = math.prod(chain[1:])  # rows of the target's outer factor of that axis: windows start on its multiples
     elements = result.view(dst.storage)
     elements[dst.count :] = pad
     view = _physical_view(elements, plan)
     _fill_padding(view, plan, pad)
-    start = sum(len(c) for c in plan.chains[:axis])  # the factor view's axis of that outer factor
     out = _as_whole(run, result.nbytes)
-    for low, high, logical in _logical_chunks(data, src, cut, math.lcm(cut.weight * cut.step, top), run):
-        outer = (low // top, -(-high // top))
-        window = view[(slice(None),) * start + (slice(*outer),)]
-        chains = (*plan.chains[:axis], (outer[1] - outer[0], *chain[1:]), *plan.chains[axis + 1 :])
-        extents = (*plan.extents[:axis], high - low, *plan.extents[axis + 1 :])
+    grid = math.lcm(cut.weight * cut.step, _outer_rows(plan, cut.axis))
+    for low, high, logical in _logical_chunks(data, src, cut, grid, run):
+        window, chains, extents = _window(view, plan, cut.axis, low, high)
         _transfer(window, chains, logical.reshape(logical.shape + (1,) * plan.phantoms), _plain_chains(extents),
                   extents, out)
         release(result)
@@ -191,29 +224,18 @@ def relayout_from_windows(
     cut, plan = slabs(dst.shape, dst.bits), _plan(src.dims, src.layout)
     if cut is None or plan is None or src.packed or dst.packed or dst.nbytes == 0:
         return False
-    axis, chain = cut.axis, plan.chains[cut.axis]
-    top = math.prod(chain[1:])  # rows of the source's outer factor of that axis: windows start on its multiples
     view = _physical_view(data[: src.nbytes].view(src.storage), plan)
-    start = sum(len(c) for c in plan.chains[:axis])  # the factor view's axis of that outer factor
-    n = dst.dims[axis]
-    per_row = max(1, math.prod(src.dims) // max(1, n) * src.storage.itemsize)
-    grid = math.lcm(cut.weight * cut.step, top)
-    rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
-    room = np.empty(math.prod(src.dims) // max(1, n) * min(rows, n), src.storage)
+    n = dst.dims[cut.axis]
+    grid = math.lcm(cut.weight * cut.step, _outer_rows(plan, cut.axis))
+    rows, room = _chunk_room(src.dims, cut.axis, src.storage, grid)
     read, out = _as_whole(run, data.nbytes, stream=False), _as_whole(run, result.nbytes)
     for low in range(0, n, rows):
         high = min(n, low + rows)
-        outer = (low // top, -(-high // top))
-        window = view[(slice(None),) * start + (slice(*outer),)]
-        chains = (*plan.chains[:axis], (outer[1] - outer[0], *chain[1:]), *plan.chains[axis + 1 :])
-        extents = (*plan.extents[:axis], high - low, *plan.extents[axis + 1 :])
-        dims = (*src.dims[:axis], high - low, *src.dims[axis + 1 :])
+        window, chains, extents = _window(view, plan, cut.axis, low, high)
+        dims = (*src.dims[: cut.axis], high - low, *src.dims[cut.axis + 1 :])
         logical = room[: math.prod(dims)].reshape(dims)
         _transfer(logical.reshape(dims + (1,) * plan.phantoms), _plain_chains(extents), window, chains, extents, read)
-        first, last = low // cut.weight, -(-high // cut.weight)
-        d0, d1 = cut.byte_range(first, last)
-        _write_physical(logical, _geometry(cut.piece(first, last)), pad, result[d0:d1], out)
-        release(result)
+        _write_rows(logical, cut, low, high, pad, result, out)
     return True
 
 
@@ -260,10 +282,8 @@ def _logical_chunks(
     about ``CHUNK_BYTES`` at ``per_row`` bytes a row (0: the logical array's), starting on multiples of ``grid``
     rows, read by the source's own kernels into one buffer for all chunks (its pages faulted in once)."""
     n = src.dims[cut.axis]
-    per_row = per_row or max(1, math.prod(src.dims) // max(1, n) * src.storage.itemsize)
     run = _as_whole(run, data.nbytes, stream=False)
-    rows = max(grid, CHUNK_BYTES // per_row // grid * grid)
-    room = np.empty(math.prod(src.dims) // max(1, n) * rows, src.storage)
+    rows, room = _chunk_room(src.dims, cut.axis, src.storage, grid, per_row)
     for low in range(0, n, rows):
         high = min(n, low + rows)
         first, last = low // cut.weight, -(-high // cut.weight)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
@@ -939,6 +940,31 @@ def test_blocks_of_2_by_2_go_whole(compiled_everywhere: Counter[str], monkeypatc
         assert len(turned) == 1
 
 
+@contextlib.contextmanager
+def compiled_at_any_size(*spied: str) -> Iterator[dict[str, list[Any]]]:
+    """Inside the block: the compiled kernels for arrays of any size, and what each function of ``physical`` named in
+    ``spied`` returns, recorded by name (for Hypothesis tests, which cannot take the monkeypatch fixture)."""
+    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, {name: getattr(physical, name) for name in spied}
+    returns: dict[str, list[Any]] = {name: [] for name in spied}
+
+    def recording(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            returns[name].append(result := function(*args, **kwargs))
+            return result
+
+        return call
+
+    _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
+    for name, function in saved[2].items():
+        setattr(physical, name, recording(name, function))
+    try:
+        yield returns
+    finally:
+        _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES = saved[0], saved[1]
+        for name, function in saved[2].items():
+            setattr(physical, name, function)
+
+
 @FAST
 @given(st.sampled_from(["bf16", "f16", "s4", "u4", "s8", "u4 untiled"]), st.lists(st.integers(1, 12), min_size=2,
                                                                                max_size=3), st.data())
@@ -961,12 +987,8 @@ def test_blocks_of_2_by_2_equal_numpy_path(etype: str, halves: list[int], data: 
     shape = xs.make_shape(etype, dims, minor_to_major=order, tiles=list(tiles[0]), **packed)
     target = xs.make_shape(etype, dims, minor_to_major=target_order, tiles=list(tiles[1]), **packed)
     x = random_array(etype, tuple(dims), sum(dims))
-    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES
-    _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
-    try:
+    with compiled_at_any_size():
         moved = relayout(to_physical(x, shape), shape, target)
-    finally:
-        _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES = saved
     expected = numpy_path(to_physical, x, target)
     assert np.array_equal(moved, expected)
     assert np.array_equal(numpy_path(relayout, numpy_path(to_physical, x, shape), shape, target), expected)
@@ -1085,18 +1107,9 @@ def test_turned_sub_tiles_equal_numpy_path(block: tuple[int, int], data: st.Data
     target = xs.make_shape(etype, dims, minor_to_major=[0, 1, *rest], tiles=tiles, **packed)
     array = canonical_bits(random_array(etype, tuple(dims), sum(dims))).view(xs.element_type(etype).numpy_dtype)
     array = array.reshape(dims)
-    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, physical._turn_lines, physical._relayout_direct
-    seen: list[bool] = []
-    direct: list[bool] = []
-    _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
-    physical._turn_lines = lambda *args: (seen.append(done := saved[2](*args)), done)[1]  # type: ignore[assignment]
-    physical._relayout_direct = lambda *args, **kw: (  # type: ignore[assignment]
-        direct.append(done := saved[3](*args, **kw)), done)[1]
-    try:
+    with compiled_at_any_size("_turn_lines", "_relayout_direct") as returns:
         moved = relayout(to_physical(array, shape), shape, target)
-    finally:
-        (_dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, physical._turn_lines,  # type: ignore[assignment]
-         physical._relayout_direct) = saved
+    seen, direct = returns["_turn_lines"], returns["_relayout_direct"]
     expected = numpy_path(to_physical, array, target)
     row_major = numpy_path(to_physical, array, xs.make_shape(etype, dims, **packed))  # (a layout whose bytes are
     # these: to_physical / from_physical)
@@ -1213,12 +1226,8 @@ def test_sub_tiles_pairing_other_dims_equal_numpy_path(kind: tuple[str, int], si
     shape = xs.make_shape(etype, dims, minor_to_major=order, tiles=tiles[0])
     target = xs.make_shape(etype, dims, minor_to_major=other, tiles=tiles[1])
     x = random_array(etype, tuple(dims), sum(dims))
-    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES
-    _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
-    try:
+    with compiled_at_any_size():
         moved = relayout(to_physical(x, shape), shape, target)
-    finally:
-        _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES = saved
     assert np.array_equal(moved, numpy_path(to_physical, x, target))
 
 

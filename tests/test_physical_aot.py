@@ -30,7 +30,7 @@ EXPECTED = {("walk_squares", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
     (name, w) for name in ("tiled_to_physical", "tiled_from_physical") for w in ("|u1", "<u2")} | {
     (f"tiled_{way}_{kind}", "|u1") for way in ("to", "from") for kind in ("canonical", "packed")} | {
     ("pack", "i"), ("unpack", "i"), ("transpose_nibbles", "i"), ("swap_fields", "i")} | {
-    ("turn_lines", w) for w in ("|u1", "<u2")} | {("walk_turns", w) for w in ("|u1", "<u2")}
+    ("turn_lines", w) for w in ("|u1", "<u2")} | {("walk_turns", w) for w in ("|u1", "<u2")} | {("regroup", "i")}
 
 
 def run_worker(cache: Path, numba: bool = True, processes: int = 1) -> dict[str, Any]:
@@ -57,7 +57,7 @@ def run_worker(cache: Path, numba: bool = True, processes: int = 1) -> dict[str,
 
 def witnesses(report: dict[str, Any]) -> set[tuple[str, str]]:
     """(entry, witness key) of what ran from kept machine code (the witness: the pad argument, else the first)."""
-    where = {"tiled": 3, "pack": 0, "unpack": 0}  # (else 2: the walks, staged_transpose, shifted_rows)
+    where = {"tiled": 3, "pack": 0, "unpack": 0, "regroup": 0}  # (else 2: the walks, staged_transpose, shifted_rows)
     return {(name, key.split(",")[where.get(name.split("_")[0], 2)]) for name, keys in report["native"].items()
             for key in keys}
 

@@ -136,6 +136,7 @@ from ._geometry import (
     _resolved_shape,
     _tuple_items,
 )
+from ._grouped import grouped_pair, pad_byte
 from ._slabbed import (
     read_in_slabs,
     relayout_from_windows,
@@ -203,7 +204,7 @@ def to_physical(
     run = run_settings(limit, THREADS if threads is None else threads, max(x.nbytes, geometry.nbytes))
 
     def write() -> None:
-        if not (wants_slabs(geometry, x, buffer) and write_in_slabs(x, geometry, pad, buffer, run)):
+        if not (wants_slabs(geometry, run, x, buffer) and write_in_slabs(x, geometry, pad, buffer, run)):
             _write_physical(x, geometry, pad, buffer, run)
 
     with_fallback(write)
@@ -242,7 +243,7 @@ def from_physical(
     storage = result.view(geometry.storage)
 
     def read() -> None:
-        if not (wants_slabs(geometry, data, result) and read_in_slabs(data, geometry, storage, run)):
+        if not (wants_slabs(geometry, run, data, result) and read_in_slabs(data, geometry, storage, run)):
             _read_physical(data, geometry, storage, run)
 
     with_fallback(read)
@@ -295,13 +296,18 @@ def relayout(
     def copy() -> None:
         if _plain(src):  # the source bytes are the logical array: to_physical's kernels
             x = data[: src.nbytes].view(src.storage).reshape(src.dims)
-            if not (wants_slabs(dst, x, result) and write_in_slabs(x, dst, pad, result, run)):
+            if not (wants_slabs(dst, run, x, result) and write_in_slabs(x, dst, pad, result, run)):
                 _write_physical(x, dst, pad, result, run)
             return
         if _plain(dst):  # the target bytes are: from_physical's
             storage = result[: dst.nbytes].view(dst.storage).reshape(dst.dims)
-            if not (wants_slabs(src, data, result) and read_in_slabs(data, src, storage, run)):
+            if not (wants_slabs(src, run, data, result) and read_in_slabs(data, src, storage, run)):
                 _read_physical(data, src, storage, run)
+            return
+        grouped = grouped_pair(src, dst)
+        if grouped is not None:  # (E(n) fields grouped alike on both sides: a relayout of bytes)
+            relayout(data, grouped[0], grouped[1], out=result, padding_value=int(pad_byte(pad, grouped[2])),
+                     memory_limit=limit, threads=threads)
             return
         packed = src.packed or dst.packed  # (a direct copy would unpack both sides whole)
         if big and packed and relayout_in_slabs(data, src, dst, pad, result, run):

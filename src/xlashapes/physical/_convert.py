@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from . import _dispatch as dispatch
+from ._chunks import slabs
 from ._compiled import _compiled_read, _compiled_write
 from ._dispatch import Run
-from ._geometry import _canonicalize, _check_size, _Geometry
+from ._geometry import _canonicalize, _check_size, _Geometry, _geometry
+from ._grouped import Grouping, grouping, pad_byte, regroup
 from ._packing import _elements, _pack, _packed_transpose, _unpack
 from ._plan import (
     _common_boundaries,
@@ -35,7 +39,7 @@ def _write_physical(
         if plan is not None and plan.identity and x.flags.c_contiguous and geometry.count == geometry.aligned:
             _pack(x.reshape(-1), geometry, buffer, run)
             return
-        if _packed_transpose(x, geometry, buffer, run, True):
+        if _packed_transpose(x, geometry, buffer, run, True) or _write_grouped(x, geometry, pad, buffer, run):
             return
         _check_size(geometry.aligned, run.limit, "the unpacked elements")
         elements = np.empty(geometry.aligned, np.uint8)
@@ -81,7 +85,7 @@ def _read_physical(
         if plan is not None and plan.identity and result.flags.c_contiguous:
             _unpack(data, geometry, result.reshape(-1), run)
             return
-        if _packed_transpose(result, geometry, data, run, False):
+        if _packed_transpose(result, geometry, data, run, False) or _read_grouped(data, geometry, result, run):
             return
     elements = _elements(data, geometry, run, "the unpacked elements")
     if plan is None:
@@ -92,6 +96,74 @@ def _read_physical(
                   run)
     if not geometry.packed and (geometry.etype.kind == "pred" or geometry.etype.bits < 8):
         _canonicalize(result, geometry)
+
+
+GROUP_BYTES = 64 << 20
+"""Grouped fields (:mod:`._grouped`) up to this many bytes are made whole, then laid out; more, in pieces of an
+eighth of it."""
+
+
+def grouped_whole(geometry: _Geometry, nbytes: int, run: Run) -> Grouping | None:
+    """The grouping of E(n) fields the byte kernels move (:mod:`._grouped`), when the compiled path runs (the NumPy
+    path is the reference) and all the groups fit one piece, else None."""
+    found = grouping(geometry) if geometry.packed else None
+    if found is None or nbytes < run.numba_bytes or dispatch.walker() is None:
+        return None
+    return found if math.prod(found.shape.dimensions) <= min(GROUP_BYTES, run.limit) else None
+
+
+def _grouped_pieces(geometry: _Geometry, nbytes: int, run: Run) -> tuple[Grouping, list[tuple[Any, ...]], Run] | None:
+    """The grouping of E(n) fields the byte kernels move (as ``grouped_whole``, or in slabs of the groups), each
+    piece's (logical rows, byte layout's geometry, byte range in the buffer), and the pieces' settings."""
+    found = grouping(geometry) if geometry.packed else None
+    if found is None or nbytes < run.numba_bytes or dispatch.walker() is None:
+        return None
+    if grouped_whole(geometry, nbytes, run) is not None:  # (long runs on both sides, one call of the byte kernels)
+        whole = _geometry(found.shape)
+        return found, [((), whole, 0, whole.nbytes)], replace(run, numba_bytes=0)
+    cut = slabs(found.shape, 8)
+    if cut is None:
+        return None
+    pieces = []
+    for first, last in cut.chunks(GROUP_BYTES // 8):
+        low, high = cut.rows(first, last)
+        if cut.axis == found.axis:
+            low, high = found.rows(low, high, geometry.dims[found.axis])
+        rows = (slice(None),) * cut.axis + (slice(low, high),)
+        pieces.append((rows, _geometry(cut.piece(first, last)), *cut.byte_range(first, last)))
+    streamed = 0 if geometry.nbytes >= run.stream_bytes else run.stream_bytes
+    return found, pieces, replace(run, numba_bytes=0, stream_bytes=streamed)
+
+
+def _write_grouped(
+    x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], run: Run
+) -> bool:
+    """Lay E(n) fields out as the bytes of their groups, a piece at a time; False when that does not apply."""
+    chosen = _grouped_pieces(geometry, max(x.nbytes, buffer.nbytes), run)
+    if chosen is None:
+        return False
+    found, pieces, inner = chosen
+    byte = pad_byte(pad, found)
+    room = np.empty(max(math.prod(piece.dims) for _, piece, _, _ in pieces), np.uint8)
+    for rows, piece, start, end in pieces:
+        grouped = room[: math.prod(piece.dims)].reshape(piece.dims)
+        regroup(grouped, x[rows], found, pad, geometry.value_mask, True)
+        _write_physical(grouped, piece, byte, buffer[start:end], inner)
+    return True
+
+
+def _read_grouped(data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], run: Run) -> bool:
+    """Fill ``result`` from the bytes of E(n) fields' groups, a piece at a time; False when that does not apply."""
+    chosen = _grouped_pieces(geometry, max(data.nbytes, result.nbytes), run)
+    if chosen is None:
+        return False
+    found, pieces, inner = chosen
+    room = np.empty(max(math.prod(piece.dims) for _, piece, _, _ in pieces), np.uint8)
+    for rows, piece, start, end in pieces:
+        grouped = room[: math.prod(piece.dims)].reshape(piece.dims)
+        _read_physical(data[start:end], piece, grouped, inner)
+        regroup(grouped, result[rows], found, pad_byte(grouped, found), geometry.value_mask, False)
+    return True
 
 
 def _relayout_direct(

@@ -668,3 +668,82 @@ def unpack(
         _put(buffer, i - words * 8 * per, np.uint8((byte >> ((i % per) * bits)) & field & mask))
     line, carry, first = _flush(line, buffer, carry, end - words * 8 * per, first, stream)
     _pad_stream(line, buffer, carry, first, stream, np.uint8(0), _0, _1)
+
+
+@_subroutine
+def _regroup_words(grouped: int, fields: int, words: int, member: int, bits: int, mask: int, to: int) -> None:
+    """``words`` words of groups made from (``to``) or split into their fields, all runs contiguous."""
+    if bits == 4:  # (E(4), the common case: straight-line code the compiler vectorizes)
+        second, lanes = fields + member, _U(mask) * _LOW_BITS
+        for k in range(words):
+            if to:
+                _put_word(grouped, k, (_get_word(fields, k) & _LOW_NIBBLES) | ((_get_word(second, k) & _LOW_NIBBLES)
+                                                                               << _U(4)))
+            else:
+                v = _get_word(grouped, k)
+                _put_word(fields, k, v & lanes)
+                _put_word(second, k, (v >> _U(4)) & lanes)
+        return
+    field_lanes, lanes = _U((1 << bits) - 1) * _LOW_BITS, _U(mask) * _LOW_BITS
+    for k in range(words):
+        if to:
+            v = _U(0)
+            for q in range(8 // bits):
+                v |= (_get_word(fields + q * member, k) & field_lanes) << _U(q * bits)
+            _put_word(grouped, k, v)
+        else:
+            v = _get_word(grouped, k)
+            for q in range(8 // bits):
+                _put_word(fields + q * member, k, (v >> _U(q * bits)) & lanes)
+
+
+@_subroutine
+def _regroup_run(grouped: int, fields: int, n: int, g_step: int, f_step: int, member: int, bits: int, mask: int,
+                 to: int) -> None:
+    """One run of ``n`` bytes of groups (:mod:`._grouped`): made from their fields (``to``) or split into them."""
+    per = 8 // bits
+    field = (1 << bits) - 1
+    words = n // 8
+    if g_step == 1 and f_step == 1:  # (runs contiguous on both sides: 8 groups a word)
+        _regroup_words(grouped, fields, words, member, bits, mask, to)
+    elif g_step == 1 and f_step == per and member == 1:  # (a group's fields follow each other)
+        if to:
+            _pack_words(grouped, fields, words, bits)
+        else:
+            _unpack_words(fields, grouped, words, bits, _U(mask) * _LOW_BITS)
+    else:
+        words = 0
+    for t in range(8 * words, n):
+        g, f = grouped + t * g_step, fields + t * f_step
+        if to:
+            value = 0
+            for q in range(per):
+                value |= (np.int64(_get(f + q * member, 0, np.uint8(0))) & field) << (q * bits)
+            _put(g, 0, np.uint8(value))
+        else:
+            value = np.int64(_get(g, 0, np.uint8(0)))
+            for q in range(per):
+                _put(f + q * member, 0, np.uint8((value >> (q * bits)) & mask))
+
+
+@_jit
+def regroup(grouped: int, fields: int, shape: Any, g_steps: Any, f_steps: Any, member: int, bits: int, mask: int,
+            to: int, part: tuple[int, int]) -> None:
+    """Bytes of groups at ``grouped`` made from (``to``) or split into the fields of elements at ``fields`` (one
+    byte each, a group's ``8 / bits`` elements ``member`` bytes apart), over the axes ``shape`` (steps in bytes on
+    each side, the last one innermost), indices [part[0], part[1]) of the first; split fields are masked by ``mask``."""
+    axes = shape.size  # (at least two: the caller adds a first axis of 1)
+    index = np.zeros(axes, np.int64)
+    index[0] = part[0]
+    inner = shape[axes - 1]
+    while index[0] < part[1]:
+        g, f = grouped, fields
+        for a in range(axes - 1):
+            g += index[a] * g_steps[a]
+            f += index[a] * f_steps[a]
+        _regroup_run(g, f, inner, g_steps[axes - 1], f_steps[axes - 1], member, bits, mask, to)
+        a = axes - 2
+        while a > 0 and index[a] + 1 == shape[a]:
+            index[a] = 0
+            a -= 1
+        index[max(a, 0)] += 1

@@ -14,7 +14,7 @@ import numpy as np
 
 from ._chunks import Slabs, slabs
 from ._compiled import _compiled_plan
-from ._convert import _read_physical, _write_physical
+from ._convert import _read_physical, _write_physical, grouped_whole
 from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
@@ -57,12 +57,15 @@ def is_mapped(array: Any) -> bool:
     return False
 
 
-def wants_slabs(geometry: _Geometry, *arrays: Any) -> bool:
-    """True when a conversion should go slab by slab: large and packed, irregular (no factor plan), or mapped."""
+def wants_slabs(geometry: _Geometry, run: Run, *arrays: Any) -> bool:
+    """True when a conversion should go slab by slab: large and packed (but E(n) fields whose groups the byte
+    kernels move whole), irregular (no factor plan), or mapped."""
     if geometry.nbytes <= CHUNK_BYTES:
         return False
-    if geometry.packed or any(is_mapped(a) for a in arrays):
+    if any(is_mapped(a) for a in arrays):
         return True
+    if geometry.packed:
+        return grouped_whole(geometry, max(a.nbytes for a in arrays), run) is None
     return _plan(geometry.dims, geometry.layout) is None
 
 

@@ -1,0 +1,229 @@
+"""E(n) fields whose bytes are a u8 layout of the elements grouped along one dim: the grouping, its compiled route
+for to_physical / from_physical, and relayouts between layouts grouped alike as relayouts of bytes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import xlashapes as xs
+import xlashapes.physical as physical
+from profiles import examples
+from test_physical import canonical_bits, random_array
+from test_physical_generic import numpy_path
+from xlashapes.physical import _convert, _dispatch, _grouped, from_physical, relayout, to_physical
+from xlashapes.physical._geometry import _geometry
+
+FAST = settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+FIELDS = {"s4": 4, "u4": 4, "s2": 2, "u2": 2}
+
+
+def padding_values(shape: xs.Shape) -> st.SearchStrategy[int]:
+    """Padding values the element type holds: negative ones too for signed types."""
+    bits = FIELDS[str(shape.element_type)]
+    return st.integers(-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if str(shape.element_type)[0] == "s" else (
+        st.integers(0, (1 << bits) - 1))
+
+
+def grouping_of(text: str) -> _grouped.Grouping | None:
+    return _grouped.grouping(_geometry(xs.parse_shape(text)))
+
+
+@contextlib.contextmanager
+def grouped_routes() -> Iterator[dict[str, int]]:
+    """Compiled kernels at any size; calls of the regroup kernel and of the relayout of bytes counted."""
+    if _dispatch.walker() is None:
+        pytest.skip("numba is not installed")
+    calls = {"regroup": 0, "pair": 0}
+    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, _convert.regroup, physical.grouped_pair
+
+    def regroup(*args: Any) -> None:
+        calls["regroup"] += 1
+        saved[2](*args)
+
+    def pair(*args: Any) -> Any:
+        found = saved[3](*args)
+        calls["pair"] += found is not None
+        return found
+
+    _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
+    _convert.regroup, physical.grouped_pair = regroup, pair
+    try:
+        yield calls
+    finally:
+        _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES = saved[0], saved[1]
+        _convert.regroup, physical.grouped_pair = saved[2], saved[3]
+
+
+# ----- which layouts group, and into which bytes ------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "axis", "grouped"), [
+    ("s4[64,100]{0,1:T(8,128)(2,1)E(4)}", 1, "u8[64,50]{0,1:T(4,128)}"),  # (2,1): pairs of rows
+    ("s4[8,64,256]{2,1,0:T(8,128)E(4)}", 2, "u8[8,64,128]{2,1,0:T(8,64)}"),  # one tile level: pairs along its minor
+    ("u4[6,8,10]{1,0,2:E(4)}", 1, "u8[6,4,10]{1,0,2}"),  # untiled: pairs along the minor dim
+    ("u2[8,16]{0,1:T(8,128)(4,1)E(2)}", 1, "u8[8,4]{0,1:T(2,128)}"),  # four fields a byte
+    ("s4[16,256]{1,0:T(8,128)(4,1)E(4)}", 0, "u8[8,256]{1,0:T(4,128)(2,1)}"),  # (4,1): pairs of pairs
+    ("u4[4096]{0:T(1024)E(4)}", 0, "u8[2048]{0:T(512)}"),  # rank 1
+])
+def test_layouts_that_group_fields_into_bytes(text: str, axis: int, grouped: str) -> None:
+    found = grouping_of(text)
+    assert found is not None
+    assert (found.axis, str(found.shape)) == (axis, grouped)
+    assert found.shape.byte_size() == xs.parse_shape(text).byte_size()
+
+
+@pytest.mark.parametrize("text", [
+    "u4[9,6]{0,1:E(4)}",  # untiled, the minor dim odd: a byte would hold the ends of two rows
+    "pred[8,16]{0,1:E(1)}",  # pred: 0/1 made first, not its bits
+    "s2[8,16]{0,1:E(4)}",  # sign-extended into a wider field
+    "s4[8,16]{0,1:T(8,127)E(4)}",  # a tile's minor side odd
+    "s4[16,256]{1,0:T(8,128)(1,2)E(4)}",  # sub-tiles that are not (p,1)
+    "s4[2,16,256]{2,1,0:T(2,8,128)(2,1)(1,1)E(4)}",  # three tile levels
+    "s4[4,16,256]{2,1,0:T(*,8,128)E(4)}",  # combined dims
+    "s8[16,256]{1,0:T(8,128)(4,1)}",  # whole bytes
+])
+def test_layouts_that_do_not_group(text: str) -> None:
+    assert grouping_of(text) is None
+
+
+def test_fields_grouped_along_a_dim_by_numpy() -> None:
+    # the NumPy reference of the grouping: the first element in the low-order bits; a last group past the end of the
+    # dim takes the padding element's field; split again, each field masked to the value bits
+    found = grouping_of("u2[6,3]{0,1:T(8,128)(4,1)E(2)}")
+    assert found is not None and found.axis == 1
+    x = np.array([[1, 2, 3]] * 6, np.uint8) | 0xF0  # (bits above the value: ignored)
+    grouped = np.empty((6, 1), np.uint8)
+    _grouped.group(x, found, np.array(2, np.uint8), grouped, np.empty(6, np.uint8))
+    assert grouped.reshape(-1).tolist() == [0b10_11_10_01] * 6
+    back = np.empty((6, 3), np.uint8)
+    _grouped.ungroup(grouped, found, 3, back)
+    assert back.tolist() == [[1, 2, 3]] * 6
+
+
+# ----- the grouping is the layout's bytes -------------------------------------------------------------------------
+@st.composite
+def grouped_shapes(draw: st.DrawFn) -> xs.Shape:
+    """An E(n) shape with a grouping: untiled, one tile level, or (p,1) sub-tiles; any order, dims odd or even."""
+    etype = draw(st.sampled_from(sorted(FIELDS)))
+    per = 8 // FIELDS[etype]
+    rank = draw(st.integers(1, 4))
+    order = draw(st.permutations(range(rank)))
+    kind = draw(st.sampled_from(["untiled", "tile", "sub-tiles"] if rank >= 2 else ["untiled", "tile"]))
+    dims = [draw(st.integers(1, 9)) for _ in range(rank)]
+    if kind == "untiled":
+        dims[order[0]] = per * draw(st.integers(1, 6))
+        tiles: list[tuple[int, ...]] = []
+    elif kind == "tile":
+        minor = per * draw(st.sampled_from([2, 4, 8, 32]))
+        tiles = [(draw(st.sampled_from([1, 2, 8])), minor) if rank >= 2 else (minor,)]
+        dims[order[0]] = draw(st.integers(1, 2 * minor + 3))
+    else:
+        p = per * draw(st.sampled_from([1, 2]))
+        tiles = [(p * draw(st.sampled_from([1, 2, 4])), draw(st.sampled_from([8, 16, 128]))), (p, 1)]
+        dims[order[1]] = draw(st.integers(1, 3 * tiles[0][0] + 1))
+    return xs.make_shape(etype, dims, minor_to_major=order, tiles=tiles, element_size_in_bits=FIELDS[etype])
+
+
+@FAST
+@given(grouped_shapes(), st.integers(0, 2**32 - 1), st.data())
+def test_grouped_bytes_are_the_layouts_bytes(shape: xs.Shape, seed: int, data: st.DataObject) -> None:
+    # the NumPy path laying out the grouped bytes as u8 gives the packed layout's bytes, padding fields included
+    pad = data.draw(padding_values(shape))
+    found = _grouped.grouping(_geometry(shape))
+    assert found is not None
+    x = random_array(str(shape.element_type), shape.dimensions, seed)
+    grouped = np.empty(found.shape.dimensions, np.uint8)
+    fields = canonical_bits(x).reshape(x.shape)
+    code = np.array(pad & ((1 << found.bits) - 1), np.uint8)
+    _grouped.group(fields, found, code, grouped, np.empty(grouped.size, np.uint8))
+    byte = int(_grouped.pad_byte(code, found))
+    expected = numpy_path(to_physical, x, shape, padding_value=pad)
+    assert np.array_equal(numpy_path(to_physical, grouped, found.shape, padding_value=byte), expected)
+
+
+@FAST
+@given(grouped_shapes(), st.integers(0, 2**32 - 1), st.sampled_from([1, 2]), st.data())
+def test_grouped_route_equals_numpy_path(shape: xs.Shape, seed: int, threads: int, data: st.DataObject) -> None:
+    # compiled at any size, the layouts the tiled and packed-transpose kernels do not take go through the regroup
+    # kernel and the byte kernels: the NumPy path's bytes and array both ways, with a padding value
+    pad = data.draw(padding_values(shape))
+    x = random_array(str(shape.element_type), shape.dimensions, seed)
+    expected = numpy_path(to_physical, x, shape, padding_value=pad)
+    with grouped_routes() as calls:
+        buffer = to_physical(x, shape, padding_value=pad, threads=threads)
+        back = from_physical(buffer, shape, threads=threads)
+    assert np.array_equal(buffer, expected)
+    assert np.array_equal(back.view(np.uint8), canonical_bits(x).reshape(x.shape))
+    if not shape.layout_or_default().tiles and shape.layout_or_default().minor_to_major != tuple(
+            range(shape.rank - 1, -1, -1)) and shape.rank > 2:
+        assert calls["regroup"] == 2  # (rank-3 and up permutations: no other compiled kernel packs them)
+
+
+@pytest.mark.parametrize("text", ["s4[64,128,64,32]{0,1,3,2:T(8,128)(2,1)E(4)}", "s4[16,48,256]{1,0,2:E(4)}",
+                                  "u4[256,32,66]{0,2,1:T(8,128)E(4)}", "u2[8,40,64]{0,2,1:T(8,128)(4,1)E(2)}"])
+@pytest.mark.parametrize("budget", [1 << 10, 1 << 30])
+def test_permuted_fields_go_through_the_regroup_kernel(monkeypatch: pytest.MonkeyPatch, text: str,
+                                                       budget: int) -> None:
+    # whole (the groups within the budget: one call each way), or in slabs of the groups (several)
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 7)
+    expected = numpy_path(to_physical, x, shape, padding_value=1)
+    monkeypatch.setattr(_convert, "GROUP_BYTES", budget)
+    with grouped_routes() as calls:
+        buffer = to_physical(x, shape, padding_value=1)
+        back = from_physical(buffer, shape)
+    assert np.array_equal(buffer, expected)
+    assert np.array_equal(back.view(np.uint8), canonical_bits(x).reshape(x.shape))
+    assert calls["regroup"] == 2 if budget > 1 << 20 else calls["regroup"] > 4
+
+
+# ----- relayouts between layouts grouped alike ----------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "target", "taken"), [
+    ("s4[8,64,256]{1,2,0:T(8,128)(2,1)E(4)}", "{2,1,0:T(8,128)E(4)}", True),
+    ("s4[64,256]{1,0:T(8,128)(2,1)E(4)}", "{0,1:E(4)}", True),
+    ("u4[32,64,128]{0,2,1:E(4)}", "{1,0,2:T(8,128)(2,1)E(4)}", True),
+    ("s4[66,256]{1,0:T(8,128)(2,1)E(4)}", "{0,1:E(4)}", True),
+    ("s4[65,256]{1,0:T(8,128)(2,1)E(4)}", "{1,0:T(8,128)(4,1)E(4)}", False),  # (a last pair half padding)
+    ("s4[64,256]{1,0:T(8,128)(2,1)E(4)}", "{0,1:T(8,128)(2,1)E(4)}", False),  # (pairs along the other dim)
+    ("u2[16,64,32]{1,0,2:E(2)}", "{1,2,0:T(8,128)E(2)}", True),
+])
+def test_relayouts_of_fields_grouped_alike_are_relayouts_of_bytes(text: str, target: str, taken: bool) -> None:
+    shape = xs.parse_shape(text)
+    other = xs.parse_shape(text[: text.index("{")] + target)
+    x = random_array(str(shape.element_type), shape.dimensions, 3)
+    buffer = numpy_path(to_physical, x, shape)
+    with grouped_routes() as calls:
+        moved = relayout(buffer, shape, other, padding_value=2)
+    assert np.array_equal(moved, numpy_path(to_physical, x, other, padding_value=2))
+    assert calls["pair"] == int(taken)
+
+
+@st.composite
+def grouped_layouts(draw: st.DrawFn, shape: xs.Shape) -> xs.Shape:
+    """``shape``'s array in another layout with a grouping (untiled, one tile level or (p,1) sub-tiles)."""
+    per = 8 // FIELDS[str(shape.element_type)]
+    order = draw(st.permutations(range(shape.rank)))
+    tiles: list[tuple[int, ...]] = draw(st.sampled_from([
+        [], [(draw(st.sampled_from([1, 2, 8])), per * 8)] if shape.rank >= 2 else [(per * 16,)],
+        [(2 * per, 16), (per, 1)] if shape.rank >= 2 else []]))
+    other = xs.make_shape(shape.element_type, shape.dimensions, minor_to_major=order, tiles=tiles,
+                          element_size_in_bits=8 // per)
+    assume(_grouped.grouping(_geometry(other)) is not None)
+    return other
+
+
+@FAST
+@given(grouped_shapes(), st.data())
+def test_relayouts_between_grouped_layouts_equal_numpy_path(shape: xs.Shape, data: st.DataObject) -> None:
+    # any two grouped layouts of one array (as bytes where they group alike): the NumPy path's bytes of the target
+    other = data.draw(grouped_layouts(shape))
+    x = random_array(str(shape.element_type), shape.dimensions, data.draw(st.integers(0, 99)))
+    buffer = numpy_path(to_physical, x, shape)
+    with grouped_routes():
+        moved = relayout(buffer, shape, other, padding_value=1)
+    assert np.array_equal(moved, numpy_path(to_physical, x, other, padding_value=1))

@@ -227,3 +227,17 @@ def test_relayouts_between_grouped_layouts_equal_numpy_path(shape: xs.Shape, dat
     with grouped_routes():
         moved = relayout(buffer, shape, other, padding_value=1)
     assert np.array_equal(moved, numpy_path(to_physical, x, other, padding_value=1))
+
+
+@pytest.mark.parametrize("text", ["s4[36,9,210]{2,1,0:T(8,128)E(4)}", "u4[36,9,210]{2,0,1:T(8,128)E(4)}",
+                                  "u2[13,300]{1,0:T(8,128)E(2)}", "s4[5,1000]{1,0:T(4,256)E(4)}"])
+def test_fields_in_tiles_cut_short_equal_numpy_path(text: str) -> None:
+    # E(n) tiles without sub-tiles, rows or columns past the array's end, through the tiled kernels (their rows
+    # copied, the padding filled after them, each tile packed): the NumPy path's bytes with a padding value
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 5)
+    with grouped_routes():
+        buffer = to_physical(x, shape, padding_value=1)
+        back = from_physical(buffer, shape)
+    assert np.array_equal(buffer, numpy_path(to_physical, x, shape, padding_value=1))
+    assert np.array_equal(back.view(np.uint8), canonical_bits(x).reshape(x.shape))

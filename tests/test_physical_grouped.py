@@ -169,7 +169,7 @@ def test_grouped_route_equals_numpy_path(shape: xs.Shape, seed: int, threads: in
 @pytest.mark.parametrize("budget", [1 << 10, 1 << 30])
 def test_permuted_fields_go_through_the_regroup_kernel(monkeypatch: pytest.MonkeyPatch, text: str,
                                                        budget: int) -> None:
-    # whole (the groups within the budget: one call each way), or in slabs of the groups (several)
+    # whole (the groups within the budget: one call each way), or a window of the byte layout at a time (several)
     shape = xs.parse_shape(text)
     x = random_array(str(shape.element_type), shape.dimensions, 7)
     expected = numpy_path(to_physical, x, shape, padding_value=1)
@@ -179,7 +179,7 @@ def test_permuted_fields_go_through_the_regroup_kernel(monkeypatch: pytest.Monke
         back = from_physical(buffer, shape)
     assert np.array_equal(buffer, expected)
     assert np.array_equal(back.view(np.uint8), canonical_bits(x).reshape(x.shape))
-    assert calls["regroup"] == 2 if budget > 1 << 20 else calls["regroup"] > 4
+    assert calls["regroup"] == 2 if budget > 1 << 20 else calls["regroup"] >= 4
 
 
 # ----- relayouts between layouts grouped alike ----------------------------------------------------------------------

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from . import _dispatch as dispatch
-from ._chunks import slabs
 from ._compiled import _compiled_read, _compiled_write
 from ._dispatch import Run
 from ._geometry import _canonicalize, _check_size, _Geometry, _geometry
@@ -19,11 +19,13 @@ from ._plan import (
     _common_boundaries,
     _fill_padding,
     _fine_transfer,
+    _outer_rows,
     _physical_view,
     _plain_chains,
     _Plan,
     _plan,
     _transfer,
+    _window,
 )
 from ._reference import _reference_elements, _reference_logical
 
@@ -99,71 +101,87 @@ def _read_physical(
 
 
 GROUP_BYTES = 64 << 20
-"""Grouped fields (:mod:`._grouped`) up to this many bytes are made whole, then laid out; more, in pieces of an
-eighth of it."""
+"""Grouped fields (:mod:`._grouped`) up to this many bytes are made whole, then laid out; more, a window of about an
+eighth of it at a time."""
 
 
-def grouped_whole(geometry: _Geometry, nbytes: int, run: Run) -> Grouping | None:
+def grouped_route(geometry: _Geometry, nbytes: int, run: Run) -> Grouping | None:
     """The grouping of E(n) fields the byte kernels move (:mod:`._grouped`), when the compiled path runs (the NumPy
-    path is the reference) and all the groups fit one piece, else None."""
+    path is the reference) and the groups are made whole or the byte layout has windows; else None."""
     found = grouping(geometry) if geometry.packed else None
     if found is None or nbytes < run.numba_bytes or dispatch.walker() is None:
         return None
-    return found if math.prod(found.shape.dimensions) <= min(GROUP_BYTES, run.limit) else None
-
-
-def _grouped_pieces(geometry: _Geometry, nbytes: int, run: Run) -> tuple[Grouping, list[tuple[Any, ...]], Run] | None:
-    """The grouping of E(n) fields the byte kernels move (as ``grouped_whole``, or in slabs of the groups), each
-    piece's (logical rows, byte layout's geometry, byte range in the buffer), and the pieces' settings."""
-    found = grouping(geometry) if geometry.packed else None
-    if found is None or nbytes < run.numba_bytes or dispatch.walker() is None:
-        return None
-    if grouped_whole(geometry, nbytes, run) is not None:  # (long runs on both sides, one call of the byte kernels)
-        whole = _geometry(found.shape)
-        return found, [((), whole, 0, whole.nbytes)], replace(run, numba_bytes=0)
-    cut = slabs(found.shape, 8)
-    if cut is None:
-        return None
-    pieces = []
-    for first, last in cut.chunks(GROUP_BYTES // 8):
-        low, high = cut.rows(first, last)
-        if cut.axis == found.axis:
-            low, high = found.rows(low, high, geometry.dims[found.axis])
-        rows = (slice(None),) * cut.axis + (slice(low, high),)
-        pieces.append((rows, _geometry(cut.piece(first, last)), *cut.byte_range(first, last)))
-    streamed = 0 if geometry.nbytes >= run.stream_bytes else run.stream_bytes
-    return found, pieces, replace(run, numba_bytes=0, stream_bytes=streamed)
+    whole = math.prod(found.shape.dimensions) <= GROUP_BYTES
+    return found if whole or _plan(found.shape.dimensions, found.shape.layout_or_default()) is not None else None
 
 
 def _write_grouped(
     x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], run: Run
 ) -> bool:
-    """Lay E(n) fields out as the bytes of their groups, a piece at a time; False when that does not apply."""
-    chosen = _grouped_pieces(geometry, max(x.nbytes, buffer.nbytes), run)
-    if chosen is None:
+    """Lay E(n) fields out as the bytes of their groups: whole, or a window at a time; False when that does not
+    apply."""
+    found = grouped_route(geometry, max(x.nbytes, buffer.nbytes), run)
+    if found is None:
         return False
-    found, pieces, inner = chosen
     byte = pad_byte(pad, found)
-    room = np.empty(max(math.prod(piece.dims) for _, piece, _, _ in pieces), np.uint8)
-    for rows, piece, start, end in pieces:
-        grouped = room[: math.prod(piece.dims)].reshape(piece.dims)
-        regroup(grouped, x[rows], found, pad, geometry.value_mask, True)
-        _write_physical(grouped, piece, byte, buffer[start:end], inner)
+    if math.prod(found.shape.dimensions) <= GROUP_BYTES:
+        grouped = np.empty(found.shape.dimensions, np.uint8)
+        regroup(grouped, x, found, pad, geometry.value_mask, True)
+        _write_physical(grouped, _geometry(found.shape), byte, buffer, replace(run, numba_bytes=0))
+        return True
+    plan = _plan(found.shape.dimensions, found.shape.layout_or_default())
+    assert plan is not None  # (grouped_route)
+    view = _physical_view(buffer[: geometry.nbytes], plan)
+    _fill_padding(view, plan, byte)
+    for part, grouped, window, chains, extents in _grouped_windows(x, found, plan, view):
+        regroup(grouped, part, found, pad, geometry.value_mask, True)
+        _transfer(window, chains, grouped.reshape(grouped.shape + (1,) * plan.phantoms), _plain_chains(extents),
+                  extents, replace(run, numba_bytes=0))
     return True
 
 
 def _read_grouped(data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], run: Run) -> bool:
-    """Fill ``result`` from the bytes of E(n) fields' groups, a piece at a time; False when that does not apply."""
-    chosen = _grouped_pieces(geometry, max(data.nbytes, result.nbytes), run)
-    if chosen is None:
+    """Fill ``result`` from the bytes of E(n) fields' groups: whole, or a window at a time; False when that does not
+    apply."""
+    found = grouped_route(geometry, max(data.nbytes, result.nbytes), run)
+    if found is None:
         return False
-    found, pieces, inner = chosen
-    room = np.empty(max(math.prod(piece.dims) for _, piece, _, _ in pieces), np.uint8)
-    for rows, piece, start, end in pieces:
-        grouped = room[: math.prod(piece.dims)].reshape(piece.dims)
-        _read_physical(data[start:end], piece, grouped, inner)
-        regroup(grouped, result[rows], found, pad_byte(grouped, found), geometry.value_mask, False)
+    none = np.zeros((), np.uint8)
+    if math.prod(found.shape.dimensions) <= GROUP_BYTES:
+        grouped = np.empty(found.shape.dimensions, np.uint8)
+        _read_physical(data, _geometry(found.shape), grouped, replace(run, numba_bytes=0))
+        regroup(grouped, result, found, none, geometry.value_mask, False)
+        return True
+    plan = _plan(found.shape.dimensions, found.shape.layout_or_default())
+    assert plan is not None  # (grouped_route)
+    view = _physical_view(data[: geometry.nbytes], plan)
+    for part, grouped, window, chains, extents in _grouped_windows(result, found, plan, view):
+        _transfer(grouped.reshape(grouped.shape + (1,) * plan.phantoms), _plain_chains(extents), window, chains,
+                  extents, replace(run, numba_bytes=0, stream_bytes=1 << 62))
+        regroup(grouped, part, found, none, geometry.value_mask, False)
     return True
+
+
+_Window = tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any], tuple[tuple[int, ...], ...],
+                tuple[int, ...]]
+
+
+def _grouped_windows(
+    logical: np.ndarray[Any, Any], found: Grouping, plan: _Plan, view: np.ndarray[Any, Any]
+) -> Iterator[_Window]:
+    """For each chunk of about ``GROUP_BYTES / 8`` of the groups' first dim: the logical array's rows it holds, one
+    buffer for its groups (the same for all chunks), and the window of the byte layout's factor view ``view`` holding
+    them, with its chains and extents."""
+    dims = found.shape.dimensions
+    grid = _outer_rows(plan, 0)
+    row = math.prod(dims[1:])
+    rows = max(grid, GROUP_BYTES // 8 // max(1, row) // grid * grid)
+    room = np.empty(row * min(rows, dims[0]), np.uint8)
+    for low in range(0, dims[0], rows):
+        high = min(dims[0], low + rows)
+        first, last = found.rows(low, high, logical.shape[0]) if found.axis == 0 else (low, high)
+        window, chains, extents = _window(view, plan, 0, low, high)
+        yield logical[first:last], room[: (high - low) * row].reshape(high - low, *dims[1:]), window, chains, extents
 
 
 def _relayout_direct(

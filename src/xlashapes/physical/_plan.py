@@ -292,3 +292,22 @@ def _transfer_boxes(
     src_split = _split_view(src, src_chains, bounds, extents)
     boxes = [_range_boxes(0, n, _refined_sizes(b, n)) for b, n in zip(bounds, extents)]
     return [(dst_split[where], src_split[where]) for where in map(_box_slices, product(*boxes))]
+
+
+def _window(
+    view: np.ndarray[Any, Any], plan: _Plan, axis: int, low: int, high: int,
+) -> tuple[np.ndarray[Any, Any], tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """The window of the factor view ``view`` of ``plan`` holding rows [low, high) of ``axis`` (``low`` a multiple of
+    :func:`_outer_rows`), with its chains and extents (for :func:`._plan._transfer`)."""
+    chain = plan.chains[axis]
+    top = _outer_rows(plan, axis)
+    outer = (low // top, -(-high // top))
+    start = sum(len(c) for c in plan.chains[:axis])  # the factor view's axis of that outer factor
+    window = view[(slice(None),) * start + (slice(*outer),)]
+    chains = (*plan.chains[:axis], (outer[1] - outer[0], *chain[1:]), *plan.chains[axis + 1 :])
+    return window, chains, (*plan.extents[:axis], high - low, *plan.extents[axis + 1 :])
+
+
+def _outer_rows(plan: _Plan, axis: int) -> int:
+    """Rows of the outer factor of ``axis`` in ``plan``: windows start on its multiples."""
+    return math.prod(plan.chains[axis][1:])

@@ -14,11 +14,11 @@ import numpy as np
 
 from ._chunks import Slabs, slabs
 from ._compiled import _compiled_plan
-from ._convert import _read_physical, _write_physical, grouped_whole
+from ._convert import _read_physical, _write_physical, grouped_route
 from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
-from ._plan import _fill_padding, _physical_view, _plain_chains, _Plan, _plan, _transfer
+from ._plan import _fill_padding, _outer_rows, _physical_view, _plain_chains, _plan, _transfer, _window
 
 CHUNK_BYTES = 8 << 20
 """Bytes of one slab chunk (of the physical buffer): what a conversion holds in temporaries at a time."""
@@ -59,13 +59,13 @@ def is_mapped(array: Any) -> bool:
 
 def wants_slabs(geometry: _Geometry, run: Run, *arrays: Any) -> bool:
     """True when a conversion should go slab by slab: large and packed (but E(n) fields whose groups the byte
-    kernels move whole), irregular (no factor plan), or mapped."""
+    kernels move, whole or in windows), irregular (no factor plan), or mapped."""
     if geometry.nbytes <= CHUNK_BYTES:
         return False
     if any(is_mapped(a) for a in arrays):
         return True
     if geometry.packed:
-        return grouped_whole(geometry, max(a.nbytes for a in arrays), run) is None
+        return grouped_route(geometry, max(a.nbytes for a in arrays), run) is None
     return _plan(geometry.dims, geometry.layout) is None
 
 
@@ -132,25 +132,6 @@ def _as_whole(run: Run, nbytes: int, stream: bool = True) -> Run:
     streamed = stream and nbytes >= run.stream_bytes
     return replace(run, numba_bytes=0 if nbytes >= run.numba_bytes else run.numba_bytes,
                    stream_bytes=0 if streamed else run.stream_bytes)
-
-
-def _window(
-    view: np.ndarray[Any, Any], plan: _Plan, axis: int, low: int, high: int,
-) -> tuple[np.ndarray[Any, Any], tuple[tuple[int, ...], ...], tuple[int, ...]]:
-    """The window of the factor view ``view`` of ``plan`` holding rows [low, high) of ``axis`` (``low`` a multiple of
-    :func:`_outer_rows`), with its chains and extents (for :func:`._plan._transfer`)."""
-    chain = plan.chains[axis]
-    top = _outer_rows(plan, axis)
-    outer = (low // top, -(-high // top))
-    start = sum(len(c) for c in plan.chains[:axis])  # the factor view's axis of that outer factor
-    window = view[(slice(None),) * start + (slice(*outer),)]
-    chains = (*plan.chains[:axis], (outer[1] - outer[0], *chain[1:]), *plan.chains[axis + 1 :])
-    return window, chains, (*plan.extents[:axis], high - low, *plan.extents[axis + 1 :])
-
-
-def _outer_rows(plan: _Plan, axis: int) -> int:
-    """Rows of the outer factor of ``axis`` in ``plan``: windows start on its multiples."""
-    return math.prod(plan.chains[axis][1:])
 
 
 def _write_rows(logical: np.ndarray[Any, Any], cut: Slabs, low: int, high: int, pad: np.ndarray[Any, Any],

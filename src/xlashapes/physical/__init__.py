@@ -21,7 +21,8 @@ inside a dim, or merge ``*`` dims off a factor boundary, use the plain level-by-
 the tests compare every other path against.
 
 The modules: ``_geometry`` (checked inputs, outputs and the facts about a shape), ``_plan`` (factor views),
-``_copy`` (the copy engine: NumPy, or the generic compiled kernel), ``_packing`` (sub-byte fields),
+``_copy`` (the copy engine: NumPy, or the generic compiled kernel), ``_packing`` (sub-byte fields), ``_grouped``
+(E(n) layouts that are byte layouts of grouped elements),
 ``_convert`` (the two directions and relayout), ``_chunks`` / ``_slabbed`` (work one slab of the most major dim
 at a time), ``_blocks`` (relayouts moving 2 x 2 blocks whole, or squares of lines), ``files`` (``.npy`` files through
 a layout, larger than memory), ``_dispatch`` (when compiled code runs: thresholds, threads, the kernel cache),
@@ -67,6 +68,17 @@ emits each kernel's code once: :func:`._intrinsics._subroutine`) and is cached w
 and the numba version), and a new process runs that through llvmlite alone, without importing numba (``_aot``;
 ``XLASHAPES_NO_AOT=1`` turns it off). ``XLASHAPES_NO_NUMBA=1`` forces the NumPy path, which stays the reference: every
 compiled path gives its bytes exactly (the tests compare them).
+
+**Packed fields as bytes.** When the elements sharing each byte of an E(n) layout are always neighbours along one
+logical dim (untiled: the minor dim; one tile level: its minor side; ``(p,1)`` sub-tiles: their rows), its bytes are
+exactly those of a ``u8`` layout of the array whose groups along that dim were made into bytes first
+(``s4[64,128]{0,1:T(8,128)(2,1)E(4)}`` holds the bytes of ``u8[32,128]{0,1:T(4,128)}``; ``_grouped``). The layouts no
+tiled or packed-transpose kernel takes (permuted rank 3 and up, tiles in other orders) go that way on the compiled path:
+the ``regroup`` kernel makes or splits the bytes of the groups (whole up to 64 MiB of them, else a chunk of the first
+dim at a time moved into the window of the byte layout that holds it), and the byte kernels move them
+(``s4[512,256,512]{1,0,2:T(8,128)(2,1)E(4)}`` 'to' 6.4 -> 2.4x the copy of the logical array; they were unpacked,
+moved and packed again). A relayout between two layouts that group the same neighbours (the grouped dim a multiple of
+the group, so that no byte holds padding fields) is a relayout of bytes (4.45 -> 1.87x).
 
 **Relayout.** From or to the plain row-major layout, a relayout is :func:`to_physical` or :func:`from_physical` on the
 buffer viewed as the logical array (their own kernels). Between two other layouts it is one copy between their factor

@@ -110,7 +110,7 @@ def group(part: np.ndarray[Any, Any], grouping: Grouping, pad: np.ndarray[Any, A
 
     >>> from ._geometry import _geometry
     >>> from ..text import parse_shape
-    >>> g = grouping(_geometry(parse_shape("u4[3,4]{0,1:E(4)}")))
+    >>> g = grouping(_geometry(parse_shape("u4[3,4]{1,0:E(4)}")))
     >>> x = np.arange(12, dtype=np.uint8).reshape(3, 4)
     >>> y = np.empty((3, 2), np.uint8)
     >>> group(x, g, np.zeros((), np.uint8), y, np.empty(6, np.uint8))
@@ -141,7 +141,7 @@ def ungroup(data: np.ndarray[Any, Any], grouping: Grouping, value: int, out: np.
 
     >>> from ._geometry import _geometry
     >>> from ..text import parse_shape
-    >>> g = grouping(_geometry(parse_shape("u4[3,4]{0,1:E(4)}")))
+    >>> g = grouping(_geometry(parse_shape("u4[3,4]{1,0:E(4)}")))
     >>> x = np.empty((3, 4), np.uint8)
     >>> ungroup(np.array([[0x10, 0x32], [0x54, 0x76], [0x98, 0xba]], np.uint8), g, 15, x)
     >>> x.reshape(-1).tolist()

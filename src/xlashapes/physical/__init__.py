@@ -216,7 +216,7 @@ def to_physical(
     run = run_settings(limit, THREADS if threads is None else threads, max(x.nbytes, geometry.nbytes))
 
     def write() -> None:
-        if not (wants_slabs(geometry, run, x, buffer) and write_in_slabs(x, geometry, pad, buffer, run)):
+        if not (wants_slabs(geometry, run, True, x, buffer) and write_in_slabs(x, geometry, pad, buffer, run)):
             _write_physical(x, geometry, pad, buffer, run)
 
     with_fallback(write)
@@ -255,7 +255,7 @@ def from_physical(
     storage = result.view(geometry.storage)
 
     def read() -> None:
-        if not (wants_slabs(geometry, run, data, result) and read_in_slabs(data, geometry, storage, run)):
+        if not (wants_slabs(geometry, run, False, data, result) and read_in_slabs(data, geometry, storage, run)):
             _read_physical(data, geometry, storage, run)
 
     with_fallback(read)
@@ -308,12 +308,12 @@ def relayout(
     def copy() -> None:
         if _plain(src):  # the source bytes are the logical array: to_physical's kernels
             x = data[: src.nbytes].view(src.storage).reshape(src.dims)
-            if not (wants_slabs(dst, run, x, result) and write_in_slabs(x, dst, pad, result, run)):
+            if not (wants_slabs(dst, run, True, x, result) and write_in_slabs(x, dst, pad, result, run)):
                 _write_physical(x, dst, pad, result, run)
             return
         if _plain(dst):  # the target bytes are: from_physical's
             storage = result[: dst.nbytes].view(dst.storage).reshape(dst.dims)
-            if not (wants_slabs(src, run, data, result) and read_in_slabs(data, src, storage, run)):
+            if not (wants_slabs(src, run, False, data, result) and read_in_slabs(data, src, storage, run)):
                 _read_physical(data, src, storage, run)
             return
         grouped = grouped_pair(src, dst)

@@ -57,15 +57,15 @@ def is_mapped(array: Any) -> bool:
     return False
 
 
-def wants_slabs(geometry: _Geometry, run: Run, *arrays: Any) -> bool:
-    """True when a conversion should go slab by slab: large and packed (but E(n) fields whose groups the byte
-    kernels move, whole or in windows), irregular (no factor plan), or mapped."""
+def wants_slabs(geometry: _Geometry, run: Run, to: bool, *arrays: Any) -> bool:
+    """True when a conversion (``to`` the bytes, or from them) should go slab by slab: large and packed (but E(n)
+    fields whose groups the byte kernels move, whole or in windows), irregular (no factor plan), or mapped."""
     if geometry.nbytes <= CHUNK_BYTES:
         return False
     if any(is_mapped(a) for a in arrays):
         return True
     if geometry.packed:
-        return grouped_route(geometry, max(a.nbytes for a in arrays), run) is None
+        return grouped_route(geometry, max(a.nbytes for a in arrays), run, to) is None
     return _plan(geometry.dims, geometry.layout) is None
 
 

@@ -247,6 +247,8 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
              "f32[2,203,100]{0,1,2}",  # (25 groups of 8 blocks, written 8 lines of each row at a time, and 3 more)
              "bf16[256,520]{0,1:T(8,128)(2,1)}", "s8[200,512]{0,1:T(8,128)(4,1)}", "f32[200,300]{0,1:T(4,128)}",
              "f32[130,300]{0,1:T(2,128)}",
+             # ... of bytes: squares of 64 x 64 bytes from 16 or 32 blocks of source rows (some left over)
+             "u8[300,256]{0,1:T(4,128)}", "u8[200,300]{0,1:T(2,128)}",
              # blocks of 8 or 16 rows continuing each other in the source: squares across 2 to 8 of them
              "u8[300,300]{0,1:T(8,128)}", "u8[200,300]{0,1:T(16,128)}", "u8[16,64,200]{0,1,2}",
              "bf16[16,64,100]{0,1,2}",
@@ -279,7 +281,8 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
 
 @pytest.mark.parametrize("text", ["bf16[4,96,200]{0,1,2}", "bf16[4,300,200]{0,1,2}", "f32[2,64,300]{0,1,2}",
                                   "bf16[256,520]{0,1:T(8,128)(2,1)}", "f32[200,300]{0,1:T(4,128)}",
-                                  "f32[130,300]{0,1:T(2,128)}"])
+                                  "f32[130,300]{0,1:T(2,128)}", "u8[300,256]{0,1:T(4,128)}",
+                                  "u8[200,300]{0,1:T(2,128)}"])
 @pytest.mark.parametrize("offset", [16, 4])
 def test_rows_of_two_or_four_off_the_line_grid(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
                                                 text: str, offset: int) -> None:

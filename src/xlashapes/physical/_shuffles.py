@@ -239,17 +239,24 @@ def _short_transposer(short: int, groups: int, flagged: bool = False, bytes_only
     return transpose
 
 
-def _byte_square(builder: Any, args: Any, grouped: bool) -> None:
+def _byte_square(builder: Any, args: Any, grouped: bool, rows: int = 0) -> None:
     """A square of one line a side of bytes (64 x 64) transposed in registers (steps in bytes): pairs of source rows
     interleaved into rows of 2-byte words, whose two 32 x 32 squares are then transposed as words; each destination
-    row (:func:`_square_row`) is one line (streamed with the ``stream`` argument, the last but one)."""
+    row (:func:`_square_row`) is one line (streamed with the ``stream`` argument, the last but one). Source row ``k``
+    is ``k * s_step`` on, or with ``rows``, ``(k // rows) * g_step + (k % rows) * s_step`` (arguments dst, d_step,
+    src, g_step, s_step, ...: :func:`_line_square_transposer`)."""
     byte, word = ir.IntType(8), ir.IntType(16)
     half, words = ir.VectorType(byte, LINE // 2), ir.VectorType(word, LINE // 2)
     order = _mask([v for u in range(LINE // 2) for v in (u, LINE // 2 + u)])
+
+    def row(start: Any, k: int) -> Any:
+        if not rows:
+            return _offset(builder, start, args[3], k, 1)
+        return _offset(builder, _offset(builder, start, args[3], k // rows, 1), args[4], k % rows, 1)
+
     for h in range(2):  # destination rows 32h .. 32h + 31: the source rows' half lines h
         start = builder.add(args[2], ir.Constant(_I64, h * LINE // 2))
-        loaded = [builder.load(_at(builder, _offset(builder, start, args[3], k, 1), half), align=1)
-                  for k in range(LINE)]
+        loaded = [builder.load(_at(builder, row(start, k), half), align=1) for k in range(LINE)]
         joined = [builder.bitcast(builder.shuffle_vector(loaded[k], loaded[k + 1], order), words)
                   for k in range(0, LINE, 2)]
         pairs = [(column, _square_row(builder, args, h * LINE // 2 + u, grouped, 1, words))
@@ -271,7 +278,7 @@ def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: An
 
 
 def _line_square_transposer(rows: int) -> Any:
-    """An intrinsic: a square of one line a side (``LINE / width`` elements, 2-, 4- and 8-byte words) transposed in
+    """An intrinsic: a square of one line a side (``LINE / width`` elements, any word width) transposed in
     registers, whose source rows come in groups of ``rows``: row ``k`` at ``src + (k // rows) * g_step`` bytes ``+
     (k % rows) * s_step`` elements (blocks of ``rows`` rows side by side in the destination, as many as fill a
     line); each destination row (``d_step`` elements apart) is one line, streamed when ``stream`` (on the line grid)
@@ -283,8 +290,11 @@ def _line_square_transposer(rows: int) -> Any:
         def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
             element, width = _element(context, signature.args[6])
             n = LINE // width
-            if width == 1 or n % rows:
-                return context.get_dummy_value()  # (never called for bytes: no code)
+            if n % rows:
+                return context.get_dummy_value()
+            if width == 1:  # (bytes: 64 x 64, as 2-byte words of row pairs)
+                _byte_square(builder, args, False, rows)
+                return context.get_dummy_value()
             vector = ir.VectorType(element, n)
             loaded = []
             for k in range(n):

@@ -12,7 +12,6 @@ from ._intrinsics import (
     _copy,
     _grouped_side,
     _prefetch_rows,
-    _side,
     _subroutine,
     _width,
 )
@@ -52,8 +51,8 @@ def _quarter_block(
         group = LINE // (small * width)
         grouped = count - count % group
         full_u = big - big % small
-        side = _side(pad)
-        squares = big - big % side if width > 1 and side * width == LINE else 0  # whole lines of source rows
+        side = LINE // width  # (whole lines of source rows: 64 bytes, or 32 2-byte words ...)
+        squares = big - big % side
         lines = STAGED_LINES if stream and not lined else WIDE_LINES
         staged = stream and not lined and side * (lines + 1) * LINE <= room
         for f0 in range(0, grouped, lines * group):  # a run of lines of each destination row at a time

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import _dispatch as dispatch
-from ._compiled import _compiled_read, _compiled_write
+from ._compiled import _compiled_plan, _compiled_read, _compiled_write
 from ._dispatch import Run
 from ._geometry import _canonicalize, _check_size, _Geometry, _geometry
 from ._grouped import Grouping, grouping, pad_byte, regroup
@@ -117,6 +117,8 @@ def grouped_route(geometry: _Geometry, nbytes: int, run: Run, to: bool) -> Group
     found = grouping(geometry) if geometry.packed else None
     if found is None or nbytes < run.numba_bytes or dispatch.walker() is None:
         return None
+    if _compiled_plan(geometry.dims, geometry.layout) is not None:
+        return None  # (the tiled kernels pack and unpack them tile by tile, in slabs)
     if not to and len(geometry.layout.tiles) == 2 and found.axis == len(geometry.dims) - 1:
         return None
     whole = math.prod(found.shape.dimensions) <= GROUP_BYTES

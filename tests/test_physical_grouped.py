@@ -37,11 +37,13 @@ def grouping_of(text: str) -> _grouped.Grouping | None:
 
 @contextlib.contextmanager
 def grouped_routes() -> Iterator[dict[str, int]]:
-    """Compiled kernels at any size; calls of the regroup kernel and of the relayout of bytes counted."""
+    """Compiled kernels at any size (split over the threads asked for at any size too); calls of the regroup kernel
+    and of the relayout of bytes counted."""
     if _dispatch.walker() is None:
         pytest.skip("numba is not installed")
     calls = {"regroup": 0, "pair": 0}
-    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, _convert.regroup, physical.grouped_pair
+    saved = _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, _convert.regroup, physical.grouped_pair, (
+        _dispatch.THREAD_BYTES)
 
     def regroup(*args: Any) -> None:
         calls["regroup"] += 1
@@ -52,12 +54,12 @@ def grouped_routes() -> Iterator[dict[str, int]]:
         calls["pair"] += found is not None
         return found
 
-    _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0
+    _dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = _dispatch.THREAD_BYTES = 0
     _convert.regroup, physical.grouped_pair = regroup, pair
     try:
         yield calls
     finally:
-        _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES = saved[0], saved[1]
+        _dispatch.NUMBA_BYTES, _dispatch.FIRST_NUMBA_BYTES, _dispatch.THREAD_BYTES = saved[0], saved[1], saved[4]
         _convert.regroup, physical.grouped_pair = saved[2], saved[3]
 
 

@@ -136,7 +136,7 @@ def _write_grouped(
     byte = pad_byte(pad, found)
     if math.prod(found.shape.dimensions) <= GROUP_BYTES:
         grouped = np.empty(found.shape.dimensions, np.uint8)
-        regroup(grouped, x, found, pad, geometry.value_mask, True)
+        regroup(grouped, x, found, pad, geometry.value_mask, True, run)
         _write_physical(grouped, _geometry(found.shape), byte, buffer, replace(run, numba_bytes=0))
         return True
     plan = _plan(found.shape.dimensions, found.shape.layout_or_default())
@@ -144,7 +144,7 @@ def _write_grouped(
     view = _physical_view(buffer[: geometry.nbytes], plan)
     _fill_padding(view, plan, byte)
     for part, grouped, window, chains, extents in _grouped_windows(x, found, plan, view):
-        regroup(grouped, part, found, pad, geometry.value_mask, True)
+        regroup(grouped, part, found, pad, geometry.value_mask, True, run)
         _transfer(window, chains, grouped.reshape(grouped.shape + (1,) * plan.phantoms), _plain_chains(extents),
                   extents, replace(run, numba_bytes=0))
     return True
@@ -160,7 +160,7 @@ def _read_grouped(data: np.ndarray[Any, Any], geometry: _Geometry, result: np.nd
     if math.prod(found.shape.dimensions) <= GROUP_BYTES:
         grouped = np.empty(found.shape.dimensions, np.uint8)
         _read_physical(data, _geometry(found.shape), grouped, replace(run, numba_bytes=0))
-        regroup(grouped, result, found, none, geometry.value_mask, False)
+        regroup(grouped, result, found, none, geometry.value_mask, False, run)
         return True
     plan = _plan(found.shape.dimensions, found.shape.layout_or_default())
     assert plan is not None  # (grouped_route)
@@ -168,7 +168,7 @@ def _read_grouped(data: np.ndarray[Any, Any], geometry: _Geometry, result: np.nd
     for part, grouped, window, chains, extents in _grouped_windows(result, found, plan, view):
         _transfer(grouped.reshape(grouped.shape + (1,) * plan.phantoms), _plain_chains(extents), window, chains,
                   extents, replace(run, numba_bytes=0, stream_bytes=1 << 62))
-        regroup(grouped, part, found, none, geometry.value_mask, False)
+        regroup(grouped, part, found, none, geometry.value_mask, False, run)
     return True
 
 

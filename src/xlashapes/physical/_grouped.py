@@ -20,7 +20,7 @@ from ..layout import Layout
 from ..shape import Shape, make_shape
 from . import _dispatch as dispatch
 from ._copy import _merged_axes
-from ._dispatch import address
+from ._dispatch import Run, address
 from ._geometry import _Geometry
 
 
@@ -157,8 +157,9 @@ def ungroup(data: np.ndarray[Any, Any], grouping: Grouping, value: int, out: np.
 
 
 def regroup(grouped: np.ndarray[Any, Any], fields: np.ndarray[Any, Any], grouping: Grouping, pad: np.ndarray[Any, Any],
-            value: int, to: bool) -> None:
-    """``group`` (``to``) or ``ungroup`` with the compiled kernel, the last group past the dim's end by NumPy.
+            value: int, to: bool, run: Run) -> None:
+    """``group`` (``to``) or ``ungroup`` with the compiled kernel (split over ``run``'s threads), the last group past
+    the dim's end by NumPy.
 
     ``grouped`` has ``fields``' dims with the grouped one in bytes; either may be strided.
     """
@@ -169,10 +170,15 @@ def regroup(grouped: np.ndarray[Any, Any], fields: np.ndarray[Any, Any], groupin
         bytes_of_groups = grouped[_along(axis, slice(0, full))]
         first = fields[_along(axis, slice(0, full * per, per))]  # (each group's first element)
         merged = _merged_axes(bytes_of_groups.shape, bytes_of_groups.strides, first.strides) or [(1, 1, 1)]
-        axes = [(1, 0, 0), *merged]  # (the kernel loops over all axes but the last: at least one)
+        axes = merged if len(merged) > 1 else [(1, 0, 0), *merged]  # (the kernel loops over all axes but the last)
         shape, g_steps, f_steps = (np.array(column, np.int64) for column in zip(*axes))
-        dispatch.kernels().regroup(address(bytes_of_groups), address(first), shape, g_steps, f_steps,
-                                   fields.strides[axis], grouping.bits, value, int(to), (0, 1))
+        kernel = dispatch.kernels().regroup
+
+        def groups(part: tuple[int, int]) -> None:
+            kernel(address(bytes_of_groups), address(first), shape, g_steps, f_steps, fields.strides[axis],
+                   grouping.bits, value, int(to), part)
+
+        dispatch.run_parts(groups, dispatch.parts(int(shape[0]), bytes_of_groups.size, run))
     if size % per:
         last = _along(axis, slice(full, full + 1))
         if to:

@@ -121,8 +121,13 @@ def grouped_route(geometry: _Geometry, nbytes: int, run: Run, to: bool) -> Group
         return None  # (the tiled kernels pack and unpack them tile by tile, in slabs)
     if not to and len(geometry.layout.tiles) == 2 and found.axis == len(geometry.dims) - 1:
         return None
-    whole = math.prod(found.shape.dimensions) <= GROUP_BYTES
+    whole = _grouped_whole(found, run)
     return found if whole or _plan(found.shape.dimensions, found.shape.layout_or_default()) is not None else None
+
+
+def _grouped_whole(found: Grouping, run: Run) -> bool:
+    """True when the bytes of the groups are made whole (within ``GROUP_BYTES`` and the memory limit)."""
+    return math.prod(found.shape.dimensions) <= min(GROUP_BYTES, run.limit)
 
 
 def _write_grouped(
@@ -134,7 +139,7 @@ def _write_grouped(
     if found is None:
         return False
     byte = pad_byte(pad, found)
-    if math.prod(found.shape.dimensions) <= GROUP_BYTES:
+    if _grouped_whole(found, run):
         grouped = np.empty(found.shape.dimensions, np.uint8)
         regroup(grouped, x, found, pad, geometry.value_mask, True, run)
         _write_physical(grouped, _geometry(found.shape), byte, buffer, replace(run, numba_bytes=0))
@@ -157,7 +162,7 @@ def _read_grouped(data: np.ndarray[Any, Any], geometry: _Geometry, result: np.nd
     if found is None:
         return False
     none = np.zeros((), np.uint8)
-    if math.prod(found.shape.dimensions) <= GROUP_BYTES:
+    if _grouped_whole(found, run):
         grouped = np.empty(found.shape.dimensions, np.uint8)
         _read_physical(data, _geometry(found.shape), grouped, replace(run, numba_bytes=0))
         regroup(grouped, result, found, none, geometry.value_mask, False, run)
@@ -167,7 +172,7 @@ def _read_grouped(data: np.ndarray[Any, Any], geometry: _Geometry, result: np.nd
     view = _physical_view(data[: geometry.nbytes], plan)
     for part, grouped, window, chains, extents in _grouped_windows(result, found, plan, view):
         _transfer(grouped.reshape(grouped.shape + (1,) * plan.phantoms), _plain_chains(extents), window, chains,
-                  extents, replace(run, numba_bytes=0, stream_bytes=1 << 62))
+                  extents, replace(run, numba_bytes=0, stream_bytes=1 << 62))  # (read again at once: not streamed)
         regroup(grouped, part, found, none, geometry.value_mask, False, run)
     return True
 

@@ -5,7 +5,9 @@ always two neighbours along one logical dim (the minor dim of an untiled layout,
 level, or the row dim of ``(2,1)`` sub-tiles), the bytes are exactly those of a ``u8`` layout of the array whose
 pairs along that dim were made into bytes first (``s4[64,128]{0,1:T(8,128)(2,1)E(4)}`` holds the bytes of
 ``u8[32,128]{0,1:T(4,128)}``). The same holds for E(2) with four elements and E(1) with eight. A conversion is then
-one of bytes, by the byte kernels, and the grouping is a pass over the array in pieces that stay in the cache.
+one of bytes, by the byte kernels, and one pass of the ``regroup`` kernel that makes the bytes (or splits them); a
+relayout between two layouts grouping the same neighbours is a relayout of bytes. ``group`` and ``ungroup`` are the
+NumPy reference of that kernel (the tests compare them, and they do the last group of a dim cut short).
 """
 
 from __future__ import annotations

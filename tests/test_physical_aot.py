@@ -30,7 +30,8 @@ EXPECTED = {("walk_squares", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
     (name, w) for name in ("tiled_to_physical", "tiled_from_physical") for w in ("|u1", "<u2")} | {
     (f"tiled_{way}_{kind}", "|u1") for way in ("to", "from") for kind in ("canonical", "packed")} | {
     ("pack", "i"), ("unpack", "i"), ("transpose_nibbles", "i"), ("swap_fields", "i")} | {
-    ("turn_lines", w) for w in ("|u1", "<u2")} | {("walk_turns", w) for w in ("|u1", "<u2")} | {("regroup", "i")}
+    ("turn_lines", w) for w in ("|u1", "<u2")} | {("walk_turns", w) for w in ("|u1", "<u2")} | {("regroup", "i")} | {
+    ("tile_squares", w) for w in ("|u1", "<u2")}
 
 
 def run_worker(cache: Path, numba: bool = True, processes: int = 1) -> dict[str, Any]:

@@ -477,6 +477,7 @@ def test_fine_grained_relayouts_go_through_the_logical_array(compiled_everywhere
     monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 1 << 14)
     monkeypatch.setattr(physical, "_turned_blocks", lambda *args: None)  # (whole 2 x 2 blocks: tested below)
     monkeypatch.setattr(physical, "_turned_lines", lambda *args: None)  # (squares of lines: tested below)
+    monkeypatch.setattr(_copy, "tiled_squares", lambda *args: None)  # (squares of tiles' rows: tested below)
     if route != "windows":
         monkeypatch.setattr(physical, "relayout_in_windows", lambda *args: False)
         monkeypatch.setattr(physical, "relayout_from_windows", lambda *args: False)
@@ -1286,3 +1287,61 @@ def test_2d_transposes_with_sides_of_64_words_and_up_are_staged(compiled_everywh
         assert same_bits(from_physical(buffer, shape), x), text
         assert sum(staged.values()) == expect, text
         staged.clear()
+
+
+TILED_SQUARES = [
+    ("bf16[256,512]{0,1:T(8,128)}", "{1,0:T(8,128)}", True),
+    ("u16[256,512]{0,1:T(4,64)}", "{1,0:T(4,64)}", True),
+    ("u16[256,512]{1,0:T(2,64)}", "{0,1:T(2,64)}", True),
+    ("f32[256,256]{0,1:T(2,128)}", "{1,0:T(2,128)}", True),
+    ("u8[256,512]{0,1:T(4,128)}", "{1,0:T(4,128)}", True),
+    ("u8[256,512]{0,1:T(2,64)}", "{1,0:T(2,64)}", True),
+    ("bf16[2,256,512]{1,2,0:T(8,128)}", "{2,1,0:T(8,128)}", True),  # (a batch dim outside the tiles)
+    ("u8[256,512]{0,1:T(8,128)}", "{1,0:T(8,128)}", False),  # (blocks of 8 x 8 bytes: the wide walk)
+    ("bf16[200,300]{0,1:T(8,128)}", "{1,0:T(8,128)}", True),  # (tiles cut short: the box of whole ones so)
+]
+
+
+@pytest.mark.parametrize(("text", "target", "taken"), TILED_SQUARES)
+@pytest.mark.parametrize("offset", [0, 16])
+def test_relayouts_between_tiled_transposes_go_a_square_of_tiles_rows_at_a_time(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, target: str, taken: bool,
+        offset: int) -> None:
+    # blocks of 2 to 8 rows each way (tile rows of a tiled transpose and of its transpose): squares of one line a
+    # side whose rows come in groups on both sides, on two threads; the NumPy path's bytes, into an out= on a line
+    # or 16 bytes past one (whose rows then go through the walk instead)
+    shape = xs.parse_shape(text)
+    other = xs.parse_shape(text[: text.index("{")] + target)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    seen: list[bool] = []
+    original = _copy._tile_squares
+    monkeypatch.setattr(_copy, "_tile_squares", lambda *args: (seen.append(done := original(*args)), done)[1])
+    x = random_array(str(shape.element_type), shape.dimensions, 11)
+    buffer = numpy_path(to_physical, x, shape)
+    seen.clear()
+    out = off_the_grid(other.byte_size(), offset)
+    relayout(buffer, shape, other, out=out, threads=2)
+    assert np.array_equal(out, numpy_path(to_physical, x, other))
+    assert any(seen) == taken, seen
+
+
+@FAST
+@given(st.sampled_from([("u8", 1), ("bf16", 2), ("f32", 4)]), st.data())
+def test_relayouts_between_tiled_transposes_equal_numpy_path(kind: tuple[str, int], data: st.DataObject) -> None:
+    # any two tiled layouts whose tiles are transposed against each other (rows of 2 to 16, any dims, tiles cut
+    # short or not, a batch dim or none): the NumPy path's bytes, whichever way they go
+    etype, width = kind
+    rows = [data.draw(st.sampled_from([2, 4, 8, 16])) for _ in range(2)]
+    cols = [data.draw(st.sampled_from([32, 64, 128])) // width * 2 for _ in range(2)]
+    dims = [data.draw(st.integers(1, 3)) * c * data.draw(st.sampled_from([1, 2])) for c in cols]
+    dims = [n + data.draw(st.sampled_from([0, 0, 3])) for n in dims]
+    batch = data.draw(st.sampled_from([[], [2]]))
+    shape = xs.make_shape(etype, [*batch, *dims], minor_to_major=[len(batch), len(batch) + 1, *range(len(batch))],
+                          tiles=[(rows[0], cols[0])])
+    other = xs.make_shape(etype, [*batch, *dims], minor_to_major=[len(batch) + 1, len(batch), *range(len(batch))],
+                          tiles=[(rows[1], cols[1])])
+    x = random_array(etype, tuple(shape.dimensions), sum(dims))
+    buffer = numpy_path(to_physical, x, shape)
+    with compiled_at_any_size():
+        assert np.array_equal(relayout(buffer, shape, other), numpy_path(to_physical, x, other))

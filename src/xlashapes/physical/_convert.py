@@ -223,7 +223,8 @@ def _relayout_direct(
     if coarse and not (src.packed or dst.packed):  # (views of the bytes as they are: the copy's strides)
         src_view = _factor_view(data[: src.nbytes].view(src.storage), src_plan, phantoms)
         dst_view = _factor_view(result[: dst.nbytes].view(dst.storage), dst_plan, phantoms)
-        if _fine_transfer(dst_view, dst_chains, src_view, src_chains, extents):
+        compiled = max(src.nbytes, dst.nbytes) >= run.numba_bytes and dispatch.kernels() is not None
+        if _fine_transfer(dst_view, dst_chains, src_view, src_chains, extents, compiled):
             return False
     src_elements = _elements(data, src, run, "the unpacked source elements")
     if dst.packed:

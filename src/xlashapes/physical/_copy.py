@@ -13,7 +13,19 @@ from numpy.lib.stride_tricks import as_strided
 from . import _dispatch as dispatch
 from ._dispatch import Run
 from ._geometry import _STORAGE, _void
-from ._kinds import GATHER_BYTES, GROUPS, LINE, QUARTERS, ROWS, SQUARES, WALKS, WIDE, WIDE_LINES, walk_kind
+from ._kinds import (
+    GATHER_BYTES,
+    GROUPS,
+    LINE,
+    QUARTERS,
+    ROWS,
+    SQUARES,
+    WALKS,
+    WIDE,
+    WIDE_LINES,
+    tiled_squares,
+    walk_kind,
+)
 
 _SMALL_BYTES = 1 << 16  # copies this small go straight to np.copyto
 
@@ -180,10 +192,11 @@ FINE_BYTES = 256
 """Bytes of the blocks under which a copy's squares or rows are fine-grained (:func:`fine_grained`)."""
 
 
-def fine_grained(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> bool:
+def fine_grained(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], compiled: bool = False) -> bool:
     """True when the generic kernel would move ``dst[...] = src`` (same dtype) in blocks of a few elements each,
     one step of its walk per block: sub-tiles turned around inside tiles, as between ``{1,0:T(8,128)(2,1)}`` and
-    ``{0,1:T(8,128)(2,1)}`` (2 x 2 blocks: 40x memcpy), which are faster through the logical array.
+    ``{0,1:T(8,128)(2,1)}`` (2 x 2 blocks: 40x memcpy), which are faster through the logical array; with
+    ``compiled``, not the blocks of tiled transposes ``tile_squares`` takes (:func:`._kinds.tiled_squares`).
 
     >>> a = np.zeros((64, 64, 2, 2), np.uint16)
     >>> fine_grained(a, a.transpose(1, 0, 3, 2)), fine_grained(a, a.transpose(1, 0, 2, 3))
@@ -199,6 +212,8 @@ def fine_grained(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any]) -> bool:
     shape, d_steps, s_steps, unit = _walk_order(d, s, 1)
     if unit < 0:
         return False
+    if compiled and tiled_squares(shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width) is not None:
+        return False  # (blocks of tiled transposes, which the compiled kernel moves in squares of a line a side)
     kind, _ = walk_kind(shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width, 0, 1)
     return kind in (ROWS, SQUARES) and int(shape[unit] * shape[-1]) * width < FINE_BYTES
 
@@ -213,6 +228,8 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     if mode:
         _staged(walk, dispatch.address(d), dispatch.address(s), np.zeros(1, _STORAGE[width])[0], shape, d_steps,
                 s_steps, d.nbytes, run, mode)
+        return
+    if unit >= 0 and _tile_squares(d, s, shape, d_steps, s_steps, unit, run, stream):
         return
     if unit >= 0 and d_steps[-1] == 1 and SWEEP_BYTES and lines:
         shape, d_steps, s_steps = _line_sweeps(shape, d_steps, s_steps, width)
@@ -240,6 +257,34 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
 
     units = int(shape[split]) if split >= 0 else 1
     dispatch.run_parts(part, dispatch.parts(units, d.nbytes, run, step) if split >= 0 else [(0, 1)])
+
+
+def _tile_squares(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: np.ndarray[Any, Any],
+                  d_steps: np.ndarray[Any, Any], s_steps: np.ndarray[Any, Any], unit: int, run: Run,
+                  stream: int) -> bool:
+    """A copy between tiled transposes by the ``tile_squares`` kernel (:func:`._kinds.tiled_squares`): squares of
+    one line a side whose rows come in groups on both sides; False (nothing done) when it does not apply."""
+    width = d.itemsize
+    found = tiled_squares(shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width)
+    kernels = dispatch.kernels() if found is not None else None
+    if found is None or kernels is None:
+        return False
+    runs, sources = found
+    inner = len(shape) - 1
+    big, small = int(shape[unit]), int(shape[inner])
+    blocks = np.array([shape[sources] * big, big.bit_length() - 1, d_steps[unit], d_steps[sources],
+                       shape[runs] * small, small.bit_length() - 1, s_steps[inner], s_steps[runs]], np.int64)
+    outer = [k for k in range(inner) if k not in (unit, runs, sources)]
+    axes = [(int(shape[k]), int(d_steps[k]), int(s_steps[k])) for k in outer] or [(1, 0, 0)]
+    sizes, d_outer, s_outer = (np.array(column, np.int64) for column in zip(*axes))
+    pad = np.zeros(1, _STORAGE[width])[0]
+    target, source = dispatch.address(d), dispatch.address(s)
+
+    def part(bounds: tuple[int, int]) -> None:
+        kernels.tile_squares(target, source, pad, sizes, d_outer, s_outer, blocks, stream, bounds)
+
+    dispatch.run_parts(part, dispatch.parts(int(sizes[0]), d.nbytes, run))
+    return True
 
 
 def _shifted(target: int, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], width: int,

@@ -20,7 +20,7 @@ ENTRIES = {
               "walk_planes", "walk_short", "walk_turns", "shifted_rows", "staged_transpose"),
     "_kernels": ("tiled_to_physical", "tiled_to_canonical", "tiled_to_packed", "tiled_from_physical",
                  "tiled_from_canonical", "tiled_from_packed", "pack", "unpack", "transpose_nibbles",
-                 "swap_fields", "turn_lines", "regroup"),
+                 "swap_fields", "turn_lines", "regroup", "tile_squares"),
 }
 """The kernels the dispatch calls, by module (the call sites' attribute names)."""
 

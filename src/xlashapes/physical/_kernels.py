@@ -50,6 +50,7 @@ from ._shuffles import (
     _deinterleave4,
     _interleave2,
     _interleave4,
+    _tile_square,
     _turn_lines2,
     _turn_lines4,
     _turn_nibbles,
@@ -764,3 +765,39 @@ def regroup(grouped: int, fields: int, shape: Any, g_steps: Any, f_steps: Any, m
             index[a] = 0
             a -= 1
         index[max(a, 0)] += 1
+
+
+@_jit
+def tile_squares(dst: int, src: int, witness: Any, shape: Any, d_steps: Any, s_steps: Any, blocks: Any, stream: int,
+                 part: tuple[int, int]) -> None:
+    """A copy between tiled transposes (:func:`._kinds.tiled_squares`) a square of one line a side at a time, its rows
+    in groups on both sides: ``blocks`` = (the source runs' elements, their blocks' rows ``big`` (a power of 2, its
+    log2), ``du``, ``dB`` (the destination steps of a block's rows and of its blocks), the destination runs'
+    elements, ``small``'s log2, ``si``, ``sA``), steps in elements; the outer axes ``shape`` (``d_steps``,
+    ``s_steps``; at least one), indices [part[0], part[1]) of the first."""
+    width = _width(witness)
+    side = LINE // width
+    run_u, big_shift, du, d_group = blocks[0], blocks[1], blocks[2], blocks[3]
+    run_i, small_shift, si, s_group = blocks[4], blocks[5], blocks[6], blocks[7]
+    lined = stream != 0 and dst % LINE == 0 and (du * width) % LINE == 0 and (d_group * width) % LINE == 0
+    flag = _1 if lined else _0
+    axes = shape.size
+    index = np.zeros(axes, np.int64)
+    index[0] = part[0]
+    while index[0] < part[1]:
+        d0, s0 = dst, src
+        for a in range(axes):
+            d0 += index[a] * d_steps[a] * width
+            s0 += index[a] * s_steps[a] * width
+        for x0 in range(0, run_u, side):  # (destination rows x0 .. x0 + side: the source runs' elements)
+            d_rows = d0 + (x0 >> big_shift) * d_group * width
+            for y0 in range(0, run_i, side):  # (source rows y0 .. y0 + side: the destination runs' elements)
+                s = s0 + ((y0 >> small_shift) * s_group + x0) * width
+                _tile_square(d_rows + y0 * width, du, d_group, big_shift, s, si, s_group, small_shift, flag, witness)
+        a = axes - 1
+        while a > 0 and index[a] + 1 == shape[a]:
+            index[a] = 0
+            a -= 1
+        index[max(a, 0)] += 1
+    if lined:
+        _fence()

@@ -270,11 +270,12 @@ def _transfer(
 
 def _fine_transfer(
     dst: np.ndarray[Any, Any], dst_chains: Chains, src: np.ndarray[Any, Any], src_chains: Chains,
-    extents: Sequence[int],
+    extents: Sequence[int], compiled: bool = False,
 ) -> bool:
-    """True when the largest copy of a :func:`_transfer` is fine-grained (:func:`._copy.fine_grained`)."""
+    """True when the largest copy of a :func:`_transfer` is fine-grained (:func:`._copy.fine_grained`; ``compiled``:
+    on the compiled path)."""
     boxes = _transfer_boxes(dst, dst_chains, src, src_chains, extents)
-    return fine_grained(*max(boxes, key=lambda pair: pair[0].size))
+    return fine_grained(*max(boxes, key=lambda pair: pair[0].size), compiled)
 
 
 def _transfer_boxes(

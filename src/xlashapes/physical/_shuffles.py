@@ -239,29 +239,66 @@ def _short_transposer(short: int, groups: int, flagged: bool = False, bytes_only
     return transpose
 
 
-def _byte_square(builder: Any, args: Any, grouped: bool, rows: int = 0) -> None:
+def _byte_square(builder: Any, args: Any, grouped: bool, rows: int = 0,
+                 rows_at: tuple[Callable[[int], Any], Callable[[int], Any]] | None = None) -> None:
     """A square of one line a side of bytes (64 x 64) transposed in registers (steps in bytes): pairs of source rows
     interleaved into rows of 2-byte words, whose two 32 x 32 squares are then transposed as words; each destination
     row (:func:`_square_row`) is one line (streamed with the ``stream`` argument, the last but one). Source row ``k``
     is ``k * s_step`` on, or with ``rows``, ``(k // rows) * g_step + (k % rows) * s_step`` (arguments dst, d_step,
-    src, g_step, s_step, ...: :func:`_line_square_transposer`)."""
+    src, g_step, s_step, ...: :func:`_line_square_transposer`); ``rows_at`` gives both rows' addresses instead
+    (source row ``k``, destination row ``j``: :func:`_tile_square`)."""
     byte, word = ir.IntType(8), ir.IntType(16)
     half, words = ir.VectorType(byte, LINE // 2), ir.VectorType(word, LINE // 2)
     order = _mask([v for u in range(LINE // 2) for v in (u, LINE // 2 + u)])
 
-    def row(start: Any, k: int) -> Any:
+    def row(h: int, k: int) -> Any:
+        if rows_at is not None:
+            return builder.add(rows_at[0](k), ir.Constant(_I64, h * LINE // 2))
+        start = builder.add(args[2], ir.Constant(_I64, h * LINE // 2))
         if not rows:
             return _offset(builder, start, args[3], k, 1)
         return _offset(builder, _offset(builder, start, args[3], k // rows, 1), args[4], k % rows, 1)
 
+    def target(j: int) -> Any:
+        if rows_at is not None:
+            return _at(builder, rows_at[1](j), words)
+        return _square_row(builder, args, j, grouped, 1, words)
+
     for h in range(2):  # destination rows 32h .. 32h + 31: the source rows' half lines h
-        start = builder.add(args[2], ir.Constant(_I64, h * LINE // 2))
-        loaded = [builder.load(_at(builder, row(start, k), half), align=1) for k in range(LINE)]
+        loaded = [builder.load(_at(builder, row(h, k), half), align=1) for k in range(LINE)]
         joined = [builder.bitcast(builder.shuffle_vector(loaded[k], loaded[k + 1], order), words)
                   for k in range(0, LINE, 2)]
-        pairs = [(column, _square_row(builder, args, h * LINE // 2 + u, grouped, 1, words))
-                 for u, column in enumerate(_squares(builder, joined))]
+        pairs = [(column, target(h * LINE // 2 + u)) for u, column in enumerate(_squares(builder, joined))]
         _stores(builder, pairs, args[-2])
+
+
+@_intrinsic
+def _tile_square(typingctx: Any, dst: Any, d_step: Any, dg_step: Any, d_shift: Any, src: Any, s_step: Any,
+                 sg_step: Any, s_shift: Any, stream: Any, witness: Any) -> Any:
+    """A square of one line a side transposed in registers whose rows come in groups on both sides (tiles on both
+    sides of a relayout between tiled transposes): source row ``k`` at ``src + ((k % 2**s_shift) * s_step + (k >>
+    s_shift) * sg_step) * width``, destination row ``j`` likewise with the ``d_`` arguments; each destination row is
+    one line (streamed when ``stream``). Bytes go as :func:`_byte_square` does."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        element, width = _element(context, signature.args[-1])
+        n = LINE // width
+
+        def source(k: int) -> Any:
+            return _grouped_row(builder, args[4], args[5], args[6], args[7], k, width)
+
+        def dest(j: int) -> Any:
+            return _grouped_row(builder, args[0], args[1], args[2], args[3], j, width)
+
+        if width == 1:
+            _byte_square(builder, args, False, 0, (source, dest))
+            return context.get_dummy_value()
+        vector = ir.VectorType(element, n)
+        moved = _squares(builder, [builder.load(_at(builder, source(k), vector), align=1) for k in range(n)])
+        _stores(builder, [(row, _at(builder, dest(j), vector)) for j, row in enumerate(moved)], args[-2])
+        return context.get_dummy_value()
+
+    return types.void(*(types.intp,) * 9, witness), codegen
 
 
 @_intrinsic

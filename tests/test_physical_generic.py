@@ -1297,7 +1297,8 @@ TILED_SQUARES = [
     ("u8[256,512]{0,1:T(4,128)}", "{1,0:T(4,128)}", True),
     ("u8[256,512]{0,1:T(2,64)}", "{1,0:T(2,64)}", True),
     ("bf16[2,256,512]{1,2,0:T(8,128)}", "{2,1,0:T(8,128)}", True),  # (a batch dim outside the tiles)
-    ("u8[256,512]{0,1:T(8,128)}", "{1,0:T(8,128)}", False),  # (blocks of 8 x 8 bytes: the wide walk)
+    ("u8[256,512]{0,1:T(8,128)}", "{1,0:T(8,128)}", True),  # (bytes: a square's source lines gathered first)
+    ("bf16[256,512]{0,1:T(1,128)}", "{1,0:T(8,128)}", False),  # (rows one at a time on one side: the walk)
     ("bf16[200,300]{0,1:T(8,128)}", "{1,0:T(8,128)}", True),  # (tiles cut short: the box of whole ones so)
 ]
 

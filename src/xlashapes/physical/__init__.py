@@ -83,8 +83,9 @@ the group, so that no byte holds padding fields) is a relayout of bytes (4.45 ->
 **Relayout.** From or to the plain row-major layout, a relayout is :func:`to_physical` or :func:`from_physical` on the
 buffer viewed as the logical array (their own kernels). Between two other layouts it is one copy between their factor
 views (between tiled transposes, whose blocks are a few rows of each side's tiles, the compiled ``tile_squares`` moves
-squares of one line a side made of several tiles' rows on each side: bf16 ``{0,1:T(8,128)}`` to ``{1,0:T(8,128)}``
-2.3 -> 1.7x memcpy, u16 ``T(2,64)`` 7.9 -> 1.9x), unless that copy is fine-grained: sub-tiles turned around inside tiles (``{1,0:T(8,128)(2,1)}`` to
+squares of one line a side made of several tiles' rows on each side, bytes' source lines gathered first: bf16
+``{0,1:T(8,128)}`` to ``{1,0:T(8,128)}`` 2.3 -> 1.7x memcpy, u16 ``T(2,64)`` 7.9 -> 1.9x, u8 ``T(8,128)`` 3.35 ->
+1.6x), unless that copy is fine-grained: sub-tiles turned around inside tiles (``{1,0:T(8,128)(2,1)}`` to
 ``{0,1:T(8,128)(2,1)}``) leave the generic kernel blocks of 2 x 2 elements, one step of its walk each (44x memcpy).
 Sub-tiles turned around (``T(R,C)(p,1)`` of whole bytes, tiles partly filled too, or ``(2,1)E(4)``, the two minor dims
 swapped: s8 ``{0,1:T(8,128)(4,1)}`` to ``{1,0:T(8,128)(4,1)}``, bf16 ``(2,1)``, s4) go in one compiled pass, a square of

@@ -281,7 +281,9 @@ def _tile_squares(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: np.nd
     target, source = dispatch.address(d), dispatch.address(s)
 
     def part(bounds: tuple[int, int]) -> None:
-        kernels.tile_squares(target, source, pad, sizes, d_outer, s_outer, blocks, stream, bounds)
+        room = np.empty(LINE * LINE + LINE, np.uint8)  # (a square's source lines, gathered: bytes)
+        scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
+        kernels.tile_squares(target, source, pad, sizes, d_outer, s_outer, blocks, stream, scratch, bounds)
 
     dispatch.run_parts(part, dispatch.parts(int(sizes[0]), d.nbytes, run))
     return True

@@ -769,16 +769,19 @@ def regroup(grouped: int, fields: int, shape: Any, g_steps: Any, f_steps: Any, m
 
 @_jit
 def tile_squares(dst: int, src: int, witness: Any, shape: Any, d_steps: Any, s_steps: Any, blocks: Any, stream: int,
-                 part: tuple[int, int]) -> None:
+                 scratch: int, part: tuple[int, int]) -> None:
     """A copy between tiled transposes (:func:`._kinds.tiled_squares`) a square of one line a side at a time, its rows
     in groups on both sides: ``blocks`` = (the source runs' elements, their blocks' rows ``big`` (a power of 2, its
     log2), ``du``, ``dB`` (the destination steps of a block's rows and of its blocks), the destination runs'
     elements, ``small``'s log2, ``si``, ``sA``), steps in elements; the outer axes ``shape`` (``d_steps``,
-    ``s_steps``; at least one), indices [part[0], part[1]) of the first."""
+    ``s_steps``; at least one), indices [part[0], part[1]) of the first. Squares of bytes gather their 64 source
+    lines into ``scratch`` (a line-aligned 4 KiB) first: their rows' groups, often a multiple of 4 KiB apart, share
+    cache sets, and the byte square reads each line twice (half a line at a time)."""
     width = _width(witness)
     side = LINE // width
     run_u, big_shift, du, d_group = blocks[0], blocks[1], blocks[2], blocks[3]
     run_i, small_shift, si, s_group = blocks[4], blocks[5], blocks[6], blocks[7]
+    small_mask = (1 << small_shift) - 1
     lined = stream != 0 and dst % LINE == 0 and (du * width) % LINE == 0 and (d_group * width) % LINE == 0
     flag = _1 if lined else _0
     axes = shape.size
@@ -793,7 +796,14 @@ def tile_squares(dst: int, src: int, witness: Any, shape: Any, d_steps: Any, s_s
             d_rows = d0 + (x0 >> big_shift) * d_group * width
             for y0 in range(0, run_i, side):  # (source rows y0 .. y0 + side: the destination runs' elements)
                 s = s0 + ((y0 >> small_shift) * s_group + x0) * width
-                _tile_square(d_rows + y0 * width, du, d_group, big_shift, s, si, s_group, small_shift, flag, witness)
+                if width == 1:
+                    for k in range(LINE):
+                        _move_line(scratch + k * LINE, s + (k >> small_shift) * s_group + (k & small_mask) * si)
+                    _tile_square(d_rows + y0, du, d_group, big_shift, scratch, LINE, LINE << small_shift, small_shift,
+                                 flag, witness)
+                else:
+                    _tile_square(d_rows + y0 * width, du, d_group, big_shift, s, si, s_group, small_shift, flag,
+                                 witness)
         a = axes - 1
         while a > 0 and index[a] + 1 == shape[a]:
             index[a] = 0

@@ -195,8 +195,8 @@ def tiled_squares(shape: Sequence[int], d_steps: Sequence[int], s_steps: Sequenc
     if unit < 0 or unit == inner or width not in (1, 2, 4) or d_steps[inner] != 1 or s_steps[unit] != 1:
         return None
     big, small = shape[unit], shape[inner]
-    if not all(2 <= n < side and n & (n - 1) == 0 for n in (big, small)) or (width == 1 and big * small >= LINE):
-        return None  # (bytes in blocks of 8 x 8 and more: the wide walk is faster, 3.35 against 4.2x memcpy)
+    if not all(2 <= n < side and n & (n - 1) == 0 for n in (big, small)):
+        return None
     runs = [k for k in range(inner) if k != unit and d_steps[k] == small and (shape[k] * small) % side == 0]
     sources = [k for k in range(inner) if k != unit and s_steps[k] == big and (shape[k] * big) % side == 0]
     if len(runs) != 1 or len(sources) != 1 or runs[0] == sources[0]:

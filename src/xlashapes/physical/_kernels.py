@@ -783,8 +783,11 @@ def tile_squares(dst: int, src: int, witness: Any, shape: Any, d_steps: Any, s_s
     run_i, small_shift, si, s_group = blocks[4], blocks[5], blocks[6], blocks[7]
     small_mask = (1 << small_shift) - 1
     lined = stream != 0 and dst % LINE == 0 and (du * width) % LINE == 0 and (d_group * width) % LINE == 0
-    flag = _1 if lined else _0
     axes = shape.size
+    for a in range(axes):  # (every destination row on a line, or none streamed)
+        if (d_steps[a] * width) % LINE:
+            lined = False
+    flag = _1 if lined else _0
     index = np.zeros(axes, np.int64)
     index[0] = part[0]
     while index[0] < part[1]:

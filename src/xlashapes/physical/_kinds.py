@@ -183,7 +183,7 @@ def tiled_squares(shape: Sequence[int], d_steps: Sequence[int], s_steps: Sequenc
     ``small``, the last axis's size) and the source's (B: source step ``big``, the unit axis's size), when blocks of
     a power of 2 rows (under a line) on each side make squares of one line a side, rows in groups on both sides
     (``bf16[4096,8192]{0,1:T(8,128)}`` to ``{1,0:T(8,128)}``: blocks of 8 x 8 words, 16 each way, 2.26 -> 1.7x
-    memcpy; u16 ``T(2,128)`` 7.5 -> 1.8, u8 ``T(4,128)`` 5.7 -> 3.2, ``T(2,128)`` 15.4 -> 4.9): the ``tile_squares``
+    memcpy; u16 ``T(2,128)`` 7.5 -> 1.8, u8 ``T(8,128)`` 3.35 -> 1.6, ``T(2,128)`` 15.4 -> 1.7): the ``tile_squares``
     kernel; else None.
 
     >>> tiled_squares((32, 64, 16, 16, 8, 8), (1024, 524288, 32768, 8, 128, 1), (524288, 1024, 8, 32768, 1, 128), 4,

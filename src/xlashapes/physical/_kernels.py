@@ -204,6 +204,59 @@ def _short_tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: 
             _put(row, c, pad)
 
 
+@_inline
+def _pad_row(row: int, n: int, pad: Any) -> None:
+    """``n`` padding elements at ``row``: a few stored, then copied over and over, doubling."""
+    done = min(n, 16)
+    for c in range(done):
+        _put(row, c, pad)
+    width = _width(pad)
+    while done < n:
+        more = min(done, n - done)
+        _copy(row + done * width, row, more * width)
+        done += more
+
+
+@_inline
+def _groups_out(dst: int, src: int, step: int, groups: int, n: int, d_pitch: int, s_pitch: int, p: int, pad: Any,
+                stream: int) -> None:
+    """:func:`_interleaved_rows`, streamed with ``stream`` (``dst`` and the groups on lines)."""
+    width = _width(pad)
+    for g in range(groups):
+        d, s = dst + g * d_pitch, src + g * s_pitch
+        for c in range(0, n, _lanes(pad)):
+            if p == 2:
+                _interleave2(d + c * 2 * width, s + c * width, step, stream, pad)
+            else:
+                _interleave4(d + c * 4 * width, s + c * width, step, stream, pad)
+
+
+@_subroutine
+def _staged_tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c_size: int, p: int, pad: Any,
+                    spare: int, stream: int) -> None:
+    """A tile of ``(2,1)`` or ``(4,1)`` sub-tiles with rows cut short (``rows`` < ``r_size``; ``cols`` may be
+    short too): whole groups of ``p`` rows interleaved from the source, the group the rows end in staged (padded) at
+    ``spare``, the groups of padding rows from one padding row; streamed with ``stream`` (element by element,
+    ``u8[500,8,24,512]{3,2,1,0:T(32,128)(4,1)}`` 'to' took 15x memcpy)."""
+    width = _width(pad)
+    pitch = c_size * p * width  # (of a group in the tile)
+    direct = rows // p if cols == c_size else 0
+    _groups_out(dst, src, step, direct, c_size, pitch, p * step * width, p, pad, stream)
+    staged = (rows + p - 1) // p - direct  # groups staged: whole rows of c_size elements at spare
+    for r in range(direct * p, (direct + staged) * p):
+        row = spare + (r - direct * p) * c_size * width
+        valid = cols if r < rows else 0
+        _copy(row, src + r * step * width, valid * width)
+        for c in range(valid, c_size):
+            _put(row, c, pad)
+    _groups_out(dst + direct * pitch, spare, c_size, staged, c_size, pitch, p * c_size * width, p, pad, stream)
+    done = direct + staged
+    if done < r_size // p:  # groups of padding rows only: one row, read p times over (step 0)
+        row = spare + staged * p * c_size * width
+        _pad_row(row, c_size, pad)
+        _groups_out(dst + done * pitch, row, 0, r_size // p - done, c_size, pitch, 0, p, pad, stream)
+
+
 @_subroutine
 def _canonical(data: int, n: int, canon: int) -> None:
     """Canonical element bytes in place: pred (``canon`` < 0) 0 or 1; else each byte ANDed with ``canon``."""
@@ -305,11 +358,17 @@ def _tiled_to_of(canonical: bool, packed: bool) -> Any:
                             _interleave2(d + c * 2 * width, s + c * width, step, _1, pad)
                     line += t_bytes
                     continue
+                if direct and carry == 0 and first == 0 and valid < r_size:  # (rows cut short, (2,1): streamed too)
+                    _staged_tile_to(line, first_element, step, valid, n, r_size, c_size, p, pad, spare, _1)
+                    line += t_bytes
+                    continue
                 if packed and bits == 4 and p == 2 and valid == r_size and n == c_size and c_size % 8 == 0:
                     _nibble_pairs(data, first_element, step * width, r_size, c_size)  # s4/u4 (2,1)
                 else:
                     if p == 1 and (valid < r_size or n < c_size):
                         _short_tile_to(tile, first_element, step, valid, n, r_size, c_size, pad)
+                    elif valid < r_size and (p == 2 or p == 4) and c_size % lanes == 0:
+                        _staged_tile_to(tile, first_element, step, valid, n, r_size, c_size, p, pad, spare, _0)
                     else:
                         _tile_to(tile, first_element, step, valid, n, r_size, c_size, p, pad, spare)
                     if canonical and canon:

@@ -40,6 +40,7 @@ from xlashapes.physical import (
 )
 from xlashapes.physical._geometry import _geometry
 from xlashapes.physical._kinds import WALKS
+from xlashapes.physical._plan import _physical_view, _plan, _transfer_boxes
 from xlashapes.physical.files import pack_file, terminal_progress, unpack_file
 
 STAR = COMBINE_DIMENSION
@@ -199,6 +200,33 @@ def test_transposes_of_every_width_through_the_generic_kernel(compiled_everywher
                 assert np.array_equal(buffer, numpy_path(to_physical, x, shape)), text
                 assert same_bits(from_physical(buffer, shape), x), text
     assert compiled_everywhere["walk"] >= 32
+
+
+@pytest.mark.parametrize("text", ["u8[3,40,500]{2,1,0:T(1,256)}", "pred[6,500]{1,0:T(1,128)}",
+                                  "u8[2,8,4,300]{3,2,1,0:T(128)}", "bf16[7,33,200]{2,0,1:T(1,64)}"])
+@pytest.mark.parametrize(("stream", "threads"), [(True, 1), (True, 2), (False, 1)])
+def test_one_row_tiles_side_by_side_are_one_run(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
+                                                text: str, stream: bool, threads: int) -> None:
+    # tiles of one row along a dim they cut short are its rows with padding after: one run per row (not a box of
+    # whole tiles and one of the rest, each writing part of every row), rows that follow each other in the
+    # destination staged and streamed out in whole lines
+    shape = xs.parse_shape(text)
+    plan = _plan(shape.dimensions, shape.layout_or_default())
+    assert plan is not None
+    logical = np.zeros(shape.dimensions, np.uint8)
+    view = _physical_view(np.zeros(shape.byte_size(), np.uint8), plan)
+    chains = tuple((n,) for n in plan.extents)
+    boxes = _transfer_boxes(view, plan.chains, logical.reshape(logical.shape + (1,) * plan.phantoms), chains,
+                            plan.extents)
+    assert len(boxes) == 1 and boxes[0][0].shape == shape.dimensions, text  # (one axis a dim)
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0 if stream else 1 << 62)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    x = random_array(str(shape.element_type), shape.dimensions, len(text))
+    buffer = to_physical(x, shape, threads=threads)
+    assert np.array_equal(buffer, numpy_path(to_physical, x, shape)), text
+    noise = np.random.default_rng(3).integers(0, 256, size=len(buffer), dtype=np.uint8)
+    assert same_bits(from_physical(noise, shape, threads=threads), numpy_path(from_physical, noise, shape)), text
+    assert compiled_everywhere["walk_runs"] >= 2
 
 
 @pytest.mark.parametrize("stream", [True, False])

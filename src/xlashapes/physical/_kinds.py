@@ -135,7 +135,7 @@ def walk_kind(
     if axes and di == 1:
         last = axes[-1]
         per = grouped_blocks(big, small, width)
-        if unit < 0 and si == 1 and len(axes) >= 2:
+        if unit < 0 and si == 1:
             return RUNS, 1
         if unit >= 0 and s_steps[last] == big and per and shape[last] >= per:
             return GROUPS, per if len(axes) == 1 else 1

@@ -289,10 +289,30 @@ def _transfer_boxes(
         if common is None:
             raise AssertionError("transfer between factor views with no common refinement")  # callers check
         bounds.append(common)
+    bounds = _unbroken_bounds(
+        (_split_view(dst, dst_chains, bounds, extents), _split_view(src, src_chains, bounds, extents)), bounds)
     dst_split = _split_view(dst, dst_chains, bounds, extents)
     src_split = _split_view(src, src_chains, bounds, extents)
     boxes = [_range_boxes(0, n, _refined_sizes(b, n)) for b, n in zip(bounds, extents)]
     return [(dst_split[where], src_split[where]) for where in map(_box_slices, product(*boxes))]
+
+
+def _unbroken_bounds(views: Sequence[np.ndarray[Any, Any]], bounds: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The common boundaries of each axis without those that every view (split at ``bounds``) steps over evenly:
+    tiles of one row side by side (``T(1,256)`` on a dim of 500) are then one run, not a box of whole tiles and a
+    box of the rest (two passes over every row, each writing part of its lines: 'from' 4.7x memcpy, now 1.2)."""
+    kept: list[tuple[int, ...]] = []
+    first = 0
+    for axis_bounds in bounds:
+        m = len(axis_bounds)  # (factor m-1-i of the axis, major to minor, is the one of bound i)
+        low = [axis_bounds[0]]
+        for i in range(1, m):
+            outer, inner = first + m - 1 - i, first + m - i
+            if not all(v.strides[outer] == v.shape[inner] * v.strides[inner] for v in views):
+                low.append(axis_bounds[i])
+        kept.append(tuple(low))
+        first += m
+    return kept
 
 
 def _window(

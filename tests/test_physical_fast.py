@@ -188,7 +188,9 @@ def test_tiled_kernels_equal_numpy_path(
     assert isinstance(plan, compiled._Tiled)
     geometry = physical_geometry(shape)
     fields = geometry.packed and compiled._fused_bits(plan, geometry) > 0  # (E(n) fields packed tile by tile)
-    if (plan.tile[2] > 1 and shape.element_type.numpy_dtype.itemsize <= 2) or fields:
+    if geometry.packed and compiled._row_major_tiles(plan, shape.dimensions):
+        assert calls["pack"] + calls["unpack"] > 0  # (rows as they are: packed in one pass)
+    elif (plan.tile[2] > 1 and shape.element_type.numpy_dtype.itemsize <= 2) or fields:
         # 8/16-bit row interleaves and E(n) fields: the 2-d kernels
         assert sum(calls[name] for name in KERNELS if name.startswith("tiled")) and sum(calls.values()) > before
     else:  # T(R,C) alone, 32- and 64-bit words: the generic kernel
@@ -426,6 +428,22 @@ def test_sub_byte_tiles_packed_in_the_tile_walk(calls: Counter[str], monkeypatch
         check_both_paths(monkeypatch, shape, None, seed, bool(seed % 2), 16 * seed + 1, 1 + seed % 2)
     assert calls["tiled_to"] and calls["tiled_from"]
     assert (calls["pack"] + calls["unpack"] == 0) == (bits > 0) == bool(calls["tiled_to_packed"])
+
+
+@pytest.mark.parametrize(("text", "row_major"), [("s4[4,50,6,256]{3,2,1,0:T(1,128)E(4)}", True),
+                                                 ("u2[7,512]{1,0:T(128)E(2)}", True),
+                                                 ("s4[4,6,200]{2,1,0:T(1,128)E(4)}", False),  # (padded rows)
+                                                 ("s4[3,4,256]{2,0,1:T(1,128)E(4)}", False)])  # (batch permuted)
+def test_sub_byte_tiles_of_rows_in_order_are_packed_in_one_pass(calls: Counter[str], monkeypatch: pytest.MonkeyPatch,
+                                                                 text: str, row_major: bool) -> None:
+    # tiles of one row along a dim they divide, batch dims in order: the elements are the array's rows as they
+    # are, packed by the pack kernel in one pass (the tiled kernels would pack them a tile of 64 bytes at a time)
+    shape = xs.parse_shape(text)
+    plan = compiled._compiled_plan(shape.dimensions, shape.layout_or_default())
+    assert isinstance(plan, compiled._Tiled) and compiled._row_major_tiles(plan, shape.dimensions) == row_major
+    check_both_paths(monkeypatch, shape, None, 5, True, 0)
+    assert (calls["tiled_to"] + calls["tiled_from"] == 0) == row_major
+    assert calls["pack"] and calls["unpack"] if row_major else calls["tiled_to_packed"]
 
 
 def test_a_subroutine_is_compiled_once_into_its_callers_library() -> None:

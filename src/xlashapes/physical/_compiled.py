@@ -87,6 +87,8 @@ def _compiled_choice(
     if not logical.flags.c_contiguous:
         return None
     plan = _compiled_plan(geometry.dims, geometry.layout)  # (permutations: the generic kernel)
+    if plan is not None and geometry.packed and _row_major_tiles(plan, geometry.dims):
+        return None  # E(n) fields whose tiles are the rows as they are: packed in one pass (no tile at a time)
     fields = plan is not None and geometry.packed and _fused_bits(plan, geometry) > 0  # (packed tile by tile)
     if plan is not None and not fields and (plan.tile[2] == 1 or geometry.storage.itemsize > 2):
         # no row interleave, or not the TPU's 8- and 16-bit formats: the generic kernel (reading in order, streaming
@@ -97,6 +99,19 @@ def _compiled_choice(
     if plan is None or kernels is None:
         return None
     return plan, kernels
+
+
+def _row_major_tiles(plan: _Tiled, dims: tuple[int, ...]) -> bool:
+    """True when the tiles of ``plan`` put the elements in row-major order with no padding (tiles of one row along
+    a dim they divide, the batch dims in order): ``s4[32,500,24,256]{3,2,1,0:T(1,128)E(4)}`` took the tiled kernel
+    a tile of 64 bytes at a time, 12x memcpy, against 0.7 for packing the rows in one pass.
+
+    >>> _row_major_tiles(_Tiled(24, 256, 1, (1, 128, 1), (0,)), (32, 24, 256))
+    True
+    """
+    r_size, c_size, _ = plan.tile
+    batch_in_order = list(plan.batch) == sorted(plan.batch) and all(d < plan.row_dim for d in plan.batch)
+    return r_size == 1 and plan.cols % c_size == 0 and batch_in_order
 
 
 def _tiled_geometry(plan: _Tiled, geometry: _Geometry, stream: int, row_bytes: int) -> TiledGeometry:

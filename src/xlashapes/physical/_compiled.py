@@ -220,7 +220,8 @@ def _tiled_to(
     strip_bytes = _strip_elements(plan) * width * min(8, fused[0]) // 8
     base = _tiled_geometry(plan, geometry, stream, 0)._replace(bits=fused[0], canon=fused[1])
     offset = strips[0]
-    kernel = getattr(kernels, tiled_entry("tiled_to", fused[1] != 0, fused[0] < 8))
+    short = plan.rows % r_size != 0 and plan.tile[2] in (2, 4)  # (tiles with rows cut short: staged)
+    kernel = getattr(kernels, tiled_entry("tiled_to_short" if short else "tiled_to", fused[1] != 0, fused[0] < 8))
 
     def tiles(part: tuple[int, int]) -> None:
         scratch = dispatch.scratch(2 * r_size * c_size * width + 256)

@@ -79,6 +79,9 @@ CASES = (
     ("u2 E(2) packing", "u2[{N},8192]{{1,0:E(2)}}", 8192, OTHER),
     ("s4 E(4) rank-3 permuted (2,1)", "s4[{N},256,512]{{1,0,2:T(8,128)(2,1)E(4)}}", 512, OTHER),
     ("s4 E(4) tiles cut short T(8,128)E(4)", "s4[{N},72,87,210]{{3,2,1,0:T(8,128)E(4)}}", 52, OTHER),
+    ("u8 (4,1) tile rows cut short (24 of 32)", "u8[{N},8,24,512]{{3,2,1,0:T(32,128)(4,1)}}", 680, OTHER),
+    ("u8 one-row tiles T(1,256) on rows of 500", "u8[{N},256,500]{{2,1,0:T(1,256)}}", 524, OTHER),
+    ("s4 one-row tiles T(1,128)E(4) in order", "s4[{N},500,24,256]{{3,2,1,0:T(1,128)E(4)}}", 22, OTHER),
 )
 RELAYOUTS = (  # (name, source, target, N at 64 MiB)
     ("relayout T(8,128) -> {0,1}", "f32[{N},4096]{{1,0:T(8,128)}}", "f32[{N},4096]{{0,1}}", 4096),

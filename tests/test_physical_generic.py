@@ -209,7 +209,7 @@ def test_one_row_tiles_side_by_side_are_one_run(compiled_everywhere: Counter[str
                                                 text: str, stream: bool, threads: int) -> None:
     # tiles of one row along a dim they cut short are its rows with padding after: one run per row (not a box of
     # whole tiles and one of the rest, each writing part of every row), rows that follow each other in the
-    # destination staged and streamed out in whole lines
+    # destination stored plainly
     shape = xs.parse_shape(text)
     plan = _plan(shape.dimensions, shape.layout_or_default())
     assert plan is not None

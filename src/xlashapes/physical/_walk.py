@@ -387,22 +387,6 @@ def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int
             _copy(d, s, n)
 
 
-@_subroutine
-def _joined_runs(dst: int, src: int, pad: Any, rows: int, length: int, sr: int, scratch: int, room: int) -> None:
-    """``rows`` runs of ``length`` elements (``sr`` apart in the source) that follow each other in the destination
-    but are not whole lines: through ``scratch`` (on a line, ``room`` bytes), whence whole lines are streamed out
-    (each run's partial lines stored plainly read those lines first: rows of 500 bytes read back from tiles of 512
-    went 2.1x memcpy, now 1.4; in :func:`_runs`, this code made whole-line runs 20% slower)."""
-    width = _width(pad)
-    n = length * width
-    per = room // n
-    for first in range(0, rows, per):
-        count = min(per, rows - first)
-        for r in range(count):
-            _copy(scratch + r * n, src + (first + r) * sr * width, n)
-        _copy_out(dst + first * n, scratch, count * n, _1)
-
-
 def _any_block_of(kind: int) -> Any:
     """The block subroutine of ``kind`` (``ROWS``, ``SQUARES``, ``SHORT``: :func:`_block_of`); a streamed block whose
     rows continue each other (one contiguous run) goes through ``scratch`` (on a line, ``room`` bytes) instead,
@@ -525,11 +509,13 @@ def _walker(kind: int) -> Any:
         groups, dg = 0, 0
         if kind == RUNS:  # the innermost outer axis loops inside one call
             rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
-            joined = stream != 0 and dr == small and (small * width) % LINE != 0 and small * width < room
+            # runs that follow each other in the destination, not whole lines: plain stores (streamed, each run's
+            # partial lines stored plainly read those lines first: rows of 500 bytes read back from tiles of 512
+            # went 2.1x memcpy; staged in scratch and streamed in whole lines 1.4; plain 1.1)
+            joined = stream != 0 and dr == small and (small * width) % LINE != 0
             if m == 1:  # no other axis: the runs [first, last) (the threads' split)
-                if first < last and joined:
-                    _joined_runs(dst + first * dr * width, src + first * sr * width, pad, last - first, small, sr,
-                                 scratch, room)
+                if first < last and joined:  # (plain stores: above)
+                    _runs(dst + first * dr * width, src + first * sr * width, pad, last - first, small, dr, sr, _0)
                 elif first < last:
                     _runs(dst + first * dr * width, src + first * sr * width, pad, last - first, small, dr, sr, stream)
                 if stream:
@@ -584,7 +570,7 @@ def _walker(kind: int) -> Any:
         while True:
             if kind == RUNS:
                 if joined:
-                    _joined_runs(dst + d_off * width, src + s_off * width, pad, rows, small, sr, scratch, room)
+                    _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, _0)
                 else:
                     _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, stream)
             elif kind == GROUPS:

@@ -218,7 +218,8 @@ def test_last_tiles_of_a_tile_row_cut_short_go_a_lane_at_a_time(
 
 @pytest.mark.parametrize("text", ["u8[5,24,512]{2,1,0:T(32,128)(4,1)}", "bf16[3,6,1024]{2,1,0:T(8,128)(2,1)}",
                                   "bf16[3,13,300]{2,1,0:T(16,128)(2,1)}", "s4[3,5,256]{2,1,0:T(8,128)(2,1)E(4)}",
-                                  "pred[2,7,384]{2,1,0:T(8,128)(4,1)}", "s8[4,1,130]{2,1,0:T(8,128)(4,1)}"])
+                                  "pred[2,7,384]{2,1,0:T(8,128)(4,1)}", "s8[4,1,130]{2,1,0:T(8,128)(4,1)}",
+                                  "u8[2,40,1300]{2,1,0:T(32,128)(4,1)}", "s8[64,1300]{1,0:T(32,128)(4,1)}"])
 @pytest.mark.parametrize(("stream", "offset"), [(True, 0), (True, 16), (False, 0)])
 def test_tile_rows_cut_short_interleave_whole_groups(
     calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, stream: bool, offset: int,
@@ -226,7 +227,8 @@ def test_tile_rows_cut_short_interleave_whole_groups(
     # fewer rows than a tile of (p,1) sub-tiles ('to': the whole groups of p rows interleaved from the source, the
     # group the rows end in staged with its padding, the groups of padding rows from one padding row; bf16 on a line
     # and streamed, straight into the output): 24 of 32 rows, 6 of 8 (a group of padding), 13 of 16 with a last
-    # tile of 44 columns (staged whole), packed nibbles, pred made canonical, one row of 8
+    # tile of 44 columns (staged whole), packed nibbles, pred made canonical, one row of 8; tiles of 32 rows of
+    # over 1 KiB (each row's tile 8 tiles ahead prefetched), 40 rows (a last strip of 8) and 64 (whole tiles)
     shape = xs.parse_shape(text)
     check_both_paths(monkeypatch, shape, 1 if "pred" not in text else None, len(text), stream, offset)
     assert calls["tiled_to"] >= 2 and calls["tiled_from"] >= 2

@@ -170,7 +170,10 @@ def test_grouped_route_equals_numpy_path(shape: xs.Shape, seed: int, threads: in
     ("s4[64,128,64,32]{0,1,3,2:T(8,128)(2,1)E(4)}", 1 << 30), ("s4[64,128,64,32]{0,1,3,2:T(8,128)(2,1)E(4)}", 1 << 10),
     ("s4[16,48,256]{1,0,2:E(4)}", 1 << 30), ("s4[16,48,256]{1,0,2:E(4)}", 1 << 10),
     ("u4[256,32,66]{0,2,1:T(8,128)E(4)}", 1 << 30), ("u2[8,40,64]{1,0,2:T(8,128)(4,1)E(2)}", 1 << 30),
-    ("u2[8,40,64]{1,0,2:T(8,128)(4,1)E(2)}", 1 << 10)])
+    ("u2[8,40,64]{1,0,2:T(8,128)(4,1)E(2)}", 1 << 10),
+    # (8,1) sub-tiles (the tiled kernels would move them element by element), whole rows or cut short, windows too
+    ("s4[256,512]{1,0:T(64,128)(8,1)E(4)}", 1 << 30), ("u4[3,100,300]{2,1,0:T(64,128)(8,1)E(4)}", 1 << 30),
+    ("s4[300,256]{1,0:T(64,128)(8,1)E(4)}", 1 << 10)])
 def test_permuted_fields_go_through_the_regroup_kernel(monkeypatch: pytest.MonkeyPatch, text: str,
                                                        budget: int) -> None:
     # whole (the groups within the budget: one call each way), or a window of the byte layout at a time (several)

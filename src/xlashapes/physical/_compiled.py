@@ -89,6 +89,9 @@ def _compiled_choice(
     plan = _compiled_plan(geometry.dims, geometry.layout)  # (permutations: the generic kernel)
     if plan is not None and geometry.packed and _row_major_tiles(plan, geometry.dims):
         return None  # E(n) fields whose tiles are the rows as they are: packed in one pass (no tile at a time)
+    if plan is not None and geometry.packed and plan.tile[2] not in (1, 2, 4):
+        return None  # (8,1) sub-tiles (T(64,128)(8,1)E(4)), which the tiled kernels move element by element (20x /
+        # 9x memcpy of the packed bytes): as grouped bytes (._grouped), 4.0-4.4 / 4.4-4.7 (2.0-2.35 of the logical)
     fields = plan is not None and geometry.packed and _fused_bits(plan, geometry) > 0  # (packed tile by tile)
     if plan is not None and not fields and (plan.tile[2] == 1 or geometry.storage.itemsize > 2):
         # no row interleave, or not the TPU's 8- and 16-bit formats: the generic kernel (reading in order, streaming

@@ -117,8 +117,10 @@ def grouped_route(geometry: _Geometry, nbytes: int, run: Run, to: bool) -> Group
     found = grouping(geometry) if geometry.packed else None
     if found is None or nbytes < run.numba_bytes or dispatch.walker() is None:
         return None
-    if _compiled_plan(geometry.dims, geometry.layout) is not None:
-        return None  # (the tiled kernels pack and unpack them tile by tile, in slabs)
+    tiled = _compiled_plan(geometry.dims, geometry.layout)
+    if tiled is not None and tiled.tile[2] in (1, 2, 4):
+        return None  # (the tiled kernels pack and unpack them tile by tile, in slabs; not (8,1) sub-tiles, which
+        # they move element by element: s4 T(64,128)(8,1)E(4) 20x / 9x the packed bytes, as bytes T(32,128)(4,1))
     if not to and len(geometry.layout.tiles) == 2 and found.axis == len(geometry.dims) - 1:
         return None
     whole = _grouped_whole(found, run)

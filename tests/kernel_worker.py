@@ -46,7 +46,7 @@ CASES = ["bf16[64,256]{1,0:T(8,128)(2,1)}", "s8[64,256]{1,0:T(8,128)(4,1)}", "s4
          "s4[16,64,256]{1,2,0:T(8,128)(2,1)E(4)}>{2,1,0:T(8,128)E(4)}",
          # relayouts between tiled transposes: squares of tiles' rows (tile_squares)
          "u8[256,512]{0,1:T(4,128)}>{1,0:T(4,128)}", "bf16[256,512]{0,1:T(8,128)}>{1,0:T(8,128)}",
-         # tiles of (2,1) / (4,1) sub-tiles with rows cut short, staged (tiled_to_short_*)
+         # tiles of (2,1) / (4,1) sub-tiles with rows cut short, staged (tiled_to_odd_*: odd_tiles)
          "bf16[3,6,256]{2,1,0:T(8,128)(2,1)}", "pred[3,6,256]{2,1,0:T(8,128)(4,1)}",
          "s4[3,6,256]{2,1,0:T(8,128)(2,1)E(4)}"]
 

@@ -16,7 +16,7 @@ from . import _dispatch as dispatch
 from ._dispatch import Run, address
 from ._geometry import _Geometry
 from ._kernel_args import TiledGeometry
-from ._kinds import JOIN_BYTES, LINE, tiled_entry
+from ._kinds import JOIN_BYTES, LINE, odd_tiles, tiled_entry
 from ._packing import _pack, _unpack
 
 CHUNK_BYTES = 1 << 20  # unpacked sub-byte elements staged at a time: no temporary as large as the array,
@@ -223,8 +223,8 @@ def _tiled_to(
     strip_bytes = _strip_elements(plan) * width * min(8, fused[0]) // 8
     base = _tiled_geometry(plan, geometry, stream, 0)._replace(bits=fused[0], canon=fused[1])
     offset = strips[0]
-    short = plan.rows % r_size != 0 and plan.tile[2] in (2, 4)  # (tiles with rows cut short: staged)
-    kernel = getattr(kernels, tiled_entry("tiled_to_short" if short else "tiled_to", fused[1] != 0, fused[0] < 8))
+    odd = odd_tiles(plan.rows, plan.cols, plan.tile, width)  # (rows cut short, tall tiles, big strips)
+    kernel = getattr(kernels, tiled_entry("tiled_to_odd" if odd else "tiled_to", fused[1] != 0, fused[0] < 8))
 
     def tiles(part: tuple[int, int]) -> None:
         scratch = dispatch.scratch(2 * r_size * c_size * width + 256)

@@ -45,7 +45,7 @@ from ._intrinsics import (
     _subroutine,
     _width,
 )
-from ._kinds import JOIN_BYTES, LINE, tiled_entry
+from ._kinds import AHEAD_BYTES, AHEAD_STRIPS, AHEAD_TILES, FOLLOWED_ROWS, JOIN_BYTES, LINE, SHORT_ROWS, tiled_entry
 from ._shuffles import (
     _deinterleave2,
     _deinterleave4,
@@ -128,13 +128,6 @@ def _pad_stream(line: int, data: int, carry: int, first: int, stream: int, pad: 
 
 
 # ----- tiled 2-d layouts: T(R,C) and T(R,C)(P,1) -------------------------------------------------------------------
-FOLLOWED_ROWS = 16  # tiles of more rows than this (of rows longer than SHORT_ROWS) prefetch each row's tile
-AHEAD_TILES = 8  # this many tiles ahead into L2 ('to'): the hardware follows fewer streams (u8 T(32,128)(4,1)
-# [8192,8192] 1.66-1.72x memcpy -> 1.42-1.46; 4 tiles ahead the same, 16 1.5-1.6)
-SHORT_ROWS = 1024  # logical rows of at most this many bytes: their strips' rows are prefetched ahead ('to')
-AHEAD_STRIPS = 4  # strips ahead (batch dims between the tiled rows make their rows far apart: more streams than the
-# hardware follows; 'to', 74 MiB, x memcpy: bf16[96,56,56,128]{3,0,2,1:T(8,128)(2,1)} 2.3 -> 1.5, s8 (4,1) 3.7 -> 1.6;
-# 2 or 8 strips ahead the same)
 
 
 @_inline
@@ -293,14 +286,22 @@ def _strip_offset(rest: int, batch: Any, dims: int) -> int:
     return offset
 
 
-def _tiled_to_of(canonical: bool, packed: bool, short: bool = False) -> Any:
+def _tiled_to_of(canonical: bool, packed: bool, odd: bool = False) -> Any:
     """The entry point laying the logical array at address ``x`` (row-major) out tile by tile: tile rows
     [first, last) at ``out``; ``canonical``, each tile is also made canonical (``geometry.canon``); ``packed``,
-    packed into ``geometry.bits``-bit fields; ``short``, tiles of ``(2,1)`` or ``(4,1)`` sub-tiles with rows cut
-    short are staged (:func:`_staged_tile_to`), else moved element by element (constants of the closure: numba
-    prunes the code the entry point does not run before typing it, so a first use compiles its own; the staging
-    adds 0.2-0.3 s to a first use, paid only by layouts whose rows are not whole tiles)."""
-    cut = short  # (the kernel's own ``short`` is about its source rows)
+    packed into ``geometry.bits``-bit fields; ``odd``, with the code of the layouts :func:`._kinds.odd_tiles` tells
+    apart (constants of the closure: numba prunes the code the entry point does not run before typing it, so a first
+    use compiles its own; that code adds 0.25-0.35 s to a first use, paid only by those layouts):
+
+    - tiles of ``(2,1)`` or ``(4,1)`` sub-tiles with rows cut short are staged (:func:`_staged_tile_to`), not moved
+      element by element;
+    - tiles of more than ``FOLLOWED_ROWS`` rows longer than ``SHORT_ROWS`` prefetch each row's tile
+      ``AHEAD_TILES`` ahead into L2: the hardware follows fewer streams (u8 ``T(32,128)(4,1)`` ``[8192,8192]``
+      1.66-1.72x memcpy -> 1.42-1.46; 4 tiles ahead the same, 16 1.5-1.6);
+    - strips of short rows too big to prefetch whole ``AHEAD_STRIPS`` ahead into the first level fetch each tile of
+      the next strip's rows into L2 as they move the same tile of theirs (u8 ``T(16,128)(4,1)`` on rows of 512
+      bytes 2.05x -> 1.2, ``T(32,128)(4,1)`` 1.95 -> 1.3, s8 ``T(8,128)(4,1)`` on rows of 1 KiB 1.2 -> 1.0).
+    """
 
     def tiled_to(x: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
         # geometry: a TiledGeometry; the part ending with the last tile row also writes the tail padding. batch =
@@ -329,7 +330,9 @@ def _tiled_to_of(canonical: bool, packed: bool, short: bool = False) -> Any:
             strips *= batch[0, k]
         strips *= row_tiles
         short = cols * width <= SHORT_ROWS  # (rows far apart, each read a short run per strip: prefetched)
-        far = not short and r_size > FOLLOWED_ROWS
+        far = odd and not short and r_size > FOLLOWED_ROWS  # (the odd layouts' prefetches: _tiled_to_of)
+        big = odd and short and AHEAD_STRIPS * r_size * cols * width > AHEAD_BYTES
+        nxt_at = 0
         t_lines = (c_size * width + LINE - 1) // LINE
         lines = (cols * width + 2 * LINE - 1) // LINE
         # full (2,1) tiles, streamed on a line boundary, are interleaved straight into the output (not through scratch
@@ -340,7 +343,11 @@ def _tiled_to_of(canonical: bool, packed: bool, short: bool = False) -> Any:
             offset = _strip_offset(strip // row_tiles, batch, dims)
             i = strip % row_tiles
             valid = min(r_size, rows - i * r_size)
-            if short and strip + AHEAD_STRIPS < geometry.last:
+            nxt_rows = 0
+            if big and strip + 1 < geometry.last:
+                nxt_at = _strip_offset((strip + 1) // row_tiles, batch, dims) + (strip + 1) % row_tiles * r_size * step
+                nxt_rows = min(r_size, rows - (strip + 1) % row_tiles * r_size)
+            if short and not big and strip + AHEAD_STRIPS < geometry.last:
                 ahead = strip + AHEAD_STRIPS
                 at = _strip_offset(ahead // row_tiles, batch, dims) + ahead % row_tiles * r_size * step
                 for r in range(min(r_size, rows - ahead % row_tiles * r_size)):
@@ -348,9 +355,12 @@ def _tiled_to_of(canonical: bool, packed: bool, short: bool = False) -> Any:
             for j in range(col_tiles):
                 first_element = source + (offset + i * r_size * step + j * c_size) * width
                 n = min(c_size, cols - j * c_size)
-                if far and j + AHEAD_TILES < col_tiles:  # (more rows than the hardware follows: tiles ahead)
-                    for r in range(valid):
-                        _prefetch_run_l2(first_element + (r * step + AHEAD_TILES * c_size) * width, t_lines)
+                if odd:
+                    ahead_rows, ahead_at = nxt_rows, source + (nxt_at + j * c_size) * width  # (the next strip's)
+                    if far and j + AHEAD_TILES < col_tiles:  # (more rows than the hardware follows: tiles ahead)
+                        ahead_rows, ahead_at = valid, first_element + AHEAD_TILES * c_size * width
+                    for r in range(ahead_rows):
+                        _prefetch_run_l2(ahead_at + r * step * width, t_lines)
                 if direct and carry == 0 and first == 0 and valid == r_size and n == c_size:
                     for g in range(r_size // 2):  # (one call site, of the 2-row interleave only: 0.2-0.3 s less
                         # to compile than the shared loop)
@@ -359,7 +369,7 @@ def _tiled_to_of(canonical: bool, packed: bool, short: bool = False) -> Any:
                             _interleave2(d + c * 2 * width, s + c * width, step, _1, pad)
                     line += t_bytes
                     continue
-                if cut and direct and carry == 0 and first == 0 and valid < r_size:  # (rows cut short: streamed)
+                if odd and direct and carry == 0 and first == 0 and valid < r_size:  # (rows cut short: streamed)
                     _staged_tile_to(line, first_element, step, valid, n, r_size, c_size, p, pad, spare, _1)
                     line += t_bytes
                     continue
@@ -368,7 +378,7 @@ def _tiled_to_of(canonical: bool, packed: bool, short: bool = False) -> Any:
                 else:
                     if p == 1 and (valid < r_size or n < c_size):
                         _short_tile_to(tile, first_element, step, valid, n, r_size, c_size, pad)
-                    elif cut and valid < r_size and (p == 2 or p == 4) and c_size % lanes == 0:
+                    elif odd and valid < r_size and (p == 2 or p == 4) and c_size % lanes == 0:
                         _staged_tile_to(tile, first_element, step, valid, n, r_size, c_size, p, pad, spare, _0)
                     else:
                         _tile_to(tile, first_element, step, valid, n, r_size, c_size, p, pad, spare)
@@ -380,17 +390,16 @@ def _tiled_to_of(canonical: bool, packed: bool, short: bool = False) -> Any:
         tail = total - count if geometry.last == strips else 0
         _pad_stream(line, data, carry, first, stream, pad, tail, t_bytes)
 
-    tiled_to.__name__ = tiled_to.__qualname__ = tiled_entry("tiled_to_short" if cut else "tiled_to", canonical,
-                                                            packed)
+    tiled_to.__name__ = tiled_to.__qualname__ = tiled_entry("tiled_to_odd" if odd else "tiled_to", canonical, packed)
     return _jit(tiled_to)
 
 
 tiled_to_physical = _tiled_to_of(False, False)
 tiled_to_canonical = _tiled_to_of(True, False)
 tiled_to_packed = _tiled_to_of(False, True)
-tiled_to_short_physical = _tiled_to_of(False, False, True)
-tiled_to_short_canonical = _tiled_to_of(True, False, True)
-tiled_to_short_packed = _tiled_to_of(False, True, True)
+tiled_to_odd_physical = _tiled_to_of(False, False, True)
+tiled_to_odd_canonical = _tiled_to_of(True, False, True)
+tiled_to_odd_packed = _tiled_to_of(False, True, True)
 
 
 def _tiled_from_of(canonical: bool, packed: bool) -> Any:

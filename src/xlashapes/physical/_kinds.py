@@ -43,6 +43,14 @@ GATHER_BYTES = 8 * 4096  # scratch past a walk's room for the lines of source ro
 JOIN_BYTES = 1 << 15  # tile rows (strips) of at most this many bytes whose logical rows follow each other: the tiled
 # kernels read them back as one stream (their scratch holds one)
 
+SHORT_ROWS = 1024  # logical rows of at most this many bytes: the tiled 'to' kernels prefetch their strips' rows ahead
+AHEAD_STRIPS = 4  # strips ahead (batch dims between the tiled rows make their rows far apart: more streams than the
+# hardware follows; 'to', 74 MiB, x memcpy: bf16[96,56,56,128]{3,0,2,1:T(8,128)(2,1)} 2.3 -> 1.5, s8 (4,1) 3.7 -> 1.6;
+# 2 or 8 strips ahead the same)
+AHEAD_BYTES = 1 << 14  # most bytes of strips prefetched whole ahead (half the first level); bigger strips: odd_tiles
+FOLLOWED_ROWS = 16  # tiles of more rows than this, of rows longer than SHORT_ROWS: odd_tiles
+AHEAD_TILES = 8  # how many tiles ahead those prefetch each row's
+
 RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES, SHORT, WIDE_LINES, TURNS = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 MOST_PLANES = {1: 32, 2: 24, 4: 12}  # most rows (from 9) interleaved a lane's worth at a time, by word width: planes to
 # channels, 64 MiB 'from', x memcpy, against squares: u8 9 1.45 (3.6), 12 1.45 (2.8), 17 1.8 (2.95), 24 1.8 (2.7), 31
@@ -202,6 +210,23 @@ def tiled_squares(shape: Sequence[int], d_steps: Sequence[int], s_steps: Sequenc
     if len(runs) != 1 or len(sources) != 1 or runs[0] == sources[0]:
         return None
     return runs[0], sources[0]
+
+
+def odd_tiles(rows: int, cols: int, tile: tuple[int, int, int], width: int) -> bool:
+    """True when the tiled 'to' kernel needs its odd variant (``tiled_to_odd_*``: :func:`._kernels._tiled_to_of`)
+    for ``rows`` x ``cols`` elements of ``width`` bytes in tiles ``(R, C, p)``: ``(2,1)`` or ``(4,1)`` sub-tiles
+    with rows cut short, tiles of more than ``FOLLOWED_ROWS`` rows longer than ``SHORT_ROWS`` bytes, or strips of
+    short rows bigger than ``AHEAD_STRIPS`` can prefetch whole.
+
+    >>> odd_tiles(8192, 8192, (8, 128, 4), 1), odd_tiles(24, 512, (32, 128, 4), 1), odd_tiles(64, 512, (16, 128, 4), 1)
+    (False, True, True)
+    """
+    r_size, _, p = tile
+    row = cols * width
+    cut = rows % r_size != 0 and p in (2, 4)
+    tall = r_size > FOLLOWED_ROWS and row > SHORT_ROWS
+    big = row <= SHORT_ROWS and AHEAD_STRIPS * r_size * row > AHEAD_BYTES
+    return cut or tall or big
 
 
 def tiled_entry(stem: str, canonical: bool, packed: bool) -> str:

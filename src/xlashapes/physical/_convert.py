@@ -20,6 +20,7 @@ from ._plan import (
     _fill_padding,
     _fine_transfer,
     _outer_rows,
+    _padded_transfer,
     _physical_view,
     _plain_chains,
     _Plan,
@@ -71,8 +72,10 @@ def _fill_elements(
         return
     elements[geometry.count :] = pad
     view = _physical_view(elements, plan)
-    _fill_padding(view, plan, pad)
     source = x.reshape(x.shape + (1,) * plan.phantoms)
+    if run is not None and _padded_transfer(view, plan, source, pad, run):
+        return  # (rows that end in padding: laid out with it, in one pass)
+    _fill_padding(view, plan, pad)
     _transfer(view, plan.chains, source, _plain_chains(plan.extents), plan.extents, run)
 
 

@@ -14,7 +14,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..layout import Layout
 from ..tiling import COMBINE_DIMENSION, tiled_dimensions
-from ._copy import _copy, fine_grained
+from ._copy import _copy, _normalized, fine_grained, padded_rows
 from ._dispatch import Run
 
 Chains = tuple[tuple[int, ...], ...]
@@ -151,6 +151,23 @@ def _finished_plan(
     return _Plan(tuple(extents), frozen, order, len(extents) - len(dims))
 
 
+def _row_pitch(plan: _Plan) -> int | None:
+    """The elements of a physical row when the only padding of ``plan`` is at the end of its rows (one logical axis
+    padded, its factors the innermost physical ones, in order: rows of its padded size, the valid elements first);
+    else None.
+
+    >>> _row_pitch(_plan((6, 100), Layout((1, 0), tiles=((1, 128),)))), _row_pitch(_plan((6, 100), Layout((1, 0))))
+    (128, None)
+    """
+    padded = [a for a, (chain, n) in enumerate(zip(plan.chains, plan.extents)) if math.prod(chain) != n]
+    if len(padded) != 1:
+        return None
+    axis = padded[0]
+    first = sum(len(chain) for chain in plan.chains[:axis])
+    own = tuple(range(first, first + len(plan.chains[axis])))
+    return math.prod(plan.chains[axis]) if plan.order[-len(own) :] == own else None
+
+
 def _plain_chains(extents: Sequence[int]) -> Chains:
     """Chains of an unsplit logical array: one factor per axis."""
     return tuple((n,) for n in extents)
@@ -257,6 +274,25 @@ def _split_view(
             strides.append(0 if owner is None else owner[1] * (bound // owner[0]))
         first += len(chain)
     return as_strided(view, shape=tuple(shape), strides=tuple(strides))
+
+
+def _padded_transfer(
+    view: np.ndarray[Any, Any], plan: _Plan, source: np.ndarray[Any, Any], pad: np.ndarray[Any, Any], run: Run,
+) -> bool:
+    """Lay ``source`` (the logical array, with the plan's phantom axes) out into the factor view ``view`` with its
+    padding, by the compiled kernel ``padded_rows``, when the plan's only padding ends its rows and the copy is one
+    run per row (rows that follow each other on both sides once merged); False (nothing written) otherwise."""
+    pitch = _row_pitch(plan)
+    if pitch is None:
+        return False
+    boxes = _transfer_boxes(view, plan.chains, source, _plain_chains(plan.extents), plan.extents)
+    if len(boxes) != 1:
+        return False
+    d, s = _normalized(*boxes[0])
+    width = d.itemsize
+    if d.ndim != 2 or d.strides != (pitch * width, width) or s.strides[1] != width or s.strides[0] % width:
+        return False
+    return padded_rows(d, s, pitch, pad, run)
 
 
 def _transfer(

@@ -102,6 +102,31 @@ _WORD = np.uint16(0)  # the witness of 2-byte words
 
 
 @_jit
+def padded_rows(
+    dst: int, src: int, pad: Any, length: int, pitch: int, s_pitch: int, stream: int, scratch: int, room: int,
+    part: Any,
+) -> None:
+    """Rows [part[0], part[1]) of ``length`` elements (``s_pitch`` elements apart in the source) laid out ``pitch``
+    elements apart, each followed by ``pitch - length`` copies of ``pad``: as many as fit ``room`` bytes at a time
+    staged at ``scratch`` (on a line), where their padding is written once, whence they go out as one run (streamed
+    with ``stream``). The padding as a strided pass of its own, then runs each ending on a partial line, took u8
+    ``[N,100]{1,0:T(1,128)}`` 'to' to 2.9x memcpy."""
+    width = _width(pad)
+    row = pitch * width
+    per = max(1, room // row)
+    for k in range(min(per, part[1] - part[0])):
+        for c in range(length, pitch):
+            _put(scratch + k * row, c, pad)
+    for first in range(part[0], part[1], per):
+        count = min(per, part[1] - first)
+        for k in range(count):
+            _copy(scratch + k * row, src + (first + k) * s_pitch * width, length * width)
+        _copy_out(dst + first * row, scratch, count * row, stream)
+    if stream:
+        _fence()
+
+
+@_jit
 def shifted_rows(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, first: int, last: int, scratch: int,
     block: int,

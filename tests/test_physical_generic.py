@@ -233,13 +233,16 @@ def test_one_row_tiles_side_by_side_are_one_run(compiled_everywhere: Counter[str
     ("u8[3,40,100]{2,1,0:T(1,128)}", True), ("pred[6,500]{1,0:T(1,128)}", True),
     ("bf16[7,33,200]{2,1,0:T(1,256)}", True), ("f32[5,300]{1,0:T(1,128)}", True),
     ("u8[2,8,4,300]{3,2,1,0:T(128)}", True),
+    ("u8[3,40,100]{2,1,0:T(8,128)}", True), ("f32[67,100]{1,0:T(8,128)}", True),  # (one tile a row; 67: padding rows)
+    ("u8[100,67]{0,1:T(8,128)}", False), ("bf16[3,61,100]{2,1,0:T(8,128)}", False),  # (transposed; pad rows between)
     ("u8[3,40,100]{1,2,0:T(1,128)}", False),  # (rows apart: no run of them)
-    ("u8[3,40,100]{2,1,0:T(8,128)}", False)])  # (padding inside tiles)
+    ("u8[3,40,200]{2,1,0:T(8,128)}", False)])  # (padding inside tiles, rows of other tiles between)
 @pytest.mark.parametrize(("stream", "threads", "offset"), [(True, 1, 0), (True, 2, 16), (False, 1, 0)])
 def test_rows_that_end_in_padding_are_laid_out_with_it(monkeypatch: pytest.MonkeyPatch, text: str, taken: bool,
                                                         stream: bool, threads: int, offset: int) -> None:
-    # one-row tiles along the minor dim, the only padding: each row and the padding after it staged and written out
-    # as one run (not a strided pass for the padding, then runs ending on partial lines)
+    # physical rows that are the minor dim padded at its end (one-row tiles, or one tile across it): each row and
+    # the padding after it staged and written out as one run (not a strided pass for the padding, then runs ending
+    # on partial lines); whole rows of padding (the other dims') filled as before
     walk = _dispatch.walker()
     if walk is None:
         pytest.skip("numba is not installed")

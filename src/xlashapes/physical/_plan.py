@@ -151,21 +151,26 @@ def _finished_plan(
     return _Plan(tuple(extents), frozen, order, len(extents) - len(dims))
 
 
-def _row_pitch(plan: _Plan) -> int | None:
-    """The elements of a physical row when the only padding of ``plan`` is at the end of its rows (one logical axis
-    padded, its factors the innermost physical ones, in order: rows of its padded size, the valid elements first);
-    else None.
+def _row_pitch(plan: _Plan) -> tuple[int, int] | None:
+    """(axis, elements of a physical row) when the physical rows are that logical axis, padded at their end (its
+    factors the innermost physical ones, in order: rows of its padded size, the valid elements first); else None.
+    Other axes may be padded too (whole rows of padding).
 
     >>> _row_pitch(_plan((6, 100), Layout((1, 0), tiles=((1, 128),)))), _row_pitch(_plan((6, 100), Layout((1, 0))))
-    (128, None)
+    ((1, 128), None)
+    >>> _row_pitch(_plan((12, 100), Layout((1, 0), tiles=((8, 128),)))), _row_pitch(_plan((16, 200), Layout((1, 0),
+    ...                                                                                     tiles=((8, 128),))))
+    ((1, 128), None)
     """
-    padded = [a for a, (chain, n) in enumerate(zip(plan.chains, plan.extents)) if math.prod(chain) != n]
-    if len(padded) != 1:
+    sizes = [size for chain in plan.chains for size in chain]
+    order = [f for f in plan.order if sizes[f] > 1]  # (factors of 1 move no address)
+    if not order:
         return None
-    axis = padded[0]
+    axis = next(a for a, chain in enumerate(plan.chains) if order[-1] < sum(len(c) for c in plan.chains[: a + 1]))
     first = sum(len(chain) for chain in plan.chains[:axis])
-    own = tuple(range(first, first + len(plan.chains[axis])))
-    return math.prod(plan.chains[axis]) if plan.order[-len(own) :] == own else None
+    own = [f for f in range(first, first + len(plan.chains[axis])) if sizes[f] > 1]
+    pitch = math.prod(plan.chains[axis])
+    return (axis, pitch) if order[-len(own) :] == own and pitch != plan.extents[axis] else None
 
 
 def _plain_chains(extents: Sequence[int]) -> Chains:
@@ -221,15 +226,17 @@ def _box_slices(parts: Sequence[Box]) -> tuple[Any, ...]:
     return where
 
 
-def _fill_padding(view: np.ndarray[Any, Any], plan: _Plan, pad: np.ndarray[Any, Any]) -> None:
-    """Write ``pad`` to every element of the factor view that is outside the logical array."""
+def _fill_padding(view: np.ndarray[Any, Any], plan: _Plan, pad: np.ndarray[Any, Any], skip: int = -1) -> None:
+    """Write ``pad`` to every element of the factor view that is outside the logical array; with ``skip``, but
+    the padding of that axis within the other axes' valid ranges (written by the caller)."""
     valid = [_range_boxes(0, n, chain) for n, chain in zip(plan.extents, plan.chains)]
     invalid = [_range_boxes(n, math.prod(chain), chain) for n, chain in zip(plan.extents, plan.chains)]
     full = [[((0,) * len(chain), chain)] for chain in plan.chains]
+    before = [full[k] if k == skip else valid[k] for k in range(len(plan.chains))]  # (the skipped axis whole)
     for axis in range(len(plan.chains)):
-        if not invalid[axis]:
+        if not invalid[axis] or axis == skip:
             continue
-        for parts in product(*valid[:axis], invalid[axis], *full[axis + 1 :]):
+        for parts in product(*before[:axis], invalid[axis], *full[axis + 1 :]):
             np.copyto(view[_box_slices(parts)], pad)
 
 
@@ -282,9 +289,10 @@ def _padded_transfer(
     """Lay ``source`` (the logical array, with the plan's phantom axes) out into the factor view ``view`` with its
     padding, by the compiled kernel ``padded_rows``, when the plan's only padding ends its rows and the copy is one
     run per row (rows that follow each other on both sides once merged); False (nothing written) otherwise."""
-    pitch = _row_pitch(plan)
-    if pitch is None:
+    found = _row_pitch(plan)
+    if found is None:
         return False
+    axis, pitch = found
     boxes = _transfer_boxes(view, plan.chains, source, _plain_chains(plan.extents), plan.extents)
     if len(boxes) != 1:
         return False
@@ -292,7 +300,10 @@ def _padded_transfer(
     width = d.itemsize
     if d.ndim != 2 or d.strides != (pitch * width, width) or s.strides[1] != width or s.strides[0] % width:
         return False
-    return padded_rows(d, s, pitch, pad, run)
+    if not padded_rows(d, s, pitch, pad, run):
+        return False
+    _fill_padding(view, plan, pad, skip=axis)  # (whole rows of padding: the other axes')
+    return True
 
 
 def _transfer(

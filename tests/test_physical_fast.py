@@ -198,6 +198,9 @@ def test_tiled_kernels_equal_numpy_path(
     elif (plan.tile[2] > 1 and shape.element_type.numpy_dtype.itemsize <= 2) or fields:
         # 8/16-bit row interleaves and E(n) fields: the 2-d kernels
         assert tiled > 0
+    elif compiled._partial_tiles(plan, False, geometry.storage.itemsize):  # (T(R,C) cut short, read back: tiled)
+        width = geometry.storage.itemsize
+        assert ran["tiled_from"] > 0 and (ran["tiled_to"] > 0) == compiled._partial_tiles(plan, True, width)
     else:  # T(R,C) alone, 32- and 64-bit words: the generic kernel
         assert ran["walk"] > 0
 
@@ -226,7 +229,8 @@ def test_last_tiles_of_a_tile_row_cut_short_go_a_lane_at_a_time(
                                   "bf16[3,13,300]{2,1,0:T(16,128)(2,1)}", "s4[3,5,256]{2,1,0:T(8,128)(2,1)E(4)}",
                                   "pred[2,7,384]{2,1,0:T(8,128)(4,1)}", "s8[4,1,130]{2,1,0:T(8,128)(4,1)}",
                                   "u8[2,40,1300]{2,1,0:T(32,128)(4,1)}", "s8[64,1300]{1,0:T(32,128)(4,1)}",
-                                  "u8[3,40,600]{2,1,0:T(16,128)(4,1)}", "s8[4,64,700]{2,1,0:T(16,128)(4,1)}"])
+                                  "u8[3,40,600]{2,1,0:T(16,128)(4,1)}", "s8[4,64,700]{2,1,0:T(16,128)(4,1)}",
+                                  "f32[3,40,300]{2,1,0:T(8,128)}", "f32[5,3,50]{2,1,0:T(8,128)}"])
 @pytest.mark.parametrize(("stream", "offset"), [(True, 0), (True, 16), (False, 0)])
 def test_tile_rows_cut_short_interleave_whole_groups(
     calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, stream: bool, offset: int,
@@ -236,7 +240,8 @@ def test_tile_rows_cut_short_interleave_whole_groups(
     # and streamed, straight into the output): 24 of 32 rows, 6 of 8 (a group of padding), 13 of 16 with a last
     # tile of 44 columns (staged whole), packed nibbles, pred made canonical, one row of 8; tiles of 32 rows of
     # over 1 KiB (each row's tile 8 tiles ahead prefetched), 40 rows (a last strip of 8) and 64 (whole tiles); strips
-    # of 16 rows of 600 and 700 bytes (the next strip's rows prefetched a tile at a time)
+    # of 16 rows of 600 and 700 bytes (the next strip's rows prefetched a tile at a time); tiles without sub-tiles,
+    # columns past a tile (the full tiles' rows streamed straight out) or fewer rows than a tile
     shape = xs.parse_shape(text)
     check_both_paths(monkeypatch, shape, 1 if "pred" not in text else None, len(text), stream, offset)
     assert calls["tiled_to"] >= 2 and calls["tiled_from"] >= 2
@@ -294,14 +299,15 @@ def test_larger_cases_with_streaming_stores(calls: Counter[str], monkeypatch: py
 
 def test_nan_payloads_survive_the_kernels(calls: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
     bits = np.array([0x7FC01234, 0xFFA00001, 0x80000000, 0x7F800001], np.uint32)
-    x = np.resize(bits, (40, 300)).view(np.float32)
     monkeypatch.setattr(dispatch, "STREAM_BYTES", 0)
     nan = np.array([0x7FC0BEEF], np.uint32).view(np.float32)[0]
-    for text in ("f32[40,300]{1,0:T(8,128)}", "f32[40,300]{0,1}"):
+    for text in ("f32[40,300]{1,0:T(8,128)}", "f32[40,384]{1,0:T(8,128)}", "f32[40,300]{0,1}"):
+        x = np.resize(bits, xs.parse_shape(text).dimensions).view(np.float32)
         buffer = to_physical(x, text, padding_value=nan)
         assert np.array_equal(from_physical(buffer, text).view(np.uint32), x.view(np.uint32))
         assert np.array_equal(buffer, numpy_path(monkeypatch, to_physical, x, text, padding_value=nan))
-    assert calls["walk"] >= 2  # both layouts (the 4-byte transpose too): the generic kernel
+    # (tiles cut short: the tiled kernels; whole tiles and the 4-byte transpose: the generic kernel)
+    assert calls["tiled_to"] and calls["tiled_from"] and calls["walk"] >= 2
 
 
 def test_read_only_and_bytes_buffers(calls: Counter[str]) -> None:
@@ -455,7 +461,7 @@ def test_sub_byte_tiles_of_rows_in_order_are_packed_in_one_pass(calls: Counter[s
     assert isinstance(plan, compiled._Tiled) and compiled._row_major_tiles(plan, shape.dimensions) == row_major
     check_both_paths(monkeypatch, shape, None, 5, True, 0)
     assert (calls["tiled_to"] + calls["tiled_from"] == 0) == row_major
-    assert calls["pack"] and calls["unpack"] if row_major else calls["tiled_to_packed"]
+    assert calls["pack"] and calls["unpack"] if row_major else calls["tiled_to_packed"] + calls["tiled_to_odd_packed"]
 
 
 def test_a_subroutine_is_compiled_once_into_its_callers_library() -> None:

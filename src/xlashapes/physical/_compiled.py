@@ -78,9 +78,10 @@ def _c_strides(dims: Sequence[int]) -> list[int]:
 
 
 def _compiled_choice(
-    logical: np.ndarray[Any, Any], geometry: _Geometry, run: Run
+    logical: np.ndarray[Any, Any], geometry: _Geometry, run: Run, to: bool
 ) -> tuple[_Tiled, Any] | None:
-    """The kernel plan and the kernels module for converting ``logical``, or None when no compiled kernel applies."""
+    """The kernel plan and the kernels module for converting ``logical`` (``to`` the layout, or back), or None when
+    no compiled kernel applies."""
     # 8-byte elements (f64, s64, c64: not TPU formats) go through the generic kernel: fewer compiled variants
     if logical.nbytes < run.numba_bytes or geometry.storage.itemsize not in (1, 2, 4):
         return None
@@ -93,7 +94,8 @@ def _compiled_choice(
         return None  # (8,1) sub-tiles (T(64,128)(8,1)E(4)), which the tiled kernels move element by element (20x /
         # 9x memcpy of the packed bytes): as grouped bytes (._grouped), 4.0-4.4 / 4.4-4.7 (2.0-2.35 of the logical)
     fields = plan is not None and geometry.packed and _fused_bits(plan, geometry) > 0  # (packed tile by tile)
-    if plan is not None and not fields and (plan.tile[2] == 1 or geometry.storage.itemsize > 2):
+    if plan is not None and not fields and not _partial_tiles(plan, to, geometry.storage.itemsize) and (
+            plan.tile[2] == 1 or geometry.storage.itemsize > 2):
         # no row interleave, or not the TPU's 8- and 16-bit formats: the generic kernel (reading in order, streaming
         # out) is as fast or faster, and one fewer compiled variant; but E(n) fields, which it would unpack and pack
         # in passes of their own
@@ -115,6 +117,26 @@ def _row_major_tiles(plan: _Tiled, dims: tuple[int, ...]) -> bool:
     r_size, c_size, _ = plan.tile
     batch_in_order = list(plan.batch) == sorted(plan.batch) and all(d < plan.row_dim for d in plan.batch)
     return r_size == 1 and plan.cols % c_size == 0 and batch_in_order
+
+
+def _partial_tiles(plan: _Tiled, to: bool, width: int) -> bool:
+    """True when tiles of more than one row, without sub-tiles, are cut short in a way the tiled kernels move faster
+    than the generic one (which copies the whole tiles and the rest as two boxes, each over every row, and fills the
+    padding in a pass of its own): read back, any cut short (bf16 ``[16384,1000]{1,0:T(8,128)}`` 'from' 2.45x
+    memcpy -> 1.3, u8 ``[4096,4000]`` 2.9 -> 1.9, f32 ``[2396,8,500]{2,1,0:T(2,128)}`` 2.3 -> 1.5); laid out, fewer
+    rows than a tile (f32 ``[N,7,50]{2,1,0:T(8,128)}`` 1.9 -> 0.45-0.6 of the physical bytes), or tile rows of 512
+    bytes and more with columns past a tile (f32 ``[N,100,200]{2,1,0:T(2,128)}`` 2.3 -> 0.75, ``[16384,1000]{1,0:
+    T(8,128)}`` 1.8 -> 1.4; bf16 and u8 tile rows so are laid out as fast or faster by the generic kernel, rows of
+    one tile by :func:`._plan._padded_transfer`, one-row tiles as runs either way).
+
+    >>> tiles = _Tiled(100, 1000, 0, (8, 128, 1), ())
+    >>> _partial_tiles(tiles, False, 1), _partial_tiles(tiles, True, 1), _partial_tiles(tiles, True, 4)
+    (True, False, True)
+    """
+    r_size, c_size, p = plan.tile
+    if p != 1 or r_size == 1 or (plan.rows % r_size == 0 and plan.cols % c_size == 0):
+        return False
+    return not to or plan.rows < r_size or (plan.cols > c_size and c_size * width >= 512)
 
 
 def _tiled_geometry(plan: _Tiled, geometry: _Geometry, stream: int, row_bytes: int) -> TiledGeometry:
@@ -173,7 +195,7 @@ def _compiled_write(
     x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], run: Run
 ) -> bool:
     """Lay ``x`` out with a compiled kernel; False when none applies (or numba is missing)."""
-    chosen = _compiled_choice(x, geometry, run)
+    chosen = _compiled_choice(x, geometry, run, True)
     if chosen is None:
         return False
     plan, kernels = chosen
@@ -238,7 +260,7 @@ def _compiled_read(
     data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], run: Run
 ) -> bool:
     """Fill ``result`` from the bytes ``data`` with a compiled kernel; False when none applies."""
-    chosen = _compiled_choice(result, geometry, run)
+    chosen = _compiled_choice(result, geometry, run, False)
     if chosen is None:
         return False
     plan, kernels = chosen

@@ -334,6 +334,7 @@ def _tiled_to_of(canonical: bool, packed: bool, odd: bool = False) -> Any:
         # and a copy out): bf16 'to' [65536,512] 1.55 -> 1.3, [32768,1024] 1.6 -> 1.25; (4,1) tiles so went 1.15 ->
         # 1.6-2.2 and keep the scratch
         direct = stream and not canon and not (packed and bits < 8) and p == 2 and c_size % lanes == 0
+        rows_out = odd and stream and not canon and not (packed and bits < 8) and p == 1 and c_size * width % LINE == 0
         for strip in range(geometry.first, geometry.last):
             offset = _strip_offset(strip // row_tiles, batch, dims)
             i = strip % row_tiles
@@ -362,6 +363,11 @@ def _tiled_to_of(canonical: bool, packed: bool, odd: bool = False) -> Any:
                         d, s = line + g * c_size * 2 * width, first_element + g * 2 * step * width
                         for c in range(0, c_size, lanes):
                             _interleave2(d + c * 2 * width, s + c * width, step, _1, pad)
+                    line += t_bytes
+                    continue
+                if rows_out and carry == 0 and first == 0 and valid == r_size and n == c_size:
+                    for r in range(r_size):  # (full tiles of rows as they are, odd layouts: streamed straight out)
+                        _copy_out(line + r * c_size * width, first_element + r * step * width, c_size * width, _1)
                     line += t_bytes
                     continue
                 if odd and direct and carry == 0 and first == 0 and valid < r_size:  # (rows cut short: streamed)

@@ -215,15 +215,16 @@ def tiled_squares(shape: Sequence[int], d_steps: Sequence[int], s_steps: Sequenc
 def odd_tiles(rows: int, cols: int, tile: tuple[int, int, int], width: int) -> bool:
     """True when the tiled 'to' kernel needs its odd variant (``tiled_to_odd_*``: :func:`._kernels._tiled_to_of`)
     for ``rows`` x ``cols`` elements of ``width`` bytes in tiles ``(R, C, p)``: ``(2,1)`` or ``(4,1)`` sub-tiles
-    with rows cut short, tiles of more than ``FOLLOWED_ROWS`` rows longer than ``SHORT_ROWS`` bytes, or strips of
-    short rows bigger than ``AHEAD_STRIPS`` can prefetch whole.
+    with rows cut short, tiles without sub-tiles cut short (their full tiles streamed straight out), tiles of more
+    than ``FOLLOWED_ROWS`` rows longer than ``SHORT_ROWS`` bytes, or strips of short rows bigger than
+    ``AHEAD_STRIPS`` can prefetch whole.
 
     >>> odd_tiles(8192, 8192, (8, 128, 4), 1), odd_tiles(24, 512, (32, 128, 4), 1), odd_tiles(64, 512, (16, 128, 4), 1)
     (False, True, True)
     """
-    r_size, _, p = tile
+    r_size, c_size, p = tile
     row = cols * width
-    cut = rows % r_size != 0 and p in (2, 4)
+    cut = (rows % r_size != 0 and p in (2, 4)) or (p == 1 and (rows % r_size != 0 or cols % c_size != 0))
     tall = r_size > FOLLOWED_ROWS and row > SHORT_ROWS
     big = row <= SHORT_ROWS and AHEAD_STRIPS * r_size * row > AHEAD_BYTES
     return cut or tall or big

@@ -233,7 +233,7 @@ def test_one_row_tiles_side_by_side_are_one_run(compiled_everywhere: Counter[str
     ("u8[3,40,100]{2,1,0:T(1,128)}", True), ("pred[6,500]{1,0:T(1,128)}", True),
     ("bf16[7,33,200]{2,1,0:T(1,256)}", True), ("f32[5,300]{1,0:T(1,128)}", True),
     ("u8[2,8,4,300]{3,2,1,0:T(128)}", True),
-    ("u8[3,40,100]{2,1,0:T(8,128)}", True), ("f32[67,100]{1,0:T(8,128)}", True),  # (one tile a row; 67: padding rows)
+    ("u8[3,40,100]{2,1,0:T(8,128)}", True), ("f64[67,100]{1,0:T(8,128)}", True),  # (one tile a row; 67: padding rows)
     ("u8[100,67]{0,1:T(8,128)}", False), ("bf16[3,61,100]{2,1,0:T(8,128)}", False),  # (transposed; pad rows between)
     ("u8[3,40,100]{1,2,0:T(1,128)}", False),  # (rows apart: no run of them)
     ("u8[3,40,200]{2,1,0:T(8,128)}", False)])  # (padding inside tiles, rows of other tiles between)

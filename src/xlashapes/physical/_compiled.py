@@ -124,19 +124,24 @@ def _partial_tiles(plan: _Tiled, to: bool, width: int) -> bool:
     than the generic one (which copies the whole tiles and the rest as two boxes, each over every row, and fills the
     padding in a pass of its own): read back, any cut short (bf16 ``[16384,1000]{1,0:T(8,128)}`` 'from' 2.45x
     memcpy -> 1.3, u8 ``[4096,4000]`` 2.9 -> 1.9, f32 ``[2396,8,500]{2,1,0:T(2,128)}`` 2.3 -> 1.5); laid out, fewer
-    rows than a tile (f32 ``[N,7,50]{2,1,0:T(8,128)}`` 1.9 -> 0.45-0.6 of the physical bytes), or tile rows of 512
-    bytes and more with columns past a tile (f32 ``[N,100,200]{2,1,0:T(2,128)}`` 2.3 -> 0.75, ``[16384,1000]{1,0:
-    T(8,128)}`` 1.8 -> 1.4; bf16 and u8 tile rows so are laid out as fast or faster by the generic kernel, rows of
-    one tile by :func:`._plan._padded_transfer`, one-row tiles as runs either way).
+    rows than a tile (f32 ``[N,7,50]{2,1,0:T(8,128)}`` 1.9 -> 0.45-0.6 of the physical bytes), rows of one tile not
+    whole tiles (``[N,3,50]{...T(2,128)}`` 2.8 -> 0.7), or whole tiles of rows of 512 bytes and more with columns
+    past a tile (f32 ``[N,100,200]{2,1,0:T(2,128)}`` 2.3 -> 0.75, ``[16384,1000]{1,0:T(8,128)}`` 1.8 -> 1.4; with
+    rows cut short too, ``[N,7,500]{...T(2,128)}``, 2.6 against 1.9; bf16 and u8 tile rows past a tile are laid out
+    as fast or faster by the generic kernel, rows of one tile in whole tiles by :func:`._plan._padded_transfer`,
+    one-row tiles as runs either way).
 
-    >>> tiles = _Tiled(100, 1000, 0, (8, 128, 1), ())
+    >>> tiles = _Tiled(96, 1000, 0, (8, 128, 1), ())
     >>> _partial_tiles(tiles, False, 1), _partial_tiles(tiles, True, 1), _partial_tiles(tiles, True, 4)
     (True, False, True)
     """
     r_size, c_size, p = plan.tile
     if p != 1 or r_size == 1 or (plan.rows % r_size == 0 and plan.cols % c_size == 0):
         return False
-    return not to or plan.rows < r_size or (plan.cols > c_size and c_size * width >= 512)
+    whole_rows = plan.rows % r_size == 0
+    if not to or plan.rows < r_size or (plan.cols < c_size and not whole_rows):
+        return True
+    return plan.cols > c_size and c_size * width >= 512 and whole_rows
 
 
 def _tiled_geometry(plan: _Tiled, geometry: _Geometry, stream: int, row_bytes: int) -> TiledGeometry:

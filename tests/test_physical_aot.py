@@ -237,7 +237,8 @@ def test_the_kept_objects_share_the_numba_cache_directory() -> None:
     from xlashapes.physical import _intrinsics
 
     assert _cache.kernels_digest() == _intrinsics._SOURCES
-    kernels = {"_intrinsics.py", "_kernels.py", "_kinds.py", "_shuffles.py", "_side_by_side.py", "_walk.py"}
+    kernels = {"_intrinsics.py", "_kernels.py", "_kinds.py", "_shuffles.py", "_side_by_side.py", "_tile_parts.py",
+               "_walk.py"}
     assert set(_cache.KERNEL_SOURCES) == kernels
     folder = _aot.aot_directory()
     assert folder is not None and folder.startswith(_cache.kernels_directory() + os.sep)

@@ -50,11 +50,21 @@ from ._shuffles import (
     _deinterleave2,
     _deinterleave4,
     _interleave2,
-    _interleave4,
     _tile_square,
     _turn_lines2,
     _turn_lines4,
     _turn_nibbles,
+)
+from ._tile_parts import (
+    _LOW_BITS,
+    _LOW_NIBBLES,
+    _U,
+    _canonical,
+    _last_lane,
+    _nibble_pairs,
+    _short_tile_to,
+    _staged_tile_to,
+    _tile_to,
 )
 
 
@@ -128,147 +138,6 @@ def _pad_stream(line: int, data: int, carry: int, first: int, stream: int, pad: 
 
 
 # ----- tiled 2-d layouts: T(R,C) and T(R,C)(P,1) -------------------------------------------------------------------
-
-
-@_inline
-def _interleaved_rows(dst: int, src: int, step: int, groups: int, n: int, d_pitch: int, s_pitch: int, p: int,
-                      pad: Any, stream: int) -> None:
-    """``groups`` groups of ``p`` rows (``step`` elements apart; groups ``s_pitch`` bytes apart) interleaved into
-    ``dst`` (``d_pitch`` bytes a group), ``n`` columns (whole lanes) each; streamed with ``stream`` (``dst`` and the
-    groups on lines)."""
-    width = _width(pad)
-    for g in range(groups):
-        d, s = dst + g * d_pitch, src + g * s_pitch
-        for c in range(0, n, _lanes(pad)):
-            if p == 2:
-                _interleave2(d + c * 2 * width, s + c * width, step, stream, pad)
-            else:
-                _interleave4(d + c * 4 * width, s + c * width, step, stream, pad)
-
-
-@_subroutine
-def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c_size: int, p: int, pad: Any,
-             spare: int) -> None:
-    """One tile in physical order at ``dst`` from logical rows at ``src``; only ``rows`` x ``cols`` are not padding."""
-    # The logical rows are ``step`` elements apart; ``spare`` has room for a tile (the last columns of whole rows,
-    # padded, are staged there to be interleaved a lane at a time).
-    width = _width(pad)
-    lanes = _lanes(pad)
-    if rows == r_size and cols == c_size:
-        if p == 1:  # (E(n) fields packed after: the rows as they are)
-            for r in range(r_size):
-                _copy(dst + r * c_size * width, src + r * step * width, c_size * width)
-            return
-        if (p == 2 or p == 4) and c_size % lanes == 0:  # (whole tiles apart from the cut-short ones below: their
-            # code with c_size for the columns runs 1.15x memcpy, bf16 'to', where the shared code ran 1.6x)
-            _interleaved_rows(dst, src, step, r_size // p, c_size, c_size * p * width, p * step * width, p, pad,
-                              _0)
-            return
-    full = 0  # columns moved a lane at a time (whole rows; the rest, and padding, element by element below)
-    if rows == r_size and (p == 2 or p == 4) and c_size % lanes == 0:
-        full = cols // lanes * lanes
-        _interleaved_rows(dst, src, step, r_size // p, full, c_size * p * width, p * step * width, p, pad, _0)
-        if full < c_size:  # the rest of each row and the padding after it, staged, interleaved from there
-            rest = c_size - full
-            for r in range(r_size):
-                row = spare + r * rest * width
-                _copy(row, src + (r * step + full) * width, (cols - full) * width)
-                for c in range(cols - full, rest):
-                    _put(row, c, pad)
-            _interleaved_rows(dst + full * p * width, spare, rest, r_size // p, rest, c_size * p * width,
-                              p * rest * width, p, pad, _0)
-        return
-    for g in range(r_size // p):
-        for c in range(c_size):
-            d = (g * c_size + c) * p
-            for k in range(p):
-                r = g * p + k
-                if r < rows and c < cols:
-                    _put(dst, d + k, _get(src, r * step + c, pad))
-                else:
-                    _put(dst, d + k, pad)
-
-
-@_subroutine
-def _short_tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c_size: int, pad: Any) -> None:
-    """A tile of rows as they are (no sub-tiles: E(n) fields packed after) cut short (``rows`` x ``cols`` not
-    padding): the rows there are, then their padding (element by element, it took 39x memcpy, s4
-    ``[36,72,87,210]{3,2,1,0:T(8,128)E(4)}`` 'to'; in ``_tile_to``, its code made the full tiles' 25% slower)."""
-    width = _width(pad)
-    for r in range(r_size):
-        row = dst + r * c_size * width
-        valid = cols if r < rows else 0
-        _copy(row, src + r * step * width, valid * width)
-        for c in range(valid, c_size):
-            _put(row, c, pad)
-
-
-@_subroutine
-def _groups_out(dst: int, src: int, step: int, groups: int, n: int, d_pitch: int, s_pitch: int, p: int, pad: Any,
-                stream: int) -> None:
-    """:func:`_interleaved_rows` compiled once (inlined at each of its three call sites in :func:`_staged_tile_to`,
-    it added 0.3 s to the first compiled use of a tiled layout)."""
-    _interleaved_rows(dst, src, step, groups, n, d_pitch, s_pitch, p, pad, stream)
-
-
-@_subroutine
-def _staged_tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c_size: int, p: int, pad: Any,
-                    spare: int, stream: int) -> None:
-    """A tile of ``(2,1)`` or ``(4,1)`` sub-tiles with rows cut short (``rows`` < ``r_size``; ``cols`` may be
-    short too): whole groups of ``p`` rows interleaved from the source, the group the rows end in staged (padded) at
-    ``spare``, the groups of padding rows from one padding row; streamed with ``stream`` (element by element,
-    ``u8[500,8,24,512]{3,2,1,0:T(32,128)(4,1)}`` 'to' took 15x memcpy)."""
-    width = _width(pad)
-    pitch = c_size * p * width  # (of a group in the tile)
-    direct = rows // p if cols == c_size else 0
-    _groups_out(dst, src, step, direct, c_size, pitch, p * step * width, p, pad, stream)
-    staged = (rows + p - 1) // p - direct  # groups staged: whole rows of c_size elements at spare
-    for r in range(direct * p, (direct + staged) * p):
-        row = spare + (r - direct * p) * c_size * width
-        valid = cols if r < rows else 0
-        _copy(row, src + r * step * width, valid * width)
-        for c in range(valid, c_size):
-            _put(row, c, pad)
-    _groups_out(dst + direct * pitch, spare, c_size, staged, c_size, pitch, p * c_size * width, p, pad, stream)
-    done = direct + staged
-    if done < r_size // p:  # groups of padding rows only: one row, read p times over (step 0)
-        row = spare + staged * p * c_size * width
-        for c in range(c_size):
-            _put(row, c, pad)
-        _groups_out(dst + done * pitch, row, 0, r_size // p - done, c_size, pitch, 0, p, pad, stream)
-
-
-@_subroutine
-def _canonical(data: int, n: int, canon: int) -> None:
-    """Canonical element bytes in place: pred (``canon`` < 0) 0 or 1; else each byte ANDed with ``canon``."""
-    words = n // 8
-    if canon < 0:
-        for k in range(words):
-            v = _get_word(data, k)
-            v |= v >> _U(4)
-            v |= v >> _U(2)
-            v |= v >> _U(1)
-            _put_word(data, k, v & _LOW_BITS)
-        for i in range(8 * words, n):
-            _put(data, i, np.uint8(_get(data, i, np.uint8(0)) != 0))
-    else:
-        lanes = _U(canon) * _LOW_BITS
-        for k in range(words):
-            _put_word(data, k, _get_word(data, k) & lanes)
-        for i in range(8 * words, n):
-            _put(data, i, np.uint8(_get(data, i, np.uint8(0)) & canon))
-
-
-@_subroutine
-def _nibble_pairs(dst: int, src: int, step: int, r_size: int, c_size: int) -> None:
-    """A full ``T(R,C)(2,1)E(4)`` tile at ``dst``: byte ``g*C + c`` = rows ``2g`` (low nibble) and ``2g+1``
-    (high) of column ``c``; the logical rows at ``src`` are ``step`` bytes apart, ``C`` a multiple of 8."""
-    words = c_size // 8
-    for g in range(r_size // 2):
-        low, high, d = src + 2 * g * step, src + (2 * g + 1) * step, dst + g * c_size
-        for k in range(words):
-            value = (_get_word(low, k) & _LOW_NIBBLES) | ((_get_word(high, k) & _LOW_NIBBLES) << _U(4))
-            _put_word(d, k, value)
 
 
 @_inline
@@ -513,16 +382,6 @@ tiled_from_packed = _tiled_from_of(False, True)
 
 
 @_subroutine
-def _last_lane(dst: int, pitch: int, src: int, p: int, pad: Any) -> None:
-    """One lane of ``p`` interleaved rows at ``src`` split into ``p`` rows ``pitch`` elements apart at ``dst``."""
-    if p == 2:
-        _deinterleave2(dst, pitch, src, _0, pad)
-    else:
-        _deinterleave4(dst, pitch, src, _0, pad)
-
-
-# ----- streamed copies ------------------------------------------------------------------------------------------------
-@_subroutine
 def _copy_out(out: int, scratch: int, n: int, stream: int) -> None:
     """Copy ``n`` bytes from scratch to ``out``: whole aligned lines streamed, the partial ends stored plainly."""
     if not stream:
@@ -580,8 +439,6 @@ def _scalar(dst: int, src: int, pad: Any, big: int, small: int, du: int, di: int
                 _put(dst, u * du + i * di, _get(src, u + i * si, pad))
 
 # ----- sub-byte packing --------------------------------------------------------------------------------------------
-_U = np.uint64
-_LOW_NIBBLES, _LOW_BITS = _U(0x0F0F0F0F0F0F0F0F), _U(0x0101010101010101)
 _M64_32, _M64_16, _M64_8 = _U(0x00000000FFFFFFFF), _U(0x000000000000FFFF), _U(0x00000000000000FF)
 
 

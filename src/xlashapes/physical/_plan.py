@@ -287,8 +287,9 @@ def _padded_transfer(
     view: np.ndarray[Any, Any], plan: _Plan, source: np.ndarray[Any, Any], pad: np.ndarray[Any, Any], run: Run,
 ) -> bool:
     """Lay ``source`` (the logical array, with the plan's phantom axes) out into the factor view ``view`` with its
-    padding, by the compiled kernel ``padded_rows``, when the plan's only padding ends its rows and the copy is one
-    run per row (rows that follow each other on both sides once merged); False (nothing written) otherwise."""
+    padding, by the compiled kernel ``padded_rows``, when the physical rows are one axis padded at their end
+    (:func:`_row_pitch`) and the copy is one run per row (rows that follow each other on both sides once merged);
+    the other axes' padding, whole rows, filled as before. False (nothing written) otherwise."""
     found = _row_pitch(plan)
     if found is None:
         return False
@@ -336,10 +337,13 @@ def _transfer_boxes(
         if common is None:
             raise AssertionError("transfer between factor views with no common refinement")  # callers check
         bounds.append(common)
-    bounds = _unbroken_bounds(
-        (_split_view(dst, dst_chains, bounds, extents), _split_view(src, src_chains, bounds, extents)), bounds)
     dst_split = _split_view(dst, dst_chains, bounds, extents)
     src_split = _split_view(src, src_chains, bounds, extents)
+    merged = _unbroken_bounds((dst_split, src_split), bounds)
+    if merged != bounds:
+        bounds = merged
+        dst_split = _split_view(dst, dst_chains, bounds, extents)
+        src_split = _split_view(src, src_chains, bounds, extents)
     boxes = [_range_boxes(0, n, _refined_sizes(b, n)) for b, n in zip(bounds, extents)]
     return [(dst_split[where], src_split[where]) for where in map(_box_slices, product(*boxes))]
 

@@ -529,7 +529,7 @@ def _walker(kind: int) -> Any:
                     _fence()
                 return
         rows, dr, sr = 0, 0, 0
-        joined = False
+        runs_stream = stream
         wide, fs = 0, 0
         groups, dg = 0, 0
         if kind == RUNS:  # the innermost outer axis loops inside one call
@@ -537,12 +537,12 @@ def _walker(kind: int) -> Any:
             # runs that follow each other in the destination, not whole lines: plain stores (streamed, each run's
             # partial lines stored plainly read those lines first: rows of 500 bytes read back from tiles of 512
             # went 2.1x memcpy; staged in scratch and streamed in whole lines 1.4; plain 1.1)
-            joined = stream != 0 and dr == small and (small * width) % LINE != 0
+            if dr == small and (small * width) % LINE != 0:
+                runs_stream = _0
             if m == 1:  # no other axis: the runs [first, last) (the threads' split)
-                if first < last and joined:  # (plain stores: above)
-                    _runs(dst + first * dr * width, src + first * sr * width, pad, last - first, small, dr, sr, _0)
-                elif first < last:
-                    _runs(dst + first * dr * width, src + first * sr * width, pad, last - first, small, dr, sr, stream)
+                if first < last:
+                    _runs(dst + first * dr * width, src + first * sr * width, pad, last - first, small, dr, sr,
+                          runs_stream)
                 if stream:
                     _fence()
                 return
@@ -594,10 +594,7 @@ def _walker(kind: int) -> Any:
         held_d, held_s = 0, 0
         while True:
             if kind == RUNS:
-                if joined:
-                    _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, _0)
-                else:
-                    _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, stream)
+                _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, runs_stream)
             elif kind == GROUPS:
                 _grouped_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, groups, dg, stream,
                                scratch, room)

@@ -21,13 +21,11 @@ KERNEL_TESTS = ("tests/test_physical.py", "tests/test_physical_fast.py", "tests/
 _jobs: dict[str, subprocess.Popen[str]] = {}
 
 
-def start(name: str, args: list[str], env: dict[str, str] | None = None) -> None:
-    """Start ``args`` (a Python module run) as background job ``name`` unless it already runs (``env``: more
-    environment variables)."""
+def start(name: str, args: list[str]) -> None:
+    """Start ``args`` (a Python module run) as background job ``name`` unless it already runs."""
     if name not in _jobs:
         _jobs[name] = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
-                                       env={**os.environ, **(env or {})})
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
 
 
 def result(name: str, timeout: float = 600) -> tuple[int, str]:

@@ -46,8 +46,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if "tests/test_lint.py" in files:
         background.start("mypy", background.JOBS["mypy"])
     if files & set(background.KERNEL_TESTS) and background.numba_wanted() and len(files) > len(background.KERNEL_TESTS):
-        for part in range(2):  # (two processes: the cases take longer to compile than the other tests take to run)
-            background.start(f"kernels{part}", background.JOBS["kernels"], {"XLASHAPES_WORKER_PART": f"{part}/2"})
+        background.start("kernels", background.JOBS["kernels"])
     gc.collect()
     gc.freeze()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_TESTS = ("tests/test_physical.py", "tests/test_physical_fast.py", "tests/test_physical_generic.py",
-                "tests/test_physical_grouped.py", "tests/test_physical_aot.py")
+                "tests/test_physical_grouped.py", "tests/test_physical_stacked.py", "tests/test_physical_aot.py")
 
 _jobs: dict[str, subprocess.Popen[str]] = {}
 

@@ -32,7 +32,8 @@ EXPECTED = {("walk_squares", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
     ("pack", "i"), ("unpack", "i"), ("transpose_nibbles", "i"), ("swap_fields", "i")} | {
     ("turn_lines", w) for w in ("|u1", "<u2")} | {("walk_turns", w) for w in ("|u1", "<u2")} | {("regroup", "i")} | {
     ("tile_squares", w) for w in ("|u1", "<u2")} | {("tiled_to_odd_physical", "<u2")} | {
-    (f"tiled_to_odd_{kind}", "|u1") for kind in ("canonical", "packed")} | {("padded_rows", "|u1")}
+    (f"tiled_to_odd_{kind}", "|u1") for kind in ("canonical", "packed")} | {("padded_rows", "|u1")} | {
+    (f"tiled_{way}_stacked", w) for way in ("to", "from") for w in ("|u1", "<u2", "<u4")}
 
 
 def run_worker(cache: Path, numba: bool = True, processes: int = 1) -> dict[str, Any]:
@@ -237,8 +238,8 @@ def test_the_kept_objects_share_the_numba_cache_directory() -> None:
     from xlashapes.physical import _intrinsics
 
     assert _cache.kernels_digest() == _intrinsics._SOURCES
-    kernels = {"_intrinsics.py", "_kernels.py", "_kinds.py", "_shuffles.py", "_side_by_side.py", "_tile_parts.py",
-               "_walk.py"}
+    kernels = {"_intrinsics.py", "_kernel_args.py", "_kernels.py", "_kinds.py", "_shuffles.py", "_side_by_side.py",
+               "_stacks.py", "_tile_parts.py", "_walk.py"}
     assert set(_cache.KERNEL_SOURCES) == kernels
     folder = _aot.aot_directory()
     assert folder is not None and folder.startswith(_cache.kernels_directory() + os.sep)

@@ -46,14 +46,22 @@ def _compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | None:
 def _cached_compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | None:
     """``_compiled_plan`` through a cache."""
     rank = len(dims)
-    if layout.padded_dimensions is not None or math.prod(dims) == 0 or rank == 0:
-        return None
+    tile = _tile_of(dims, layout)
     order = tuple(layout.major_to_minor)
+    if tile is None or order[-1] != rank - 1:
+        return None  # (permutations: the generic kernel; tiles across the minor dim: ._stacked)
+    row_dim = order[-2] if rank >= 2 else -1
+    return _checked(_Tiled(dims[row_dim] if row_dim >= 0 else 1, dims[-1], row_dim, tile, order[:-2]), dims, layout)
+
+
+def _tile_of(dims: tuple[int, ...], layout: Layout) -> tuple[int, int, int] | None:
+    """(R, C, p) of a ``T(R,C)`` or ``T(R,C)(p,1)`` layout (``T(C)``: R = 1) with elements and no padded dims, else
+    None."""
     tiles = tuple(tuple(tile) for tile in layout.tiles)
-    if not tiles:
-        return None  # permutations: the generic kernel
+    if layout.padded_dimensions is not None or math.prod(dims) == 0 or not dims or not tiles:
+        return None
     first = tiles[0]
-    if len(tiles) > 2 or len(first) not in (1, 2) or min(first) < 1 or order[-1] != rank - 1:
+    if len(tiles) > 2 or len(first) not in (1, 2) or min(first) < 1:
         return None
     r_size, c_size = (1, first[0]) if len(first) == 1 else first
     p = 1
@@ -61,12 +69,15 @@ def _cached_compiled_plan(dims: tuple[int, ...], layout: Layout) -> _Tiled | Non
         if len(tiles[1]) != 2 or tiles[1][1] != 1 or tiles[1][0] < 1 or r_size % tiles[1][0]:
             return None
         p = tiles[1][0]
-    row_dim = order[-2] if rank >= 2 else -1
-    plan = _Tiled(dims[row_dim] if row_dim >= 0 else 1, dims[-1], row_dim, (r_size, c_size, p), order[:-2])
-    tiled = math.prod(dims[d] for d in plan.batch) * -(-plan.rows // r_size) * -(-plan.cols // c_size)
-    if tiled * r_size * c_size != math.prod(tiled_dimensions(dims, layout)):
-        return None  # not the structure assumed (defensive)
-    return plan
+    return r_size, c_size, p
+
+
+def _checked(plan: _Tiled, dims: tuple[int, ...], layout: Layout, stack: int = 1) -> _Tiled | None:
+    """``plan`` when its tiles count the layout's tiled elements (``stack``: times the stacked dim's size), else
+    None (not the structure assumed: defensive)."""
+    r_size, c_size, _ = plan.tile
+    tiled = math.prod(dims[d] for d in plan.batch) * stack * -(-plan.rows // r_size) * -(-plan.cols // c_size)
+    return plan if tiled * r_size * c_size == math.prod(tiled_dimensions(dims, layout)) else None
 
 
 def _c_strides(dims: Sequence[int]) -> list[int]:

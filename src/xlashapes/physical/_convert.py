@@ -29,13 +29,14 @@ from ._plan import (
     _window,
 )
 from ._reference import _reference_elements, _reference_logical
+from ._stacked import stacked_convert
 
 
 def _write_physical(
     x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], run: Run
 ) -> None:
     """Lay the logical storage array ``x`` out into ``buffer`` (flat uint8 of ``byte_size``)."""
-    if _compiled_write(x, geometry, pad, buffer, run):
+    if _compiled_write(x, geometry, pad, buffer, run) or stacked_convert(x, geometry, pad, buffer, run, True):
         return
     plan = _plan(geometry.dims, geometry.layout)
     if geometry.packed:
@@ -84,6 +85,8 @@ def _read_physical(
 ) -> None:
     """Fill the logical storage array ``result`` from the physical bytes ``data``."""
     if result.size == 0 or _compiled_read(data, geometry, result, run):
+        return
+    if stacked_convert(result, geometry, np.zeros(1, geometry.storage), data, run, False):
         return
     plan = _plan(geometry.dims, geometry.layout)
     if geometry.packed:

@@ -99,6 +99,19 @@ def import_walker() -> Any:
     return _aot.entries("_walk")
 
 
+def stacker() -> Any:
+    """The stacked tiled kernels' entry points (:mod:`._stacks`), or None (as :func:`kernels`)."""
+    if not compiled_enabled() or _aot.numba_failed():
+        return None
+    return import_stacker()
+
+
+@lru_cache(maxsize=1)
+def import_stacker() -> Any:
+    """The entry points of :mod:`xlashapes.physical._stacks`, made once; None without numba."""
+    return _aot.entries("_stacks")
+
+
 def with_fallback(work: Callable[[], None]) -> None:
     """``work()``; done again (on the NumPy path) if a kernel found numba unimportable on the way.
 

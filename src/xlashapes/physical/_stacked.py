@@ -1,0 +1,137 @@
+"""The stacked tiled layouts: tiles that do not run along the logical minor dim, which is the innermost of the dims
+the tiles are stacked along (``pred[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}``), converted a chunk at a time through a
+staging buffer by the kernels of :mod:`._stacks` (which says how).
+
+**Which.** Those whose minor dim (2 to ``MOST_STACKED`` elements) continues the rows or the columns in the logical
+array, so that the staging reads (and writes back) runs longer than the minor dim:
+
+- the rows follow the minor dim (``{0,1,2}``, ``{0,2,3,1}``; tiles of more than one row): the generic walk's blocks
+  for these need three axes at once (a transpose and the tiles' interleave), 5-39x memcpy; staged, 1.5-3.9;
+- the columns follow the minor dim (``{1,0,2}``, ``{2,0,3,1}``) in tiles of ``(2,1)`` or ``(4,1)`` sub-tiles: 3.5-31x,
+  staged 1.3-3.8; but not a minor dim of 2 or 4 elements (the walk's quarter-line blocks: u8
+  ``[64000,96,4]{1,0,2:T(32,128)(4,1)}`` 1.8 / 1.2 against 2.3 / 2.3 staged) nor tiles without sub-tiles (f32
+  ``[3,256,2048,5]{2,1,3,0:T(2,128)}`` 1.3 / 1.15 against 2.5 / 2.8).
+
+Where neither the rows nor the columns follow the minor dim, the staging moves blocks of its elements alone, slower than
+the walk (f32 ``[1024,128,24,2]{0,1,3,2:T(8,128)}`` 2.5 / 2.9 against 18 / 24); one-row tiles the walk moves as runs.
+Measured (this 2-core machine, 16-128 MiB, x memcpy of the physical bytes, 'to' / 'from', walk -> staged): pred
+``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}`` 14.6 / 16.0 -> 2.3 / 2.5, bf16 ``[128,256,64,8]{0,2,3,1:T(8,128)(2,1)}``
+7.0 / 10.2 -> 2.1 / 2.3, u8 ``[224,96,512,3]{2,1,3,0:T(8,128)(4,1)}`` 26.8 / 25.9 -> 2.1 / 2.1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..layout import Layout
+from . import _dispatch as dispatch
+from ._compiled import _batch, _c_strides, _canon, _checked, _tile_of, _Tiled, _tiled_geometry
+from ._dispatch import Run, address
+from ._geometry import _Geometry
+from ._kinds import LINE
+
+
+@dataclass(frozen=True)
+class _Stacked:
+    """A stacked tiled layout: ``tiled`` as for the tiled kernels, its columns ``col_dim`` and its batch the outer
+    dims but the minor one (``stack`` elements)."""
+
+    tiled: _Tiled
+    col_dim: int
+    stack: int
+
+
+MOST_STACKED = 16  # minor dims of at most this many elements between the tiles
+STAGE_BYTES = 1 << 18  # bytes of padded rows the stacked kernels stage at a time (a chunk: at least one tile row)
+MOST_STAGED = 1 << 18  # most bytes of one tile row staged (f32 ``[24,16384,16]{1,0,2:T(8,128)}``, 8 MiB a tile row,
+# 1.2 / 1.4x memcpy on the walk, 3.0 / 1.9 staged)
+
+
+def _stacked_plan(dims: tuple[int, ...], layout: Layout, width: int) -> _Stacked | None:
+    """The stacked kernels' plan for ``layout`` (elements of ``width`` bytes), or None.
+
+    >>> from xlashapes import parse_shape
+    >>> shape = parse_shape("pred[7,64,384,7]{2,0,3,1:T(8,128)(4,1)}")
+    >>> _stacked_plan(shape.dimensions, shape.layout_or_default(), 1)
+    _Stacked(tiled=_Tiled(rows=7, cols=384, row_dim=0, tile=(8, 128, 4), batch=(1,)), col_dim=2, stack=7)
+    """
+    return _cached_stacked_plan(dims, layout, width)
+
+
+@lru_cache(maxsize=256)
+def _cached_stacked_plan(dims: tuple[int, ...], layout: Layout, width: int) -> _Stacked | None:
+    """``_stacked_plan`` through a cache."""
+    rank = len(dims)
+    tile = _tile_of(dims, layout)
+    order = tuple(layout.major_to_minor)
+    if tile is None or rank < 3 or order[-3] != rank - 1 or not 2 <= dims[-1] <= MOST_STACKED:
+        return None
+    col_dim, row_dim = order[-1], order[-2]
+    strides = _c_strides(dims)
+    rows_run = dims[-1] == strides[row_dim] and tile[0] > 1
+    cols_run = dims[-1] == strides[col_dim] and tile[2] > 1 and dims[-1] not in (2, 4)
+    if not (rows_run or cols_run):
+        return None  # (the module's docstring says why)
+    tiled = _checked(_Tiled(dims[row_dim], dims[col_dim], row_dim, tile, order[:-3]), dims, layout, dims[-1])
+    if tiled is None or tile[0] * -(-tiled.cols // tile[1]) * tile[1] * dims[-1] * width > MOST_STAGED:
+        return None  # (a tile row staged would not fit the second level)
+    return _Stacked(tiled, col_dim, dims[-1])
+
+
+def _stacked_chunk(plan: _Tiled, stack: int, width: int) -> int:
+    """Tile rows of the chunks the stacked kernels stage: whole tile rows (the tiled kernel lays out whole tile rows of
+    the layout at a time: pieces of them, each a call of its own, took pred ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}``
+    from 2.3x memcpy to 5.5), as many as fit ``STAGE_BYTES`` (16 KiB, to fit the first level, took it to 5.1 'to' and
+    4.0-4.4 'from'; 256 KiB 2.3 / 2.5).
+
+    >>> _stacked_chunk(_Tiled(7, 384, 0, (8, 128, 4), (1,)), 7, 1)
+    1
+    """
+    r_size, c_size, _ = plan.tile
+    row = r_size * -(-plan.cols // c_size) * c_size * stack * width  # (staged bytes of one tile row)
+    return max(1, min(-(-plan.rows // r_size), STAGE_BYTES // row))
+
+
+def stacked_convert(
+    logical: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], data: np.ndarray[Any, Any],
+    run: Run, to: bool,
+) -> bool:
+    """Lay ``logical`` out into the bytes ``data`` (``to``), or read it back from them, with the stacked kernels;
+    False when they do not apply."""
+    if logical.nbytes < run.numba_bytes or geometry.storage.itemsize not in (1, 2, 4) or geometry.packed:
+        return False
+    stacked = _stacked_plan(geometry.dims, geometry.layout, geometry.storage.itemsize)
+    if stacked is None or not logical.flags.c_contiguous:
+        return False
+    kernels = dispatch.stacker()
+    if kernels is None:
+        return False
+    plan, width = stacked.tiled, geometry.storage.itemsize
+    sc = _c_strides(geometry.dims)[stacked.col_dim]
+    chunk = _stacked_chunk(plan, stacked.stack, width)
+    r_size, c_size, _ = plan.tile
+    units = math.prod(geometry.dims[d] for d in plan.batch) * -(-plan.rows // (r_size * chunk))
+    staged = chunk * r_size * stacked.stack * -(-plan.cols // c_size) * c_size * width
+    runs = plan.cols * (-(-chunk * r_size * stacked.stack * width // LINE) * LINE + LINE)  # (aliased columns)
+    stream = int(data.nbytes >= run.stream_bytes)
+    base = _tiled_geometry(plan, geometry, stream, 0)._replace(canon=_canon(geometry))
+    stack = (stacked.stack, sc, chunk)
+    batch = _batch(plan, geometry.dims)
+    item = pad.reshape(1)[0]
+    flat = logical.reshape(-1)
+    kernel = kernels.tiled_to_stacked if to else kernels.tiled_from_stacked
+    room = 2 * r_size * c_size * width + 256  # (the tiled kernel's, laying out)
+
+    def chunks(part: tuple[int, int]) -> None:
+        scratch, stage = dispatch.scratch(room), np.empty(staged + runs + 2 * LINE, np.uint8)
+        args = base._replace(first=part[0], last=part[1])
+        ends = (address(flat), address(data)) if to else (address(data), address(flat))
+        kernel(*ends, address(scratch), item, args, batch, address(stage), stack)
+
+    dispatch.run_parts(chunks, dispatch.parts(units, data.nbytes, run))
+    return True

@@ -33,7 +33,7 @@ from . import _dispatch as dispatch
 from ._compiled import _batch, _c_strides, _canon, _checked, _tile_of, _Tiled, _tiled_geometry
 from ._dispatch import Run, address
 from ._geometry import _Geometry
-from ._kinds import LINE
+from ._kinds import ALIASED, LINE, RUNS_BYTES
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class _Stacked:
 
 
 MOST_STACKED = 16  # minor dims of at most this many elements between the tiles
-STAGE_BYTES = 1 << 18  # bytes of padded rows the stacked kernels stage at a time (a chunk: at least one tile row)
+STAGE_BYTES = 1 << 20  # bytes of padded rows the stacked kernels stage at a time (a chunk: at least one tile row)
 MOST_STAGED = 1 << 18  # most bytes of one tile row staged (f32 ``[24,16384,16]{1,0,2:T(8,128)}``, 8 MiB a tile row,
 # 1.2 / 1.4x memcpy on the walk, 3.0 / 1.9 staged)
 
@@ -74,7 +74,7 @@ def _cached_stacked_plan(dims: tuple[int, ...], layout: Layout, width: int) -> _
     col_dim, row_dim = order[-1], order[-2]
     strides = _c_strides(dims)
     rows_run = dims[-1] == strides[row_dim] and tile[0] > 1
-    cols_run = dims[-1] == strides[col_dim] and tile[2] > 1 and dims[-1] not in (2, 4)
+    cols_run = dims[-1] == strides[col_dim] and tile[2] > 1
     if not (rows_run or cols_run):
         return None  # (the module's docstring says why)
     tiled = _checked(_Tiled(dims[row_dim], dims[col_dim], row_dim, tile, order[:-3]), dims, layout, dims[-1])
@@ -97,6 +97,19 @@ def _stacked_chunk(plan: _Tiled, stack: int, width: int) -> int:
     return max(1, min(-(-plan.rows // r_size), STAGE_BYTES // row))
 
 
+def _runs_room(plan: _Tiled, stack: int, chunk: int, width: int, aliased: bool) -> int:
+    """Bytes the stacked kernels' runs buffer needs: :data:`._kinds.RUNS_BYTES`, or one row if longer, or every
+    column's staged rows (``aliased``: laying out columns that share cache sets, :func:`._stacks._gather`).
+
+    >>> _runs_room(_Tiled(7, 384, 0, (8, 128, 4), (1,)), 7, 1, 1, False)
+    16384
+    >>> _runs_room(_Tiled(64, 128, 2, (8, 128, 2), ()), 8, 8, 2, True)  # (128 columns of 64 rows of 8 bf16, and a line)
+    139264
+    """
+    column = -(-chunk * plan.tile[0] * stack * width // LINE) * LINE + LINE
+    return max(RUNS_BYTES, plan.cols * column if aliased else 0, plan.cols * stack * width)
+
+
 def stacked_convert(
     logical: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], data: np.ndarray[Any, Any],
     run: Run, to: bool,
@@ -117,7 +130,8 @@ def stacked_convert(
     r_size, c_size, _ = plan.tile
     units = math.prod(geometry.dims[d] for d in plan.batch) * -(-plan.rows // (r_size * chunk))
     staged = chunk * r_size * stacked.stack * -(-plan.cols // c_size) * c_size * width
-    runs = plan.cols * (-(-chunk * r_size * stacked.stack * width // LINE) * LINE + LINE)  # (aliased columns)
+    aliased = _c_strides(geometry.dims)[plan.row_dim] == stacked.stack and (sc * width) % ALIASED == 0
+    runs = _runs_room(plan, stacked.stack, chunk, width, aliased)
     stream = int(data.nbytes >= run.stream_bytes)
     base = _tiled_geometry(plan, geometry, stream, 0)._replace(canon=_canon(geometry))
     stack = (stacked.stack, sc, chunk)

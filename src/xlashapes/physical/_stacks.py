@@ -20,12 +20,10 @@ import numpy as np
 from ._intrinsics import _0, _1, _copy, _get, _inline, _jit, _lanes, _put, _subroutine, _width
 from ._kernel_args import TiledGeometry
 from ._kernels import _copy_out, _strip_offset, _tiled_to_of
-from ._kinds import LINE
+from ._kinds import ALIASED, LINE, RUNS_BYTES
 from ._shuffles import _deinterleave2, _deinterleave4
 from ._tile_parts import _canonical
 from ._walk import _rows_block, _squares_block
-
-ALIASED = 1024  # columns whose runs are a multiple of this many bytes apart share cache sets: copied a line apart more
 
 _tiles_to = _tiled_to_of(True, False, called=True)
 
@@ -73,17 +71,25 @@ def _fill(at: int, pad: Any, n: int) -> None:
         _put(at, k, pad)
 
 
+@_inline
+def _run_step(n: int, width: int) -> int:
+    """Bytes from one column's run of ``n`` elements to the next in a runs buffer: a line more than whole lines (runs
+    a multiple of 4 KiB apart would share cache sets)."""
+    return (n * width + LINE - 1) // LINE * LINE + LINE
+
+
 @_subroutine
 def _gather(stage: int, src: int, pad: Any, rows: int, padded: int, stack: int, cols: int, pitch: int, sr: int,
             sc: int, runs: int) -> None:
     """``stage[r][l][c]`` (``pitch`` elements a row) ``= src[r*sr + c*sc + l]`` for ``r < rows``, ``l < stack``,
     ``c < cols``; the columns up to ``pitch`` and the rows up to ``padded`` are padding. Columns whose runs of rows
-    share cache sets (a multiple of ``ALIASED`` bytes apart) are first copied to ``runs``, a line apart more."""
+    share cache sets (a multiple of ``ALIASED`` bytes apart) are first copied to ``runs``, a line apart more, all of
+    them (pred ``[2000,4096,4]{0,1,2:T(8,128)}``: 28 columns at a time took 9x memcpy, 64 4.1, all 2.9)."""
     width = _width(pad)
     if sr == stack:  # (rows and minor dim one run of the source: one block)
         n = rows * stack
         if (sc * width) % ALIASED == 0:
-            step = (n * width + LINE - 1) // LINE * LINE + LINE
+            step = _run_step(n, width)
             for c in range(cols):
                 _copy(runs + c * step, src + c * sc * width, n * width)
             src, sc = runs, step // width
@@ -100,21 +106,36 @@ def _gather(stage: int, src: int, pad: Any, rows: int, padded: int, stack: int, 
 @_subroutine
 def _scatter(dst: int, stage: int, pad: Any, rows: int, stack: int, cols: int, pitch: int, sr: int, sc: int,
              stream: int, runs: int) -> None:
-    """``dst[r*sr + c*sc + l] = stage[r][l][c]`` (``pitch`` elements a row), the other way of :func:`_gather`
-    (aliased columns' runs through ``runs``, then copied out)."""
+    """``dst[r*sr + c*sc + l] = stage[r][l][c]`` (``pitch`` elements a row), the other way of :func:`_gather`.
+    Streamed, or columns that share cache sets: the destination's runs (a column's rows, or rows) made in ``runs``
+    (``RUNS_BYTES``) as many at a time as fit, then copied out (streamed straight from the stage, rows of 384 bytes
+    back to back, u8 ``[64000,96,4]{1,0,2:T(32,128)(4,1)}``, took 17x memcpy: the stage's loads waited on the
+    streaming stores to the same addresses modulo 4 KiB)."""
     width = _width(pad)
     if sr == stack:
         n = rows * stack
-        if (sc * width) % ALIASED == 0:
-            step = (n * width + LINE - 1) // LINE * LINE + LINE
-            _turned(runs, stage, pad, cols, n, step // width, pitch, _0)
-            for c in range(cols):
-                _copy_out(dst + c * sc * width, runs + c * step, n * width, stream)
-            return
-        _turned(dst, stage, pad, cols, n, sc, pitch, stream)
+        if stream or (sc * width) % ALIASED == 0:
+            step = _run_step(n, width)
+            per = max(1, RUNS_BYTES // step)
+            for c0 in range(0, cols, per):
+                k = min(per, cols - c0)
+                _turned(runs, stage + c0 * width, pad, k, n, step // width, pitch, _0)
+                for c in range(k):
+                    _copy_out(dst + (c0 + c) * sc * width, runs + c * step, n * width, stream)
+        else:
+            _turned(dst, stage, pad, cols, n, sc, pitch, _0)
+    elif stream:  # (the columns follow the minor dim: each row one run)
+        row = cols * stack * width
+        whole = sr * width == row  # (rows back to back: copied out together)
+        per = max(1, RUNS_BYTES // row) if whole else 1
+        for r0 in range(0, rows, per):
+            k = min(per, rows - r0)
+            for r in range(k):
+                _turned(runs + r * row, stage + (r0 + r) * stack * pitch * width, pad, cols, stack, sc, pitch, _0)
+            _copy_out(dst + r0 * sr * width, runs, k * row, stream)
     else:
         for r in range(rows):
-            _turned(dst + r * sr * width, stage + r * stack * pitch * width, pad, cols, stack, sc, pitch, stream)
+            _turned(dst + r * sr * width, stage + r * stack * pitch * width, pad, cols, stack, sc, pitch, _0)
 
 
 @_inline

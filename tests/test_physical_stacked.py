@@ -111,7 +111,9 @@ def test_stacked_kernels_equal_numpy_path(
     ("f32[1024,128,24,2]{0,1,3,2:T(8,128)}", False),  # neither rows nor columns follow it
     ("u8[896,1024,2]{0,1,2:T(1,128)}", False),  # one-row tiles: runs
     ("u8[64,64,64,17]{0,1,3,2:T(8,128)(4,1)}", False),  # a minor dim of more than MOST_STACKED
-    ("f32[24,16384,16]{1,0,2:T(8,128)}", False),  # a tile row's stage past STAGE_BYTES
+    ("f32[24,16384,16]{1,0,2:T(8,128)}", False),  # (columns follow it, no sub-tiles)
+    ("f32[40000,2048,3]{0,1,2:T(8,128)}", False),  # a tile row staged past MOST_STAGED (3.8 MiB)
+    ("f32[2730,2048,3]{0,1,2:T(8,128)}", True),  # (264 KiB: the bench row)
     ("bf16[8,64,256]{2,1,0:T(8,128)(2,1)}", False),  # the tiles along the minor dim: the tiled kernels
     ("s4[64,512,5]{0,1,2:T(8,128)(2,1)E(4)}", True),  # (E(n) fields: as their groups' bytes, below)
 ])

@@ -48,8 +48,8 @@ class _Stacked:
 
 MOST_STACKED = 16  # minor dims of at most this many elements between the tiles
 STAGE_BYTES = 1 << 20  # bytes of padded rows the stacked kernels stage at a time (a chunk: at least one tile row)
-MOST_STAGED = 1 << 18  # most bytes of one tile row staged (f32 ``[24,16384,16]{1,0,2:T(8,128)}``, 8 MiB a tile row,
-# 1.2 / 1.4x memcpy on the walk, 3.0 / 1.9 staged)
+MOST_STAGED = 1 << 20  # most bytes of one tile row staged (its columns are not split: f32
+# ``[24,16384,16]{1,0,2:T(8,128)}``, 8 MiB a tile row, staged 3.0 / 1.9x memcpy; the walk 1.2 / 1.4)
 
 
 def _stacked_plan(dims: tuple[int, ...], layout: Layout, width: int) -> _Stacked | None:

@@ -87,7 +87,7 @@ CASES = (
     ("f32 T(8,128) on rows of 100", "f32[{N},100]{{1,0:T(8,128)}}", 167768, TPU),
     ("pred stacked (4,1) {2,0,3,1}, minor dim of 7", "pred[7,{N},384,7]{{2,0,3,1:T(8,128)(4,1)}}", 3566, OTHER),
     ("bf16 stacked (2,1) {0,2,3,1}, minor dim of 8", "bf16[128,{N},64,8]{{0,2,3,1:T(8,128)(2,1)}}", 512, OTHER),
-    ("u8 stacked (4,1) {2,1,3,0}, 3 channels", "u8[{N},96,512,3]{{2,1,3,0:T(8,128)(4,1)}}", 455, OTHER),
+    ("u8 stacked (4,1) {2,1,3,0}, 3 channels", "u8[{N},96,512,3]{{2,1,3,0:T(8,128)(4,1)}}", 456, OTHER),
     ("f32 stacked {0,1,2}, minor dim of 3", "f32[{N},2048,3]{{0,1,2:T(8,128)}}", 2730, OTHER),
 )
 RELAYOUTS = (  # (name, source, target, N at 64 MiB)

@@ -24,6 +24,7 @@ pytest.importorskip("numba")
 
 from test_physical import random_array, same_bits  # tests/ is on sys.path
 from test_physical_fast import check_both_paths, numpy_path, padding_values
+from xlashapes.physical._entries import ENTRIES
 
 FAST = settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 ETYPES = ["pred", "u8", "s8", "f8e4m3fn", "bf16", "f16", "s16", "f32", "s32", "u4", "s2"]
@@ -36,11 +37,12 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     kernels = dispatch.stacker()
     assert kernels is not None, "numba is installed but the stacked kernels did not load"
     counter: Counter[str] = Counter()
-    for name in ("tiled_to_stacked", "tiled_from_stacked"):
+    for name in ENTRIES["_stacks"]:
         function = getattr(kernels, name)
 
         def call(*args: Any, _function: Any = function, _name: str = name) -> None:
             counter[_name] += 1
+            counter[_name.rsplit("_", 1)[0]] += 1  # (tiled_to_stacked, tiled_from_stacked: either kind)
             _function(*args)
 
         monkeypatch.setattr(kernels, name, call)

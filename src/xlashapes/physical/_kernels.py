@@ -150,13 +150,12 @@ def _strip_offset(rest: int, batch: Any, dims: int) -> int:
     return offset
 
 
-def _tiled_to_of(canonical: bool, packed: bool, odd: bool = False, called: bool = False) -> Any:
-    """The entry point (with ``called``, a subroutine of another kernel: :mod:`._stacks`) laying the logical array
-    at address ``x`` (row-major) out tile by tile: tile rows [first, last) at ``out``; ``canonical``, each tile is
-    also made canonical (``geometry.canon``); ``packed``, packed into ``geometry.bits``-bit fields; ``odd``, with
-    the code of the layouts :func:`._kinds.odd_tiles` tells apart (constants of the closure: numba prunes the code
-    the entry point does not run before typing it, so a first use compiles its own; that code adds 0.25-0.35 s to a
-    first use, paid only by those layouts):
+def _tiled_to_of(canonical: bool, packed: bool, odd: bool = False) -> Any:
+    """The entry point laying the logical array at address ``x`` (row-major) out tile by tile: tile rows
+    [first, last) at ``out``; ``canonical``, each tile is also made canonical (``geometry.canon``); ``packed``,
+    packed into ``geometry.bits``-bit fields; ``odd``, with the code of the layouts :func:`._kinds.odd_tiles` tells
+    apart (constants of the closure: numba prunes the code the entry point does not run before typing it, so a first
+    use compiles its own; that code adds 0.25-0.35 s to a first use, paid only by those layouts):
 
     - tiles of ``(2,1)`` or ``(4,1)`` sub-tiles with rows cut short are staged (:func:`_staged_tile_to`), not moved
       element by element;
@@ -261,9 +260,8 @@ def _tiled_to_of(canonical: bool, packed: bool, odd: bool = False, called: bool 
         tail = total - count if geometry.last == strips else 0
         _pad_stream(line, data, carry, first, stream, pad, tail, t_bytes)
 
-    name = tiled_entry("tiled_to_odd" if odd else "tiled_to", canonical, packed)
-    tiled_to.__name__ = tiled_to.__qualname__ = "_" + name if called else name
-    return _subroutine(tiled_to) if called else _jit(tiled_to)
+    tiled_to.__name__ = tiled_to.__qualname__ = tiled_entry("tiled_to_odd" if odd else "tiled_to", canonical, packed)
+    return _jit(tiled_to)
 
 
 tiled_to_physical = _tiled_to_of(False, False)

@@ -138,8 +138,10 @@ def stacked_convert(
     batch = _batch(plan, geometry.dims)
     item = pad.reshape(1)[0]
     flat = logical.reshape(-1)
-    kernel = kernels.tiled_to_stacked if to else kernels.tiled_from_stacked
-    room = 2 * r_size * c_size * width + 256  # (the tiled kernel's, laying out)
+    sr = _c_strides(geometry.dims)[plan.row_dim]
+    kind = "rows" if sc == stacked.stack and sr != sc and stacked.stack <= 7 else "squares"  # (._stacks._turner)
+    kernel = getattr(kernels, f"tiled_{'to' if to else 'from'}_stacked_{kind}")
+    room = r_size * c_size * width + LINE  # (a tile, laying out)
 
     def chunks(part: tuple[int, int]) -> None:
         scratch, stage = dispatch.scratch(room), np.empty(staged + runs + 2 * LINE, np.uint8)

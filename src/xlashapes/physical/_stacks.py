@@ -3,39 +3,81 @@ which is the innermost of the dims they are stacked along), numba.
 
 Each takes the array a chunk at a time: one index of the other outer dims and as many whole tile rows as fit
 ``._stacked.STAGE_BYTES``, through a staging buffer in the cache. Laying out, the chunk's rows are first transposed
-into ``stage[row][minor][column]`` (each row's columns contiguous, rows and columns padded to whole tiles), then the
-tiled kernel's own code (:func:`._kernels._tiled_to_of`, called as a subroutine) lays them out as the stacked tile
-rows they are; reading back, the tiles are untiled into the stage and transposed out. The transposes are the generic
-walk's blocks (:mod:`._walk`): rows (de)interleaved where the minor dim's elements follow each other along the
-columns, squares otherwise; columns a multiple of ``ALIASED`` bytes apart (whose runs share cache sets) go through
-runs copied a line apart more.
+into ``stage[row][minor][column]`` (each row's columns contiguous, rows and columns padded to whole tiles), then each
+tile of those rows is made (in scratch: its ``(p,1)`` sub-tiles interleaved, made canonical) and copied out, streamed
+where asked; reading back, the tiles are untiled into the stage and transposed out. The transposes are the generic
+walk's (:mod:`._walk`): where the minor dim's 2 to 7 elements follow each other along the columns (``ROWS``), rows
+(de)interleaved; otherwise (``SQUARES``) squares. Each kind is an entry point of its own (the kind a constant of the
+closure), so that a first use compiles its own code only: 1.0-1.5 s each, where one entry point for both kinds,
+laying tiles out with the tiled kernel's own code, took 3.9 s laying out pred ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}``
+and 2.2 s reading it back. Columns a multiple of ``ALIASED`` bytes apart (whose runs share cache sets) go through runs
+copied a line apart more.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from ._intrinsics import _0, _1, _copy, _get, _inline, _jit, _lanes, _put, _subroutine, _width
-from ._kernel_args import TiledGeometry
-from ._kernels import _copy_out, _strip_offset, _tiled_to_of
-from ._kinds import ALIASED, LINE, RUNS_BYTES
-from ._shuffles import _deinterleave2, _deinterleave4
+from ._intrinsics import _0, _1, _copy, _fence, _get, _inline, _jit, _lanes, _put, _subroutine, _width
+from ._kernels import _copy_out, _scalar, _strip_offset
+from ._kinds import ALIASED, LINE, ROWS, RUNS_BYTES, SQUARES
+from ._shuffles import _deinterleave2, _deinterleave4, _interleave2, _interleave4
 from ._tile_parts import _canonical
-from ._walk import _rows_block, _squares_block
+from ._walk import _deinterleaved, _interleaved, _squares_block
 
-_tiles_to = _tiled_to_of(True, False, called=True)
+
+def _turner(kind: int) -> Any:
+    """The transpose of ``kind``: ``dst[u*du + i] = src[u + i*si]`` for ``u < big``, ``i < small``; ``ROWS``, rows
+    de-interleaved (``si == big``, 2 to 7) or interleaved (``du == small``, 2 to 8); ``SQUARES``, squares (the other
+    kind's code left out: ``kind`` is a constant of the closure)."""
+
+    def turned(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, stream: int) -> None:
+        if kind == SQUARES:
+            _squares_block(dst, src, pad, big, small, du, _1, si, stream, _0)
+            return
+        lanes = _lanes(pad)
+        if si == big and 2 <= big <= 7:
+            _deinterleaved(dst, src, pad, big, small, du, _0)
+            if small < lanes:
+                _scalar(dst, src, pad, big, small, du, _1, si, _0, _0)
+        elif du == small and 2 <= small <= 8:
+            _interleaved(dst, src, pad, big, small, si, stream and dst % LINE == 0)
+            if big < lanes:
+                _scalar(dst, src, pad, big, small, du, _1, si, _0, _0)
+        else:
+            _scalar(dst, src, pad, big, small, du, _1, si, _0, _0)
+
+    turned.__name__ = turned.__qualname__ = {ROWS: "_turned_rows", SQUARES: "_turned_squares"}[kind]
+    return _subroutine(turned)
+
+
+_turners = {ROWS: _turner(ROWS), SQUARES: _turner(SQUARES)}
 
 
 @_subroutine
-def _turned(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, stream: int) -> None:
-    """``dst[u*du + i] = src[u + i*si]`` for ``u < big``, ``i < small``: rows (de)interleaved where one side is 2 to
-    7 (8) elements that follow each other, else squares (:mod:`._walk`'s blocks)."""
-    if (si == big and 2 <= big <= 7) or (du == small and 2 <= small <= 8):
-        _rows_block(dst, src, pad, big, small, du, _1, si, stream, _0)
+def _tiled(dst: int, src: int, pad: Any, step: int, r_size: int, c_size: int, p: int, canon: int) -> None:
+    """A whole tile in physical order (``(p,1)`` sub-tiles) at ``dst`` from ``r_size`` rows at ``src`` (``step``
+    elements apart), made canonical (``canon``: :class:`._kernel_args.TiledGeometry`); the other way of
+    :func:`_untiled`."""
+    width, lanes = _width(pad), _lanes(pad)
+    if p == 1:
+        for r in range(r_size):
+            _copy(dst + r * c_size * width, src + r * step * width, c_size * width)
+    elif (p == 2 or p == 4) and c_size % lanes == 0:
+        for g in range(r_size // p):
+            d, s = dst + g * p * c_size * width, src + g * p * step * width
+            for c in range(0, c_size, lanes):
+                if p == 2:
+                    _interleave2(d + c * 2 * width, s + c * width, step, _0, pad)
+                else:
+                    _interleave4(d + c * 4 * width, s + c * width, step, _0, pad)
     else:
-        _squares_block(dst, src, pad, big, small, du, _1, si, stream, _0)
+        for g in range(r_size // p):
+            for c in range(c_size):
+                for k in range(p):
+                    _put(dst, (g * c_size + c) * p + k, _get(src + (g * p + k) * step * width, c, pad))
+    if canon != 0:
+        _canonical(dst, r_size * c_size * width, canon)
 
 
 @_subroutine
@@ -78,64 +120,74 @@ def _run_step(n: int, width: int) -> int:
     return (n * width + LINE - 1) // LINE * LINE + LINE
 
 
-@_subroutine
-def _gather(stage: int, src: int, pad: Any, rows: int, padded: int, stack: int, cols: int, pitch: int, sr: int,
-            sc: int, runs: int) -> None:
-    """``stage[r][l][c]`` (``pitch`` elements a row) ``= src[r*sr + c*sc + l]`` for ``r < rows``, ``l < stack``,
-    ``c < cols``; the columns up to ``pitch`` and the rows up to ``padded`` are padding. Columns whose runs of rows
-    share cache sets (a multiple of ``ALIASED`` bytes apart) are first copied to ``runs``, a line apart more, all of
-    them (pred ``[2000,4096,4]{0,1,2:T(8,128)}``: 28 columns at a time took 9x memcpy, 64 4.1, all 2.9)."""
-    width = _width(pad)
-    if sr == stack:  # (rows and minor dim one run of the source: one block)
-        n = rows * stack
-        if (sc * width) % ALIASED == 0:
-            step = _run_step(n, width)
-            for c in range(cols):
-                _copy(runs + c * step, src + c * sc * width, n * width)
-            src, sc = runs, step // width
-        _turned(stage, src, pad, n, cols, pitch, sc, _0)
-    else:
-        for r in range(rows):
-            _turned(stage + r * stack * pitch * width, src + r * sr * width, pad, stack, cols, pitch, sc, _0)
-    if pitch > cols:
-        for k in range(rows * stack):
-            _fill(stage + (k * pitch + cols) * width, pad, pitch - cols)
-    _fill(stage + rows * stack * pitch * width, pad, (padded - rows) * stack * pitch)
+def _gather_of(kind: int) -> Any:
+    """The gather with ``kind``'s transposes (:func:`_turner`): ``stage[r][l][c]`` (``pitch`` elements a row)
+    ``= src[r*sr + c*sc + l]`` for ``r < rows``, ``l < stack``, ``c < cols``; the columns up to ``pitch`` and the
+    rows up to ``padded`` are padding. Columns whose runs of rows share cache sets (a multiple of ``ALIASED`` bytes
+    apart) are first copied to ``runs``, a line apart more, all of them (pred ``[2000,4096,4]{0,1,2:T(8,128)}``: 28
+    columns at a time took 9x memcpy, 64 4.1, all 2.9)."""
+    turned = _turners[kind]
 
-
-@_subroutine
-def _scatter(dst: int, stage: int, pad: Any, rows: int, stack: int, cols: int, pitch: int, sr: int, sc: int,
-             stream: int, runs: int) -> None:
-    """``dst[r*sr + c*sc + l] = stage[r][l][c]`` (``pitch`` elements a row), the other way of :func:`_gather`.
-    Streamed, or columns that share cache sets: the destination's runs (a column's rows, or rows) made in ``runs``
-    (``RUNS_BYTES``) as many at a time as fit, then copied out (streamed straight from the stage, rows of 384 bytes
-    back to back, u8 ``[64000,96,4]{1,0,2:T(32,128)(4,1)}``, took 17x memcpy: the stage's loads waited on the
-    streaming stores to the same addresses modulo 4 KiB)."""
-    width = _width(pad)
-    if sr == stack:
-        n = rows * stack
-        if stream or (sc * width) % ALIASED == 0:
-            step = _run_step(n, width)
-            per = max(1, RUNS_BYTES // step)
-            for c0 in range(0, cols, per):
-                k = min(per, cols - c0)
-                _turned(runs, stage + c0 * width, pad, k, n, step // width, pitch, _0)
-                for c in range(k):
-                    _copy_out(dst + (c0 + c) * sc * width, runs + c * step, n * width, stream)
+    def gather(stage: int, src: int, pad: Any, rows: int, padded: int, stack: int, cols: int, pitch: int, sr: int,
+               sc: int, runs: int) -> None:
+        width = _width(pad)
+        if sr == stack:  # (rows and minor dim one run of the source: one block)
+            n = rows * stack
+            if (sc * width) % ALIASED == 0:
+                step = _run_step(n, width)
+                for c in range(cols):
+                    _copy(runs + c * step, src + c * sc * width, n * width)
+                src, sc = runs, step // width
+            turned(stage, src, pad, n, cols, pitch, sc, _0)
         else:
-            _turned(dst, stage, pad, cols, n, sc, pitch, _0)
-    elif stream:  # (the columns follow the minor dim: each row one run)
-        row = cols * stack * width
-        whole = sr * width == row  # (rows back to back: copied out together)
-        per = max(1, RUNS_BYTES // row) if whole else 1
-        for r0 in range(0, rows, per):
-            k = min(per, rows - r0)
-            for r in range(k):
-                _turned(runs + r * row, stage + (r0 + r) * stack * pitch * width, pad, cols, stack, sc, pitch, _0)
-            _copy_out(dst + r0 * sr * width, runs, k * row, stream)
-    else:
-        for r in range(rows):
-            _turned(dst + r * sr * width, stage + r * stack * pitch * width, pad, cols, stack, sc, pitch, _0)
+            for r in range(rows):
+                turned(stage + r * stack * pitch * width, src + r * sr * width, pad, stack, cols, pitch, sc, _0)
+        if pitch > cols:
+            for k in range(rows * stack):
+                _fill(stage + (k * pitch + cols) * width, pad, pitch - cols)
+        _fill(stage + rows * stack * pitch * width, pad, (padded - rows) * stack * pitch)
+
+    gather.__name__ = gather.__qualname__ = {ROWS: "_gather_rows", SQUARES: "_gather_squares"}[kind]
+    return _subroutine(gather)
+
+
+def _scatter_of(kind: int) -> Any:
+    """The scatter with ``kind``'s transposes: ``dst[r*sr + c*sc + l] = stage[r][l][c]`` (``pitch`` elements a row),
+    the other way of :func:`_gather_of`. Streamed, or columns that share cache sets: the destination's runs (a
+    column's rows, or rows) made in ``runs`` (``RUNS_BYTES``) as many at a time as fit, then copied out (streamed
+    straight from the stage, rows of 384 bytes back to back, u8 ``[64000,96,4]{1,0,2:T(32,128)(4,1)}``, took 17x
+    memcpy: the stage's loads waited on the streaming stores to the same addresses modulo 4 KiB)."""
+    turned = _turners[kind]
+
+    def scatter(dst: int, stage: int, pad: Any, rows: int, stack: int, cols: int, pitch: int, sr: int, sc: int,
+                stream: int, runs: int) -> None:
+        width = _width(pad)
+        if sr == stack:
+            n = rows * stack
+            if stream or (sc * width) % ALIASED == 0:
+                step = _run_step(n, width)
+                per = max(1, RUNS_BYTES // step)
+                for c0 in range(0, cols, per):
+                    k = min(per, cols - c0)
+                    turned(runs, stage + c0 * width, pad, k, n, step // width, pitch, _0)
+                    for c in range(k):
+                        _copy_out(dst + (c0 + c) * sc * width, runs + c * step, n * width, stream)
+            else:
+                turned(dst, stage, pad, cols, n, sc, pitch, _0)
+        elif stream:  # (the columns follow the minor dim: each row one run)
+            row = cols * stack * width
+            per = max(1, RUNS_BYTES // row) if sr * width == row else 1  # (rows back to back: copied out together)
+            for r0 in range(0, rows, per):
+                k = min(per, rows - r0)
+                for r in range(k):
+                    turned(runs + r * row, stage + (r0 + r) * stack * pitch * width, pad, cols, stack, sc, pitch, _0)
+                _copy_out(dst + r0 * sr * width, runs, k * row, stream)
+        else:
+            for r in range(rows):
+                turned(dst + r * sr * width, stage + r * stack * pitch * width, pad, cols, stack, sc, pitch, _0)
+
+    scatter.__name__ = scatter.__qualname__ = {ROWS: "_scatter_rows", SQUARES: "_scatter_squares"}[kind]
+    return _subroutine(scatter)
 
 
 @_inline
@@ -146,68 +198,91 @@ def _chunk_of(unit: int, row_chunk: int, row_tiles: int) -> tuple[int, int, int]
     return g, i0, min(row_tiles, i0 + row_chunk) - i0
 
 
-@_jit
-def tiled_to_stacked(x: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any, stage: int,
+def _to_stacked_of(kind: int) -> Any:
+    """The entry point laying a stacked tiled layout out with ``kind``'s transposes (:func:`_turner`)."""
+    gather = _gather_of(kind)
+
+    def to_stacked(x: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any, stage: int,
+                   stack: Any) -> None:
+        # Chunks [first, last) laid out at ``out`` (the whole layout's first byte): ``geometry`` is the layout's
+        # TiledGeometry (``row_stride`` the logical rows' step; ``first``/``last`` count chunks), ``batch`` the
+        # other outer dims' (sizes, logical steps), major to minor; ``stage`` room for a chunk's padded rows and
+        # then for runs (:func:`._stacked._runs_room`); ``scratch`` a tile and a line; ``stack`` = (minor dim's
+        # size, the columns' logical step, tile rows a chunk).
+        width = _width(pad)
+        rows, cols, sr = geometry.rows, geometry.cols, geometry.row_stride
+        r_size, c_size, p = geometry.tile_rows, geometry.tile_cols, geometry.interleave
+        nl, sc, row_chunk = stack
+        row_tiles = (rows + r_size - 1) // r_size
+        pitch = (cols + c_size - 1) // c_size * c_size
+        t_bytes = r_size * c_size * width
+        strip_bytes = r_size * pitch * width
+        units = (row_tiles + row_chunk - 1) // row_chunk
+        for k in range(batch.shape[1]):
+            units *= batch[0, k]
+        runs = stage + (row_chunk * r_size * nl * pitch * width + LINE - 1) // LINE * LINE
+        for unit in range(geometry.first, geometry.last):
+            g, i0, tiles = _chunk_of(unit, row_chunk, row_tiles)
+            r0 = i0 * r_size
+            valid = min(rows, r0 + tiles * r_size) - r0
+            source = x + (_strip_offset(g, batch, batch.shape[1]) + r0 * sr) * width
+            gather(stage, source, pad, valid, tiles * r_size, nl, cols, pitch, sr, sc, runs)
+            for m in range(nl):
+                for i in range(tiles):
+                    row = stage + (i * r_size * nl + m) * pitch * width
+                    at = out + ((g * nl + m) * row_tiles + i0 + i) * strip_bytes
+                    for j in range(pitch // c_size):
+                        _tiled(scratch, row + j * c_size * width, pad, nl * pitch, r_size, c_size, p, geometry.canon)
+                        _copy_out(at + j * t_bytes, scratch, t_bytes, geometry.stream)
+            if unit == units - 1:  # (the tail padding)
+                _fill(out + geometry.elements * width, pad, geometry.total - geometry.elements)
+        if geometry.stream:
+            _fence()
+
+    to_stacked.__name__ = to_stacked.__qualname__ = {ROWS: "tiled_to_stacked_rows",
+                                                     SQUARES: "tiled_to_stacked_squares"}[kind]
+    return _jit(to_stacked)
+
+
+def _from_stacked_of(kind: int) -> Any:
+    """The entry point reading a stacked tiled layout back with ``kind``'s transposes (:func:`_turner`)."""
+    scatter = _scatter_of(kind)
+
+    def from_stacked(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any, stage: int,
                      stack: Any) -> None:
-    """Chunks [first, last) of a stacked tiled layout (:func:`._stacked._stacked_plan`) laid out at ``out`` (the
-    whole layout's first byte): ``geometry`` is the layout's :class:`TiledGeometry` (``row_stride`` the logical
-    rows' step; ``first``/``last`` count chunks), ``stack`` = (minor dim's size, the columns' logical step, tile rows
-    a chunk), ``batch`` the other outer dims' (sizes, logical steps), major to minor; ``scratch`` the tiled kernel's,
-    ``stage`` room for a chunk's padded rows and its aliased runs (:func:`_gather`)."""
-    width = _width(pad)
-    rows, cols, sr = geometry.rows, geometry.cols, geometry.row_stride
-    r_size, c_size = geometry.tile_rows, geometry.tile_cols
-    nl, sc, row_chunk = stack
-    row_tiles = (rows + r_size - 1) // r_size
-    pitch = (cols + c_size - 1) // c_size * c_size
-    strip_bytes = r_size * pitch * width
-    units = (row_tiles + row_chunk - 1) // row_chunk
-    for k in range(batch.shape[1]):
-        units *= batch[0, k]
-    runs = stage + (row_chunk * r_size * nl * pitch * width + LINE - 1) // LINE * LINE
-    inner = np.empty((2, 1), np.int64)
-    inner[0, 0], inner[1, 0] = nl, pitch
-    for unit in range(geometry.first, geometry.last):
-        g, i0, tiles = _chunk_of(unit, row_chunk, row_tiles)
-        r0 = i0 * r_size
-        valid = min(rows, r0 + tiles * r_size) - r0
-        source = x + (_strip_offset(g, batch, batch.shape[1]) + r0 * sr) * width
-        _gather(stage, source, pad, valid, tiles * r_size, nl, cols, pitch, sr, sc, runs)
-        # the tiled kernel over tile rows that follow each other in the layout: all of the chunk's when it has every
-        # tile row of its outer index, else those of each index of the minor dim
-        calls = 1 if tiles == row_tiles else nl
-        strips = tiles * nl // calls
-        for m in range(calls):
-            tail = geometry.total - geometry.elements if unit == units - 1 and m == calls - 1 else 0
-            part = TiledGeometry(tiles * r_size, pitch, nl * pitch, r_size, c_size, geometry.interleave, 0, tail,
-                                 geometry.stream, 0, m * strips, (m + 1) * strips, geometry.bits, geometry.canon)
-            _tiles_to(stage, out + ((g * nl + m) * row_tiles + i0) * strip_bytes, scratch, pad, part, inner)
+        # Chunks [first, last) of the layout at ``src`` (its first byte) read back into the logical array at ``out``
+        # (arguments as the laying out's; ``scratch`` unused).
+        width = _width(pad)
+        rows, cols, sr = geometry.rows, geometry.cols, geometry.row_stride
+        r_size, c_size = geometry.tile_rows, geometry.tile_cols
+        nl, sc, row_chunk = stack
+        row_tiles = (rows + r_size - 1) // r_size
+        pitch = (cols + c_size - 1) // c_size * c_size
+        strip_bytes = r_size * pitch * width
+        t_bytes = r_size * c_size * width
+        runs = stage + (row_chunk * r_size * nl * pitch * width + LINE - 1) // LINE * LINE
+        for unit in range(geometry.first, geometry.last):
+            g, i0, tiles = _chunk_of(unit, row_chunk, row_tiles)
+            r0 = i0 * r_size
+            valid = min(rows, r0 + tiles * r_size) - r0
+            for m in range(nl):
+                for i in range(tiles):
+                    at = src + ((g * nl + m) * row_tiles + i0 + i) * strip_bytes
+                    row = stage + (i * r_size * nl + m) * pitch * width
+                    for j in range(pitch // c_size):
+                        _untiled(row + j * c_size * width, at + j * t_bytes, pad, nl * pitch, r_size, c_size,
+                                 geometry.interleave, geometry.canon)
+            target = out + (_strip_offset(g, batch, batch.shape[1]) + r0 * sr) * width
+            scatter(target, stage, pad, valid, nl, cols, pitch, sr, sc, geometry.stream, runs)
+        if geometry.stream:
+            _fence()
+
+    from_stacked.__name__ = from_stacked.__qualname__ = {ROWS: "tiled_from_stacked_rows",
+                                                         SQUARES: "tiled_from_stacked_squares"}[kind]
+    return _jit(from_stacked)
 
 
-@_jit
-def tiled_from_stacked(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any, stage: int,
-                       stack: Any) -> None:
-    """Chunks [first, last) of a stacked tiled layout at ``src`` (its first byte) read back into the logical array
-    at ``out`` (arguments as :func:`tiled_to_stacked`; ``scratch`` unused)."""
-    width = _width(pad)
-    rows, cols, sr = geometry.rows, geometry.cols, geometry.row_stride
-    r_size, c_size = geometry.tile_rows, geometry.tile_cols
-    nl, sc, row_chunk = stack
-    row_tiles = (rows + r_size - 1) // r_size
-    pitch = (cols + c_size - 1) // c_size * c_size
-    strip_bytes = r_size * pitch * width
-    t_bytes = r_size * c_size * width
-    runs = stage + (row_chunk * r_size * nl * pitch * width + LINE - 1) // LINE * LINE
-    for unit in range(geometry.first, geometry.last):
-        g, i0, tiles = _chunk_of(unit, row_chunk, row_tiles)
-        r0 = i0 * r_size
-        valid = min(rows, r0 + tiles * r_size) - r0
-        for m in range(nl):
-            for i in range(tiles):
-                at = src + ((g * nl + m) * row_tiles + i0 + i) * strip_bytes
-                row = stage + (i * r_size * nl + m) * pitch * width
-                for j in range(pitch // c_size):
-                    _untiled(row + j * c_size * width, at + j * t_bytes, pad, nl * pitch, r_size, c_size,
-                             geometry.interleave, geometry.canon)
-        target = out + (_strip_offset(g, batch, batch.shape[1]) + r0 * sr) * width
-        _scatter(target, stage, pad, valid, nl, cols, pitch, sr, sc, geometry.stream, runs)
+tiled_to_stacked_rows = _to_stacked_of(ROWS)
+tiled_to_stacked_squares = _to_stacked_of(SQUARES)
+tiled_from_stacked_rows = _from_stacked_of(ROWS)
+tiled_from_stacked_squares = _from_stacked_of(SQUARES)

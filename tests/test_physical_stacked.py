@@ -42,7 +42,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
 
         def call(*args: Any, _function: Any = function, _name: str = name) -> None:
             counter[_name] += 1
-            counter[_name.rsplit("_", 1)[0]] += 1  # (tiled_to_stacked, tiled_from_stacked: either kind)
+            counter["tiled_to_stacked" if args[7][3] else "tiled_from_stacked"] += 1  # (stack: ..., to)
             _function(*args)
 
         monkeypatch.setattr(kernels, name, call)

@@ -74,7 +74,7 @@ def _cached_stacked_plan(dims: tuple[int, ...], layout: Layout, width: int) -> _
     col_dim, row_dim = order[-1], order[-2]
     strides = _c_strides(dims)
     rows_run = dims[-1] == strides[row_dim] and tile[0] > 1
-    cols_run = dims[-1] == strides[col_dim] and tile[2] > 1
+    cols_run = dims[-1] == strides[col_dim] and tile[2] > 1 and width <= 2  # (sub-tiles: TPU formats of 8, 16 bits)
     if not (rows_run or cols_run):
         return None  # (the module's docstring says why)
     tiled = _checked(_Tiled(dims[row_dim], dims[col_dim], row_dim, tile, order[:-3]), dims, layout, dims[-1])
@@ -134,13 +134,13 @@ def stacked_convert(
     runs = _runs_room(plan, stacked.stack, chunk, width, aliased)
     stream = int(data.nbytes >= run.stream_bytes)
     base = _tiled_geometry(plan, geometry, stream, 0)._replace(canon=_canon(geometry))
-    stack = (stacked.stack, sc, chunk)
+    stack = (stacked.stack, sc, chunk, int(to))
     batch = _batch(plan, geometry.dims)
     item = pad.reshape(1)[0]
     flat = logical.reshape(-1)
     sr = _c_strides(geometry.dims)[plan.row_dim]
     kind = "rows" if sc == stacked.stack and sr != sc and stacked.stack <= 7 else "squares"  # (._stacks._turner)
-    kernel = getattr(kernels, f"tiled_{'to' if to else 'from'}_stacked_{kind}")
+    kernel = getattr(kernels, f"tiled_stacked_{kind}")
     room = r_size * c_size * width + LINE  # (a tile, laying out)
 
     def chunks(part: tuple[int, int]) -> None:

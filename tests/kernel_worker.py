@@ -30,8 +30,8 @@ CASES = ["bf16[3,6,256]{2,1,0:T(8,128)(2,1)}", "pred[3,6,256]{2,1,0:T(8,128)(4,1
          "s4[3,6,256]{2,1,0:T(8,128)(2,1)E(4)}", "s8[3,6,256]{2,1,0:T(8,128)(4,1)}", "f32[3,6,256]{2,1,0:T(8,128)}",
          "u8[40,100]{1,0:T(1,128)}", "bf16[40,100]{1,0:T(1,128)}", "f32[40,100]{1,0:T(1,128)}",
          "f64[40,100]{1,0:T(1,128)}",
-         # stacked tiled layouts (tiled_stacked_rows, tiled_stacked_squares), every width: the columns following the
-         # minor dim (rows interleaved, or squares), the rows following it (squares), columns 1 or 4 KiB apart
+         # stacked tiled layouts (tiled_stacked), every width: the columns following the minor dim (rows interleaved,
+         # or squares), the rows following it (squares), columns 1 or 4 KiB apart
          "pred[3,8,100,7]{2,0,3,1:T(8,128)(4,1)}", "bf16[40,130,5]{1,0,2:T(16,128)(2,1)}",
          "u8[24,200,12]{1,0,2:T(8,128)(4,1)}", "u8[300,256,4]{0,1,2:T(8,128)(4,1)}",
          "bf16[16,4,64,8]{0,2,3,1:T(8,128)(2,1)}", "f32[64,40,3]{0,1,2:T(8,128)}",

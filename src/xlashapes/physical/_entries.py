@@ -22,7 +22,7 @@ ENTRIES = {
                  "tiled_to_odd_canonical", "tiled_to_odd_packed", "tiled_from_physical",
                  "tiled_from_canonical", "tiled_from_packed", "pack", "unpack", "transpose_nibbles",
                  "swap_fields", "turn_lines", "regroup", "tile_squares"),
-    "_stacks": ("tiled_stacked_rows", "tiled_stacked_squares"),
+    "_stacks": ("tiled_stacked",),
 }
 """The kernels the dispatch calls, by module (the call sites' attribute names)."""
 

@@ -138,9 +138,7 @@ def stacked_convert(
     batch = _batch(plan, geometry.dims)
     item = pad.reshape(1)[0]
     flat = logical.reshape(-1)
-    sr = _c_strides(geometry.dims)[plan.row_dim]
-    kind = "rows" if sc == stacked.stack and sr != sc and stacked.stack <= 7 else "squares"  # (._stacks._turner)
-    kernel = getattr(kernels, f"tiled_stacked_{kind}")
+    kernel = kernels.tiled_stacked
     room = r_size * c_size * width + LINE  # (a tile, laying out)
 
     def chunks(part: tuple[int, int]) -> None:

@@ -1,17 +1,16 @@
-"""The compiled kernels of stacked tiled layouts (:mod:`._stacked`: tiles that do not run along the logical minor dim,
+"""The compiled kernel of stacked tiled layouts (:mod:`._stacked`: tiles that do not run along the logical minor dim,
 which is the innermost of the dims they are stacked along), numba.
 
-Each takes the array a chunk at a time: one index of the other outer dims and as many whole tile rows as fit
+It takes the array a chunk at a time: one index of the other outer dims and as many whole tile rows as fit
 ``._stacked.STAGE_BYTES``, through a staging buffer in the cache. Laying out, the chunk's rows are first transposed
 into ``stage[row][minor][column]`` (each row's columns contiguous, rows and columns padded to whole tiles), then each
 tile of those rows is made (in scratch: its ``(p,1)`` sub-tiles interleaved, made canonical) and copied out, streamed
 where asked; reading back, the tiles are untiled into the stage and transposed out. The transposes are the generic
-walk's (:mod:`._walk`): where the minor dim's 2 to 7 elements follow each other along the columns (``ROWS``), rows
-(de)interleaved; otherwise (``SQUARES``) squares. Each kind is an entry point of its own (the kind a constant of the
-closure), so that a first use compiles its own code only: 1.0-1.5 s each, where one entry point for both kinds,
-laying tiles out with the tiled kernel's own code, took 3.9 s laying out pred ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}``
-and 2.2 s reading it back. Columns a multiple of ``ALIASED`` bytes apart (whose runs share cache sets) go through runs
-copied a line apart more.
+walk's (:mod:`._walk`): where the minor dim's 2 to 7 elements follow each other along the columns, rows
+(de)interleaved; otherwise squares. Columns a multiple of ``ALIASED`` bytes apart (whose runs share cache sets) go
+through runs copied a line apart more. One entry point, ``tiled_stacked``, does both ways: laying tiles out with the
+tiled kernel's own code (:func:`._kernels._tiled_to_of` as a subroutine), one entry point each way took 3.9 s to
+compile laying out pred ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}`` and 2.2 s reading it back; now both ways 1.9 s.
 """
 
 from __future__ import annotations
@@ -20,38 +19,27 @@ from typing import Any
 
 from ._intrinsics import _0, _1, _copy, _fence, _get, _inline, _jit, _lanes, _put, _subroutine, _width
 from ._kernels import _copy_out, _scalar, _strip_offset
-from ._kinds import ALIASED, LINE, ROWS, RUNS_BYTES, SQUARES
+from ._kinds import ALIASED, LINE, RUNS_BYTES
 from ._shuffles import _deinterleave2, _deinterleave4, _interleave2, _interleave4
 from ._tile_parts import _canonical
 from ._walk import _deinterleaved, _interleaved, _squares_block
 
 
-def _turner(kind: int) -> Any:
-    """The transpose of ``kind``: ``dst[u*du + i] = src[u + i*si]`` for ``u < big``, ``i < small``; ``ROWS``, rows
-    de-interleaved (``si == big``, 2 to 7) or interleaved (``du == small``, 2 to 8); ``SQUARES``, squares (the other
-    kind's code left out: ``kind`` is a constant of the closure)."""
-
-    def turned(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, stream: int) -> None:
-        if kind == SQUARES:
-            _squares_block(dst, src, pad, big, small, du, _1, si, stream, _0)
-            return
-        lanes = _lanes(pad)
-        if si == big and 2 <= big <= 7:
-            _deinterleaved(dst, src, pad, big, small, du, _0)
-            if small < lanes:
-                _scalar(dst, src, pad, big, small, du, _1, si, _0, _0)
-        elif du == small and 2 <= small <= 8:
-            _interleaved(dst, src, pad, big, small, si, stream and dst % LINE == 0)
-            if big < lanes:
-                _scalar(dst, src, pad, big, small, du, _1, si, _0, _0)
-        else:
+@_subroutine
+def _turned(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, stream: int) -> None:
+    """``dst[u*du + i] = src[u + i*si]`` for ``u < big``, ``i < small``: rows de-interleaved (``si == big``, 2 to 7)
+    or interleaved (``du == small``, 2 to 8), else squares (:mod:`._walk`'s)."""
+    lanes = _lanes(pad)
+    if si == big and 2 <= big <= 7:
+        _deinterleaved(dst, src, pad, big, small, du, _0)
+        if small < lanes:
             _scalar(dst, src, pad, big, small, du, _1, si, _0, _0)
-
-    turned.__name__ = turned.__qualname__ = {ROWS: "_turned_rows", SQUARES: "_turned_squares"}[kind]
-    return _subroutine(turned)
-
-
-_turners = {ROWS: _turner(ROWS), SQUARES: _turner(SQUARES)}
+    elif du == small and 2 <= small <= 8:
+        _interleaved(dst, src, pad, big, small, si, stream and dst % LINE == 0)
+        if big < lanes:
+            _scalar(dst, src, pad, big, small, du, _1, si, _0, _0)
+    else:
+        _squares_block(dst, src, pad, big, small, du, _1, si, stream, _0)
 
 
 @_subroutine
@@ -120,74 +108,63 @@ def _run_step(n: int, width: int) -> int:
     return (n * width + LINE - 1) // LINE * LINE + LINE
 
 
-def _gather_of(kind: int) -> Any:
-    """The gather with ``kind``'s transposes (:func:`_turner`): ``stage[r][l][c]`` (``pitch`` elements a row)
-    ``= src[r*sr + c*sc + l]`` for ``r < rows``, ``l < stack``, ``c < cols``; the columns up to ``pitch`` and the
-    rows up to ``padded`` are padding. Columns whose runs of rows share cache sets (a multiple of ``ALIASED`` bytes
-    apart) are first copied to ``runs``, a line apart more, all of them (pred ``[2000,4096,4]{0,1,2:T(8,128)}``: 28
-    columns at a time took 9x memcpy, 64 4.1, all 2.9)."""
-    turned = _turners[kind]
+@_subroutine
+def _gather(stage: int, src: int, pad: Any, rows: int, padded: int, stack: int, cols: int, pitch: int, sr: int,
+            sc: int, runs: int) -> None:
+    """``stage[r][l][c]`` (``pitch`` elements a row) ``= src[r*sr + c*sc + l]`` for ``r < rows``, ``l < stack``,
+    ``c < cols``; the columns up to ``pitch`` and the rows up to ``padded`` are padding. Columns whose runs of rows
+    share cache sets (a multiple of ``ALIASED`` bytes apart) are first copied to ``runs``, a line apart more, all of
+    them (pred ``[2000,4096,4]{0,1,2:T(8,128)}``: 28 columns at a time took 9x memcpy, 64 4.1, all 2.9)."""
+    width = _width(pad)
+    if sr == stack:  # (rows and minor dim one run of the source: one block)
+        n = rows * stack
+        if (sc * width) % ALIASED == 0:
+            step = _run_step(n, width)
+            for c in range(cols):
+                _copy(runs + c * step, src + c * sc * width, n * width)
+            src, sc = runs, step // width
+        _turned(stage, src, pad, n, cols, pitch, sc, _0)
+    else:
+        for r in range(rows):
+            _turned(stage + r * stack * pitch * width, src + r * sr * width, pad, stack, cols, pitch, sc, _0)
+    if pitch > cols:
+        for k in range(rows * stack):
+            _fill(stage + (k * pitch + cols) * width, pad, pitch - cols)
+    _fill(stage + rows * stack * pitch * width, pad, (padded - rows) * stack * pitch)
 
-    def gather(stage: int, src: int, pad: Any, rows: int, padded: int, stack: int, cols: int, pitch: int, sr: int,
-               sc: int, runs: int) -> None:
-        width = _width(pad)
-        if sr == stack:  # (rows and minor dim one run of the source: one block)
-            n = rows * stack
-            if (sc * width) % ALIASED == 0:
-                step = _run_step(n, width)
-                for c in range(cols):
-                    _copy(runs + c * step, src + c * sc * width, n * width)
-                src, sc = runs, step // width
-            turned(stage, src, pad, n, cols, pitch, sc, _0)
+
+@_subroutine
+def _scatter(dst: int, stage: int, pad: Any, rows: int, stack: int, cols: int, pitch: int, sr: int, sc: int,
+             stream: int, runs: int) -> None:
+    """``dst[r*sr + c*sc + l] = stage[r][l][c]`` (``pitch`` elements a row), the other way of :func:`_gather`.
+    Streamed, or columns that share cache sets: the destination's runs (a column's rows, or rows) made in ``runs``
+    (``RUNS_BYTES``) as many at a time as fit, then copied out (streamed straight from the stage, rows of 384 bytes
+    back to back, u8 ``[64000,96,4]{1,0,2:T(32,128)(4,1)}``, took 17x memcpy: the stage's loads waited on the
+    streaming stores to the same addresses modulo 4 KiB)."""
+    width = _width(pad)
+    if sr == stack:
+        n = rows * stack
+        if stream or (sc * width) % ALIASED == 0:
+            step = _run_step(n, width)
+            per = max(1, RUNS_BYTES // step)
+            for c0 in range(0, cols, per):
+                k = min(per, cols - c0)
+                _turned(runs, stage + c0 * width, pad, k, n, step // width, pitch, _0)
+                for c in range(k):
+                    _copy_out(dst + (c0 + c) * sc * width, runs + c * step, n * width, stream)
         else:
-            for r in range(rows):
-                turned(stage + r * stack * pitch * width, src + r * sr * width, pad, stack, cols, pitch, sc, _0)
-        if pitch > cols:
-            for k in range(rows * stack):
-                _fill(stage + (k * pitch + cols) * width, pad, pitch - cols)
-        _fill(stage + rows * stack * pitch * width, pad, (padded - rows) * stack * pitch)
-
-    gather.__name__ = gather.__qualname__ = {ROWS: "_gather_rows", SQUARES: "_gather_squares"}[kind]
-    return _subroutine(gather)
-
-
-def _scatter_of(kind: int) -> Any:
-    """The scatter with ``kind``'s transposes: ``dst[r*sr + c*sc + l] = stage[r][l][c]`` (``pitch`` elements a row),
-    the other way of :func:`_gather_of`. Streamed, or columns that share cache sets: the destination's runs (a
-    column's rows, or rows) made in ``runs`` (``RUNS_BYTES``) as many at a time as fit, then copied out (streamed
-    straight from the stage, rows of 384 bytes back to back, u8 ``[64000,96,4]{1,0,2:T(32,128)(4,1)}``, took 17x
-    memcpy: the stage's loads waited on the streaming stores to the same addresses modulo 4 KiB)."""
-    turned = _turners[kind]
-
-    def scatter(dst: int, stage: int, pad: Any, rows: int, stack: int, cols: int, pitch: int, sr: int, sc: int,
-                stream: int, runs: int) -> None:
-        width = _width(pad)
-        if sr == stack:
-            n = rows * stack
-            if stream or (sc * width) % ALIASED == 0:
-                step = _run_step(n, width)
-                per = max(1, RUNS_BYTES // step)
-                for c0 in range(0, cols, per):
-                    k = min(per, cols - c0)
-                    turned(runs, stage + c0 * width, pad, k, n, step // width, pitch, _0)
-                    for c in range(k):
-                        _copy_out(dst + (c0 + c) * sc * width, runs + c * step, n * width, stream)
-            else:
-                turned(dst, stage, pad, cols, n, sc, pitch, _0)
-        elif stream:  # (the columns follow the minor dim: each row one run)
-            row = cols * stack * width
-            per = max(1, RUNS_BYTES // row) if sr * width == row else 1  # (rows back to back: copied out together)
-            for r0 in range(0, rows, per):
-                k = min(per, rows - r0)
-                for r in range(k):
-                    turned(runs + r * row, stage + (r0 + r) * stack * pitch * width, pad, cols, stack, sc, pitch, _0)
-                _copy_out(dst + r0 * sr * width, runs, k * row, stream)
-        else:
-            for r in range(rows):
-                turned(dst + r * sr * width, stage + r * stack * pitch * width, pad, cols, stack, sc, pitch, _0)
-
-    scatter.__name__ = scatter.__qualname__ = {ROWS: "_scatter_rows", SQUARES: "_scatter_squares"}[kind]
-    return _subroutine(scatter)
+            _turned(dst, stage, pad, cols, n, sc, pitch, _0)
+    elif stream:  # (the columns follow the minor dim: each row one run)
+        row = cols * stack * width
+        per = max(1, RUNS_BYTES // row) if sr * width == row else 1  # (rows back to back: copied out together)
+        for r0 in range(0, rows, per):
+            k = min(per, rows - r0)
+            for r in range(k):
+                _turned(runs + r * row, stage + (r0 + r) * stack * pitch * width, pad, cols, stack, sc, pitch, _0)
+            _copy_out(dst + r0 * sr * width, runs, k * row, stream)
+    else:
+        for r in range(rows):
+            _turned(dst + r * sr * width, stage + r * stack * pitch * width, pad, cols, stack, sc, pitch, _0)
 
 
 @_inline
@@ -198,61 +175,52 @@ def _chunk_of(unit: int, row_chunk: int, row_tiles: int) -> tuple[int, int, int]
     return g, i0, min(row_tiles, i0 + row_chunk) - i0
 
 
-def _stacked_of(kind: int) -> Any:
-    """The entry point laying a stacked tiled layout out, or reading it back, with ``kind``'s transposes
-    (:func:`_turner`): one entry point for both ways, so that their common code is compiled once (a first use of
-    both, pred ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}``: 2.95 s with one each way)."""
-    gather, scatter = _gather_of(kind), _scatter_of(kind)
-
-    def stacked(src: int, dst: int, scratch: int, pad: Any, geometry: Any, batch: Any, stage: int, stack: Any) -> None:
-        # Chunks [first, last) of the layout: laid out (``to``) from the logical array at ``src`` to the layout at
-        # ``dst``, or read back from the layout at ``src`` into the logical array at ``dst`` (the layout's first
-        # byte). ``geometry`` is the layout's TiledGeometry (``row_stride`` the logical rows' step; ``first``/``last``
-        # count chunks), ``batch`` the other outer dims' (sizes, logical steps), major to minor; ``stage`` room for
-        # a chunk's padded rows and then for runs (:func:`._stacked._runs_room`); ``scratch`` a tile and a line;
-        # ``stack`` = (the minor dim's size, the columns' logical step, tile rows a chunk, ``to``).
-        width = _width(pad)
-        rows, cols, sr = geometry.rows, geometry.cols, geometry.row_stride
-        r_size, c_size, p = geometry.tile_rows, geometry.tile_cols, geometry.interleave
-        nl, sc, row_chunk, to = stack
-        row_tiles = (rows + r_size - 1) // r_size
-        pitch = (cols + c_size - 1) // c_size * c_size
-        t_bytes = r_size * c_size * width
-        strip_bytes = r_size * pitch * width
-        units = (row_tiles + row_chunk - 1) // row_chunk
-        for k in range(batch.shape[1]):
-            units *= batch[0, k]
-        runs = stage + (row_chunk * r_size * nl * pitch * width + LINE - 1) // LINE * LINE
-        tiles_at = dst if to else src
-        for unit in range(geometry.first, geometry.last):
-            g, i0, tiles = _chunk_of(unit, row_chunk, row_tiles)
-            r0 = i0 * r_size
-            valid = min(rows, r0 + tiles * r_size) - r0
-            logical = (_strip_offset(g, batch, batch.shape[1]) + r0 * sr) * width
-            if to:
-                gather(stage, src + logical, pad, valid, tiles * r_size, nl, cols, pitch, sr, sc, runs)
-            for m in range(nl):
-                for i in range(tiles):
-                    row = stage + (i * r_size * nl + m) * pitch * width
-                    at = tiles_at + ((g * nl + m) * row_tiles + i0 + i) * strip_bytes
-                    for j in range(pitch // c_size):
-                        if to:
-                            _tiled(scratch, row + j * c_size * width, pad, nl * pitch, r_size, c_size, p,
-                                   geometry.canon)
-                            _copy_out(at + j * t_bytes, scratch, t_bytes, geometry.stream)
-                        else:
-                            _untiled(row + j * c_size * width, at + j * t_bytes, pad, nl * pitch, r_size, c_size, p,
-                                     geometry.canon)
-            if not to:
-                scatter(dst + logical, stage, pad, valid, nl, cols, pitch, sr, sc, geometry.stream, runs)
-            elif unit == units - 1:  # (the tail padding)
-                _fill(dst + geometry.elements * width, pad, geometry.total - geometry.elements)
-        if geometry.stream:
-            _fence()
-
-    stacked.__name__ = stacked.__qualname__ = {ROWS: "tiled_stacked_rows", SQUARES: "tiled_stacked_squares"}[kind]
-    return _jit(stacked)
-
-
-tiled_stacked_rows = _stacked_of(ROWS)
-tiled_stacked_squares = _stacked_of(SQUARES)
+@_jit
+def tiled_stacked(src: int, dst: int, scratch: int, pad: Any, geometry: Any, batch: Any, stage: int,
+                  stack: Any) -> None:
+    """Chunks [first, last) of a stacked tiled layout: laid out (``to``) from the logical array at ``src`` to the
+    layout at ``dst``, or read back from the layout at ``src`` into the logical array at ``dst`` (the layout's first
+    byte). ``geometry`` is the layout's :class:`TiledGeometry` (``row_stride`` the logical rows' step;
+    ``first``/``last`` count chunks), ``batch`` the other outer dims' (sizes, logical steps), major to minor;
+    ``stage`` room for a chunk's padded rows and then for runs (:func:`._stacked._runs_room`); ``scratch`` a tile and
+    a line; ``stack`` = (the minor dim's size, the columns' logical step, tile rows a chunk, ``to``). One entry point
+    for both ways and both kinds of transposes, so that their common code is compiled once (a first use of both ways,
+    pred ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}``, 2.95 s with an entry point each way, 1.9 with one)."""
+    width = _width(pad)
+    rows, cols, sr = geometry.rows, geometry.cols, geometry.row_stride
+    r_size, c_size, p = geometry.tile_rows, geometry.tile_cols, geometry.interleave
+    nl, sc, row_chunk, to = stack
+    row_tiles = (rows + r_size - 1) // r_size
+    pitch = (cols + c_size - 1) // c_size * c_size
+    t_bytes = r_size * c_size * width
+    strip_bytes = r_size * pitch * width
+    units = (row_tiles + row_chunk - 1) // row_chunk
+    for k in range(batch.shape[1]):
+        units *= batch[0, k]
+    runs = stage + (row_chunk * r_size * nl * pitch * width + LINE - 1) // LINE * LINE
+    tiles_at = dst if to else src
+    for unit in range(geometry.first, geometry.last):
+        g, i0, tiles = _chunk_of(unit, row_chunk, row_tiles)
+        r0 = i0 * r_size
+        valid = min(rows, r0 + tiles * r_size) - r0
+        logical = (_strip_offset(g, batch, batch.shape[1]) + r0 * sr) * width
+        if to:
+            _gather(stage, src + logical, pad, valid, tiles * r_size, nl, cols, pitch, sr, sc, runs)
+        for m in range(nl):
+            for i in range(tiles):
+                row = stage + (i * r_size * nl + m) * pitch * width
+                at = tiles_at + ((g * nl + m) * row_tiles + i0 + i) * strip_bytes
+                for j in range(pitch // c_size):
+                    if to:
+                        _tiled(scratch, row + j * c_size * width, pad, nl * pitch, r_size, c_size, p,
+                               geometry.canon)
+                        _copy_out(at + j * t_bytes, scratch, t_bytes, geometry.stream)
+                    else:
+                        _untiled(row + j * c_size * width, at + j * t_bytes, pad, nl * pitch, r_size, c_size, p,
+                                 geometry.canon)
+        if not to:
+            _scatter(dst + logical, stage, pad, valid, nl, cols, pitch, sr, sc, geometry.stream, runs)
+        elif unit == units - 1:  # (the tail padding)
+            _fill(dst + geometry.elements * width, pad, geometry.total - geometry.elements)
+    if geometry.stream:
+        _fence()

@@ -26,8 +26,9 @@ The modules: ``_geometry`` (checked inputs, outputs and the facts about a shape)
 ``_convert`` (the two directions and relayout), ``_chunks`` / ``_slabbed`` (work one slab of the most major dim
 at a time), ``_blocks`` (relayouts moving 2 x 2 blocks whole, or squares of lines), ``files`` (``.npy`` files through
 a layout, larger than memory), ``_dispatch`` (when compiled code runs: thresholds, threads, the kernel cache),
-``_compiled`` (the 2-d kernels' calls), ``_intrinsics`` (the numba building blocks), ``_shuffles`` (register
-transposes and interleaves), ``_kernels`` / ``_walk`` / ``_side_by_side`` (the numba kernels), ``_entries`` /
+``_compiled`` (the 2-d kernels' calls), ``_stacked`` (tiled layouts whose tiles run across the minor dim, a chunk
+at a time through a stage), ``_intrinsics`` (the numba building blocks), ``_shuffles`` (register transposes and
+interleaves), ``_kernels`` / ``_walk`` / ``_side_by_side`` / ``_stacks`` (the numba kernels), ``_entries`` /
 ``_aot`` (their machine code kept on disk and loaded without numba) and ``_reference``.
 
 **Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
@@ -51,7 +52,9 @@ rows back to back as one run; bytes on the line grid are transposed as 2-byte wo
 whole lines, bytes off it 64 x 64 at a time, and E(4) / E(2) fields (``u4[m,n]{0,1:E(4)}``) are
 packed or unpacked as the source rows are staged (four or eight rows' fields to one row of words), so a packed transpose
 is one pass with no unpacked temporary. The 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P > 1``: the TPU's 8- and
-16-bit formats, pred made 0/1 and plain E(n) fields packed tile by tile on the way) are faster special cases; ``pack`` /
+16-bit formats, pred made 0/1 and plain E(n) fields packed tile by tile on the way) are faster special cases, and so
+is ``tiled_stacked`` (tiles stacked along the minor dim, whose few elements would make the walk's blocks three-axis:
+``_stacked``); ``pack`` /
 ``unpack`` do E(1)/E(2)/E(4). Arrays these functions allocate start on a 64-byte line (as XLA's buffers do), so that
 whole lines can be streamed into them. Transposing walks prefetch the next block's source lines while they move the
 current one; 2- and 4-byte squares of whole lines are transposed by in-lane unpacks and block shuffles. The generic

@@ -43,7 +43,8 @@ GATHER_BYTES = 8 * 4096  # scratch past a walk's room for the lines of source ro
 ALIASED = 1024  # stacked layouts' columns (:mod:`._stacks`) whose runs are a multiple of this many bytes apart share
 # cache sets: copied a line apart more (bf16 ``[128,256,64,8]{0,2,3,1:T(8,128)(2,1)}`` 'to', columns 256 KiB apart,
 # 3.8x memcpy -> 2.3)
-RUNS_BYTES = 1 << 14  # their runs staged at a time (at least one run: :func:`._stacked._runs_room`)
+RUNS_BYTES = 1 << 16  # their runs staged at a time reading back (at least one run: :func:`._stacked._runs_room`;
+# 16 KiB the same within the noise)
 
 JOIN_BYTES = 1 << 15  # tile rows (strips) of at most this many bytes whose logical rows follow each other: the tiled
 # kernels read them back as one stream (their scratch holds one)

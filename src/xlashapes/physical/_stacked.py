@@ -102,7 +102,7 @@ def _runs_room(plan: _Tiled, stack: int, chunk: int, width: int, aliased: bool) 
     column's staged rows (``aliased``: laying out columns that share cache sets, :func:`._stacks._gather`).
 
     >>> _runs_room(_Tiled(7, 384, 0, (8, 128, 4), (1,)), 7, 1, 1, False)
-    16384
+    65536
     >>> _runs_room(_Tiled(64, 128, 2, (8, 128, 2), ()), 8, 8, 2, True)  # (128 columns of 64 rows of 8 bf16, and a line)
     139264
     """

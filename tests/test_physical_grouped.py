@@ -173,7 +173,10 @@ def test_grouped_route_equals_numpy_path(shape: xs.Shape, seed: int, threads: in
     ("u2[8,40,64]{1,0,2:T(8,128)(4,1)E(2)}", 1 << 10),
     # (8,1) sub-tiles (the tiled kernels would move them element by element), whole rows or cut short, windows too
     ("s4[256,512]{1,0:T(64,128)(8,1)E(4)}", 1 << 30), ("u4[3,100,300]{2,1,0:T(64,128)(8,1)E(4)}", 1 << 30),
-    ("s4[300,256]{1,0:T(64,128)(8,1)E(4)}", 1 << 10)])
+    ("s4[300,256]{1,0:T(64,128)(8,1)E(4)}", 1 << 10),
+    # short runs of groups (a minor dim of 8 or 16 bytes between them: _regroup_rows), two merged axes or more
+    ("s4[64,96,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30), ("u2[3,5,96,16]{1,2,3,0:T(8,128)(4,1)E(2)}", 1 << 30),
+    ("s4[64,97,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30)])  # (an odd dim: three axes)
 def test_permuted_fields_go_through_the_regroup_kernel(monkeypatch: pytest.MonkeyPatch, text: str,
                                                        budget: int) -> None:
     # whole (the groups within the budget: one call each way), or a window of the byte layout at a time (several)

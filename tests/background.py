@@ -15,8 +15,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL_TESTS = ("tests/test_physical.py", "tests/test_physical_fast.py", "tests/test_physical_generic.py",
-                "tests/test_physical_grouped.py", "tests/test_physical_stacked.py", "tests/test_physical_aot.py")
+KERNEL_TESTS = ("tests/test_physical_stacked.py", "tests/test_physical.py", "tests/test_physical_fast.py",
+                "tests/test_physical_generic.py", "tests/test_physical_grouped.py", "tests/test_physical_aot.py")
+"""The compiled-kernel tests, run last in this order (the stacked layouts' first: the warm-up compiles their kernels
+among the first, so the others' get more time)."""
 
 _jobs: dict[str, subprocess.Popen[str]] = {}
 

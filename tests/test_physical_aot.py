@@ -281,9 +281,8 @@ def test_a_numba_that_cannot_be_imported_or_compile_leaves_the_conversion_to_the
     monkeypatch.setattr(_aot, "load", lambda *args: None)  # nothing kept for these calls
     monkeypatch.setattr(_aot, "numba_module", unimportable)
     monkeypatch.setattr(_aot, "_FAILED", [])
-    for name in ("_walk", "_kernels"):
-        entries = _aot.Entries(name)
-        monkeypatch.setattr(_dispatch, "import_walker" if name == "_walk" else "import_kernels", lambda e=entries: e)
+    kept = {name: _aot.Entries(name) for name in ("_walk", "_kernels", "_stacks")}
+    monkeypatch.setattr(_dispatch, "import_entries", kept.__getitem__)
     monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 0)
     monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)
     assert _dispatch.walker() is not None and not _aot.numba_failed()

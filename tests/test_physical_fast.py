@@ -335,10 +335,9 @@ def test_small_arrays_stay_on_the_numpy_path(calls: Counter[str], monkeypatch: p
 
 
 def test_without_numba_the_numpy_path_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    dispatch.import_kernels.cache_clear()
+    dispatch.import_entries.cache_clear()
     try:
         monkeypatch.setitem(sys.modules, "numba", None)  # import numba now raises ImportError
-        dispatch.import_walker.cache_clear()
         monkeypatch.delitem(sys.modules, "xlashapes.physical._kernels", raising=False)
         monkeypatch.delitem(sys.modules, "xlashapes.physical._walk", raising=False)
         monkeypatch.delitem(sys.modules, "xlashapes.physical._intrinsics", raising=False)
@@ -346,13 +345,12 @@ def test_without_numba_the_numpy_path_runs(monkeypatch: pytest.MonkeyPatch) -> N
         monkeypatch.delattr(physical, "_intrinsics", raising=False)
         monkeypatch.delattr(physical, "_kernels", raising=False)
         monkeypatch.setattr(dispatch, "NUMBA_BYTES", 0)
-        assert dispatch.kernels() is None and dispatch.walker() is None
+        assert dispatch.kernels() is None and dispatch.walker() is None and dispatch.stacker() is None
         x = random_array("bf16", (16, 256), 2)
         buffer = to_physical(x, "bf16[16,256]{1,0:T(8,128)(2,1)}")
         assert same_bits(from_physical(buffer, "bf16[16,256]{1,0:T(8,128)(2,1)}"), x)
     finally:
-        dispatch.import_kernels.cache_clear()
-        dispatch.import_walker.cache_clear()
+        dispatch.import_entries.cache_clear()
 
 
 def test_importing_xlashapes_does_not_import_numba() -> None:

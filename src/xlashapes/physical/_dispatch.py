@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from itertools import pairwise
 from typing import Any
 
@@ -74,42 +74,31 @@ def kernels() -> Any:
     """The compiled 2-d kernels (``tiled_to_physical``, ``pack`` ...: :class:`._aot.Entries` of ``_kernels``), or
     None when numba is missing (or failed to import) or ``XLASHAPES_NO_NUMBA`` forces NumPy. Their kept machine
     code is used where this process can load it (no numba import), else numba's."""
-    if not compiled_enabled() or _aot.numba_failed():
-        return None
-    return import_kernels()
-
-
-@lru_cache(maxsize=1)
-def import_kernels() -> Any:
-    """The entry points of :mod:`xlashapes.physical._kernels`, made once; None without numba."""
-    return _aot.entries("_kernels")
+    return _entries_of("_kernels")
 
 
 def walker() -> Any:
     """The generic compiled kernel's entry points (``walk_runs`` ... :mod:`._kinds`, ``shifted_rows``,
     ``staged_transpose``), or None (as :func:`kernels`)."""
-    if not compiled_enabled() or _aot.numba_failed():
-        return None
-    return import_walker()
-
-
-@lru_cache(maxsize=1)
-def import_walker() -> Any:
-    """The entry points of :mod:`xlashapes.physical._walk`, made once; None without numba."""
-    return _aot.entries("_walk")
+    return _entries_of("_walk")
 
 
 def stacker() -> Any:
-    """The stacked tiled kernels' entry points (:mod:`._stacks`), or None (as :func:`kernels`)."""
+    """The stacked tiled kernel's entry point (``tiled_stacked``: :mod:`._stacks`), or None (as :func:`kernels`)."""
+    return _entries_of("_stacks")
+
+
+def _entries_of(module: str) -> Any:
+    """The entry points of kernel module ``module``, or None (as :func:`kernels`)."""
     if not compiled_enabled() or _aot.numba_failed():
         return None
-    return import_stacker()
+    return import_entries(module)
 
 
-@lru_cache(maxsize=1)
-def import_stacker() -> Any:
-    """The entry points of :mod:`xlashapes.physical._stacks`, made once; None without numba."""
-    return _aot.entries("_stacks")
+@cache
+def import_entries(module: str) -> Any:
+    """The entry points of :mod:`xlashapes.physical.<module>`, made once each; None without numba."""
+    return _aot.entries(module)
 
 
 def with_fallback(work: Callable[[], None]) -> None:

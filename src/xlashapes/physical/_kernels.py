@@ -633,31 +633,37 @@ def unpack(
     _pad_stream(line, buffer, carry, first, stream, np.uint8(0), _0, _1)
 
 
+@_inline
+def _regroup_word(grouped: int, fields: int, k: int, member: int, bits: int, mask: int, to: int) -> None:
+    """Word ``k`` of groups made from (``to``) or split into their fields (E(4), the common case: straight-line code
+    the compiler vectorizes)."""
+    lanes = _U(mask) * _LOW_BITS
+    if bits == 4:
+        if to:
+            _put_word(grouped, k, (_get_word(fields, k) & _LOW_NIBBLES) | ((_get_word(fields + member, k)
+                                                                           & _LOW_NIBBLES) << _U(4)))
+        else:
+            v = _get_word(grouped, k)
+            _put_word(fields, k, v & lanes)
+            _put_word(fields + member, k, (v >> _U(4)) & lanes)
+        return
+    field_lanes = _U((1 << bits) - 1) * _LOW_BITS
+    if to:
+        v = _U(0)
+        for q in range(8 // bits):
+            v |= (_get_word(fields + q * member, k) & field_lanes) << _U(q * bits)
+        _put_word(grouped, k, v)
+    else:
+        v = _get_word(grouped, k)
+        for q in range(8 // bits):
+            _put_word(fields + q * member, k, (v >> _U(q * bits)) & lanes)
+
+
 @_subroutine
 def _regroup_words(grouped: int, fields: int, words: int, member: int, bits: int, mask: int, to: int) -> None:
     """``words`` words of groups made from (``to``) or split into their fields, all runs contiguous."""
-    if bits == 4:  # (E(4), the common case: straight-line code the compiler vectorizes)
-        second, lanes = fields + member, _U(mask) * _LOW_BITS
-        for k in range(words):
-            if to:
-                _put_word(grouped, k, (_get_word(fields, k) & _LOW_NIBBLES) | ((_get_word(second, k) & _LOW_NIBBLES)
-                                                                               << _U(4)))
-            else:
-                v = _get_word(grouped, k)
-                _put_word(fields, k, v & lanes)
-                _put_word(second, k, (v >> _U(4)) & lanes)
-        return
-    field_lanes, lanes = _U((1 << bits) - 1) * _LOW_BITS, _U(mask) * _LOW_BITS
     for k in range(words):
-        if to:
-            v = _U(0)
-            for q in range(8 // bits):
-                v |= (_get_word(fields + q * member, k) & field_lanes) << _U(q * bits)
-            _put_word(grouped, k, v)
-        else:
-            v = _get_word(grouped, k)
-            for q in range(8 // bits):
-                _put_word(fields + q * member, k, (v >> _U(q * bits)) & lanes)
+        _regroup_word(grouped, fields, k, member, bits, mask, to)
 
 
 @_subroutine
@@ -687,31 +693,6 @@ def _regroup_run(grouped: int, fields: int, n: int, g_step: int, f_step: int, me
             value = np.int64(_get(g, 0, np.uint8(0)))
             for q in range(per):
                 _put(f + q * member, 0, np.uint8((value >> (q * bits)) & mask))
-
-
-@_inline
-def _regroup_word(grouped: int, fields: int, k: int, member: int, bits: int, mask: int, to: int) -> None:
-    """Word ``k`` of groups made from (``to``) or split into their fields (:func:`_regroup_words`, inlined)."""
-    lanes = _U(mask) * _LOW_BITS
-    if bits == 4:
-        if to:
-            _put_word(grouped, k, (_get_word(fields, k) & _LOW_NIBBLES) | ((_get_word(fields + member, k)
-                                                                           & _LOW_NIBBLES) << _U(4)))
-        else:
-            v = _get_word(grouped, k)
-            _put_word(fields, k, v & lanes)
-            _put_word(fields + member, k, (v >> _U(4)) & lanes)
-        return
-    field_lanes = _U((1 << bits) - 1) * _LOW_BITS
-    if to:
-        v = _U(0)
-        for q in range(8 // bits):
-            v |= (_get_word(fields + q * member, k) & field_lanes) << _U(q * bits)
-        _put_word(grouped, k, v)
-    else:
-        v = _get_word(grouped, k)
-        for q in range(8 // bits):
-            _put_word(fields + q * member, k, (v >> _U(q * bits)) & lanes)
 
 
 @_subroutine

@@ -43,52 +43,37 @@ def _turned(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int
 
 
 @_subroutine
-def _tiled(dst: int, src: int, pad: Any, step: int, r_size: int, c_size: int, p: int, canon: int) -> None:
-    """A whole tile in physical order (``(p,1)`` sub-tiles) at ``dst`` from ``r_size`` rows at ``src`` (``step``
-    elements apart), made canonical (``canon``: :class:`._kernel_args.TiledGeometry`); the other way of
-    :func:`_untiled`."""
+def _tile_moved(tile: int, rows: int, pad: Any, step: int, r_size: int, c_size: int, p: int, to: int) -> None:
+    """A whole tile in physical order (``(p,1)`` sub-tiles) at ``tile`` made from (``to``), or read back into,
+    ``r_size`` rows at ``rows`` (``step`` elements apart)."""
     width, lanes = _width(pad), _lanes(pad)
     if p == 1:
         for r in range(r_size):
-            _copy(dst + r * c_size * width, src + r * step * width, c_size * width)
+            if to:
+                _copy(tile + r * c_size * width, rows + r * step * width, c_size * width)
+            else:
+                _copy(rows + r * step * width, tile + r * c_size * width, c_size * width)
     elif (p == 2 or p == 4) and c_size % lanes == 0:
         for g in range(r_size // p):
-            d, s = dst + g * p * c_size * width, src + g * p * step * width
+            t, s = tile + g * p * c_size * width, rows + g * p * step * width
             for c in range(0, c_size, lanes):
-                if p == 2:
-                    _interleave2(d + c * 2 * width, s + c * width, step, _0, pad)
+                if to and p == 2:
+                    _interleave2(t + c * 2 * width, s + c * width, step, _0, pad)
+                elif to:
+                    _interleave4(t + c * 4 * width, s + c * width, step, _0, pad)
+                elif p == 2:
+                    _deinterleave2(s + c * width, step, t + c * 2 * width, _0, pad)
                 else:
-                    _interleave4(d + c * 4 * width, s + c * width, step, _0, pad)
+                    _deinterleave4(s + c * width, step, t + c * 4 * width, _0, pad)
     else:
         for g in range(r_size // p):
             for c in range(c_size):
                 for k in range(p):
-                    _put(dst, (g * c_size + c) * p + k, _get(src + (g * p + k) * step * width, c, pad))
-    if canon != 0:
-        _canonical(dst, r_size * c_size * width, canon)
-
-
-@_subroutine
-def _untiled(dst: int, src: int, pad: Any, step: int, r_size: int, c_size: int, p: int) -> None:
-    """A whole tile at ``src`` (physical order, ``(p,1)`` sub-tiles) as ``r_size`` rows at ``dst`` (``step``
-    elements apart)."""
-    width, lanes = _width(pad), _lanes(pad)
-    if p == 1:
-        for r in range(r_size):
-            _copy(dst + r * step * width, src + r * c_size * width, c_size * width)
-    elif (p == 2 or p == 4) and c_size % lanes == 0:
-        for g in range(r_size // p):
-            d, s = dst + g * p * step * width, src + g * p * c_size * width
-            for c in range(0, c_size, lanes):
-                if p == 2:
-                    _deinterleave2(d + c * width, step, s + c * 2 * width, _0, pad)
-                else:
-                    _deinterleave4(d + c * width, step, s + c * 4 * width, _0, pad)
-    else:
-        for g in range(r_size // p):
-            for c in range(c_size):
-                for k in range(p):
-                    _put(dst + (g * p + k) * step * width, c, _get(src, (g * c_size + c) * p + k, pad))
+                    at, row = (g * c_size + c) * p + k, rows + (g * p + k) * step * width
+                    if to:
+                        _put(tile, at, _get(row, c, pad))
+                    else:
+                        _put(row, c, _get(tile, at, pad))
 
 
 @_subroutine
@@ -209,11 +194,13 @@ def tiled_stacked(src: int, dst: int, scratch: int, pad: Any, geometry: Any, bat
                 at = tiles_at + ((g * nl + m) * row_tiles + i0 + i) * strip_bytes
                 for j in range(pitch // c_size):
                     if to:
-                        _tiled(scratch, row + j * c_size * width, pad, nl * pitch, r_size, c_size, p,
-                               geometry.canon)
+                        _tile_moved(scratch, row + j * c_size * width, pad, nl * pitch, r_size, c_size, p, to)
+                        if geometry.canon != 0:
+                            _canonical(scratch, t_bytes, geometry.canon)
                         _copy_out(at + j * t_bytes, scratch, t_bytes, geometry.stream)
                     else:
-                        _untiled(row + j * c_size * width, at + j * t_bytes, pad, nl * pitch, r_size, c_size, p)
+                        _tile_moved(at + j * t_bytes, row + j * c_size * width, pad, nl * pitch, r_size, c_size, p,
+                                    to)
         if not to and geometry.canon != 0:  # (the stage made canonical at once: row by row, pred 'from' took 2.6x
             # memcpy before the transpose out)
             _canonical(stage, tiles * r_size * nl * pitch * width, geometry.canon)

@@ -1,22 +1,25 @@
 """The stacked tiled layouts: tiles that do not run along the logical minor dim, which is the innermost of the dims
 the tiles are stacked along (``pred[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}``), converted a chunk at a time through a
-staging buffer by the kernels of :mod:`._stacks` (which says how).
+staging buffer by the kernel of :mod:`._stacks` (which says how).
 
 **Which.** Those whose minor dim (2 to ``MOST_STACKED`` elements) continues the rows or the columns in the logical
 array, so that the staging reads (and writes back) runs longer than the minor dim:
 
 - the rows follow the minor dim (``{0,1,2}``, ``{0,2,3,1}``; tiles of more than one row): the generic walk's blocks
-  for these need three axes at once (a transpose and the tiles' interleave), 5-39x memcpy; staged, 1.5-3.9;
-- the columns follow the minor dim (``{1,0,2}``, ``{2,0,3,1}``) in tiles of ``(2,1)`` or ``(4,1)`` sub-tiles: 3.5-31x,
-  staged 1.3-3.8; but not a minor dim of 2 or 4 elements (the walk's quarter-line blocks: u8
-  ``[64000,96,4]{1,0,2:T(32,128)(4,1)}`` 1.8 / 1.2 against 2.3 / 2.3 staged) nor tiles without sub-tiles (f32
-  ``[3,256,2048,5]{2,1,3,0:T(2,128)}`` 1.3 / 1.15 against 2.5 / 2.8).
+  for these need three axes at once (a transpose and the tiles' interleave), 5-40x memcpy; staged, 1.5-3.3 'to' and
+  up to 5 'from' (pred ``[2000,4096,4]{0,1,2:T(8,128)}``, each column 16 KiB from the next);
+- the columns follow the minor dim (``{1,0,2}``, ``{2,0,3,1}``) in tiles of ``(2,1)`` or ``(4,1)`` sub-tiles of 8- or
+  16-bit elements (the TPU's formats): 3.5-34x, staged 1.3-3.3; a minor dim of 2 or 4 elements too, which the walk
+  moves well in some layouts (u8 ``[64000,96,4]{1,0,2:T(32,128)(4,1)}`` 1.8 / 1.2, staged 2.3 / 2.3) and badly in
+  others (pred ``[768,14,1000,2]{2,0,3,1:T(32,128)(4,1)}`` 33.8 / 7.9, staged 2.9 / 3.5). Tiles without sub-tiles
+  the walk moves faster (f32 ``[3,256,2048,5]{2,1,3,0:T(2,128)}`` 1.3 / 1.15 against 2.5 / 2.8 staged).
 
 Where neither the rows nor the columns follow the minor dim, the staging moves blocks of its elements alone, slower than
 the walk (f32 ``[1024,128,24,2]{0,1,3,2:T(8,128)}`` 2.5 / 2.9 against 18 / 24); one-row tiles the walk moves as runs.
 Measured (this 2-core machine, 16-128 MiB, x memcpy of the physical bytes, 'to' / 'from', walk -> staged): pred
-``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}`` 14.6 / 16.0 -> 2.3 / 2.5, bf16 ``[128,256,64,8]{0,2,3,1:T(8,128)(2,1)}``
-7.0 / 10.2 -> 2.1 / 2.3, u8 ``[224,96,512,3]{2,1,3,0:T(8,128)(4,1)}`` 26.8 / 25.9 -> 2.1 / 2.1.
+``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}`` 14.6 / 16.0 -> 2.1-2.7 / 2.5-3.0, bf16
+``[128,256,64,8]{0,2,3,1:T(8,128)(2,1)}`` 7.0 / 10.2 -> 2.1 / 2.3-2.6, u8 ``[224,96,512,3]{2,1,3,0:T(8,128)(4,1)}``
+25.4 / 26.1 -> 1.7-2.2 / 1.8-3.0; a survey of 37 random stacked layouts, worst 40x before, 3.3 / 5.3 now.
 """
 
 from __future__ import annotations
@@ -84,10 +87,10 @@ def _cached_stacked_plan(dims: tuple[int, ...], layout: Layout, width: int) -> _
 
 
 def _stacked_chunk(plan: _Tiled, stack: int, width: int) -> int:
-    """Tile rows of the chunks the stacked kernels stage: whole tile rows (the tiled kernel lays out whole tile rows of
-    the layout at a time: pieces of them, each a call of its own, took pred ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}``
-    from 2.3x memcpy to 5.5), as many as fit ``STAGE_BYTES`` (16 KiB, to fit the first level, took it to 5.1 'to' and
-    4.0-4.4 'from'; 256 KiB 2.3 / 2.5).
+    """Tile rows of the chunks the stacked kernel stages: whole tile rows, as many as fit ``STAGE_BYTES`` (chunks of
+    16 KiB, to fit the first level, pieces of tile rows where need be, took pred
+    ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}`` from 2.3x memcpy to 5.1-5.5 'to' and 4.0-4.4 'from'; 256 KiB 2.3 / 2.5;
+    1 MiB the same, and better on longer columns: pred ``[2000,4096,4]{0,1,2:T(8,128)}`` 4.0 / 6.0 -> 2.9 / 4.8).
 
     >>> _stacked_chunk(_Tiled(7, 384, 0, (8, 128, 4), (1,)), 7, 1)
     1
@@ -125,12 +128,13 @@ def stacked_convert(
     if kernels is None:
         return False
     plan, width = stacked.tiled, geometry.storage.itemsize
-    sc = _c_strides(geometry.dims)[stacked.col_dim]
+    strides = _c_strides(geometry.dims)
+    sc = strides[stacked.col_dim]
     chunk = _stacked_chunk(plan, stacked.stack, width)
     r_size, c_size, _ = plan.tile
     units = math.prod(geometry.dims[d] for d in plan.batch) * -(-plan.rows // (r_size * chunk))
     staged = chunk * r_size * stacked.stack * -(-plan.cols // c_size) * c_size * width
-    aliased = _c_strides(geometry.dims)[plan.row_dim] == stacked.stack and (sc * width) % ALIASED == 0
+    aliased = strides[plan.row_dim] == stacked.stack and (sc * width) % ALIASED == 0
     runs = _runs_room(plan, stacked.stack, chunk, width, aliased)
     stream = int(data.nbytes >= run.stream_bytes)
     base = _tiled_geometry(plan, geometry, stream, 0)._replace(canon=_canon(geometry))

@@ -10,7 +10,8 @@ walk's (:mod:`._walk`): where the minor dim's 2 to 7 elements follow each other 
 (de)interleaved; otherwise squares. Columns a multiple of ``ALIASED`` bytes apart (whose runs share cache sets) go
 through runs copied a line apart more. One entry point, ``tiled_stacked``, does both ways: laying tiles out with the
 tiled kernel's own code (:func:`._kernels._tiled_to_of` as a subroutine), one entry point each way took 3.9 s to
-compile laying out pred ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}`` and 2.2 s reading it back; now both ways 1.9 s.
+compile laying out pred ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}`` and 2.2 s reading it back; now both ways 2.4-2.7 s
+(numba's import included), and the suite's warm-up compiles three variants (one per element width), not six.
 """
 
 from __future__ import annotations
@@ -166,8 +167,7 @@ def tiled_stacked(src: int, dst: int, scratch: int, pad: Any, geometry: Any, bat
     ``first``/``last`` count chunks), ``batch`` the other outer dims' (sizes, logical steps), major to minor;
     ``stage`` room for a chunk's padded rows and then for runs (:func:`._stacked._runs_room`); ``scratch`` a tile and
     a line; ``stack`` = (the minor dim's size, the columns' logical step, tile rows a chunk, ``to``). One entry point
-    for both ways and both kinds of transposes, so that their common code is compiled once (a first use of both ways,
-    pred ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}``, 2.95 s with an entry point each way, 1.9 with one)."""
+    for both ways and both kinds of transposes, so that their common code is compiled once."""
     width = _width(pad)
     rows, cols, sr = geometry.rows, geometry.cols, geometry.row_stride
     r_size, c_size, p = geometry.tile_rows, geometry.tile_cols, geometry.interleave

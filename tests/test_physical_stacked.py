@@ -91,7 +91,7 @@ def test_stacked_kernels_equal_numpy_path(
     offset: int, threads: int,
 ) -> None:
     shape, padding = case
-    monkeypatch.setattr(stacked, "STAGE_BYTES", 1 << 12)  # (chunks of a tile row, some of several)
+    monkeypatch.setattr(stacked, "STAGE_BYTES", 1 << 12)  # (chunks of one tile's rows, of several, of tile rows)
     before = calls.copy()
     check_both_paths(monkeypatch, shape, padding, seed, stream, offset, threads)
     ran = calls - before
@@ -114,7 +114,7 @@ def test_stacked_kernels_equal_numpy_path(
     ("u8[896,1024,2]{0,1,2:T(1,128)}", False),  # one-row tiles: runs
     ("u8[64,64,64,17]{0,1,3,2:T(8,128)(4,1)}", False),  # a minor dim of more than MOST_STACKED
     ("f32[24,16384,16]{1,0,2:T(8,128)}", False),  # (columns follow it, no sub-tiles)
-    ("f32[40000,2048,3]{0,1,2:T(8,128)}", False),  # a tile row staged past MOST_STAGED (3.8 MiB)
+    ("f32[40000,2048,3]{0,1,2:T(8,128)}", True),  # (3.8 MiB a tile row: chunks of fewer columns)
     ("f32[2730,2048,3]{0,1,2:T(8,128)}", True),  # (264 KiB: the bench row)
     ("bf16[8,64,256]{2,1,0:T(8,128)(2,1)}", False),  # the tiles along the minor dim: the tiled kernels
     ("s4[64,512,5]{0,1,2:T(8,128)(2,1)E(4)}", True),  # (E(n) fields: as their groups' bytes, below)
@@ -128,7 +128,8 @@ def test_stacked_route_is_taken_where_it_is_faster(text: str, route: bool) -> No
                                   "f32[3,40,130,5]{0,2,3,1:T(8,128)L(64)}",  # tail padding after the last chunk
                                   "bf16[16,4,64,8]{0,2,3,1:T(8,128)(2,1)}",  # columns 4 KiB apart: aliased runs
                                   "f32[64,256,2]{0,1,2:T(8,128)}", "s8[3,50,200,12]{2,0,3,1:T(16,128)(4,1)}",
-                                  "u8[640,96,4]{1,0,2:T(32,128)(4,1)}"])  # (rows back to back: copied out together)
+                                  "u8[640,96,4]{1,0,2:T(32,128)(4,1)}",  # (rows back to back: copied out together)
+                                  "bf16[4,600,300,3]{0,2,3,1:T(16,128)(2,1)}"])  # (columns 1.8 KiB apart, 3 tiles)
 @pytest.mark.parametrize(("stage", "threads"), [(1 << 18, 1), (1 << 10, 2)])  # (chunks of several tile rows or of one)
 def test_stacked_layouts_round_trip_as_on_the_numpy_path(
     calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, stage: int, threads: int
@@ -158,7 +159,14 @@ def test_sub_byte_fields_take_the_stacked_kernels_as_their_groups_bytes(
     assert calls["tiled_to_stacked"] == 1 and calls["tiled_from_stacked"] == 1
 
 
-def test_stage_chunks_are_whole_tile_rows() -> None:
-    plan = stacked._Tiled(7, 384, 0, (8, 128, 4), (1,))
-    assert stacked._stacked_chunk(plan, 7, 1) == 1  # 8 x 384 x 7 bytes a tile row: one at a time at 256 KiB ...
-    assert stacked._stacked_chunk(stacked._Tiled(70, 384, 0, (8, 128, 4), (1,)), 2, 1) == 9  # ... and all 9 of these
+def test_chunks_are_whole_tile_rows_or_columns_of_rows() -> None:
+    columns_run = stacked._Tiled(7, 384, 0, (8, 128, 4), (1,))  # (columns follow the minor dim: whole tile rows)
+    assert stacked._stacked_chunk(columns_run, 7, 1, False) == (1, 3)
+    assert stacked._stacked_chunk(stacked._Tiled(70, 384, 0, (8, 128, 4), (1,)), 2, 1, False) == (9, 3)
+    wide = stacked._Tiled(8, 40000, 0, (8, 128, 1), ())  # (a tile row of 3.8 MiB: split)
+    assert stacked._stacked_chunk(wide, 3, 4, False) == (1, 85)
+    rows_run = stacked._Tiled(4096, 2000, 1, (8, 128, 1), ())  # (rows follow it, laid out: runs of 512 bytes ...)
+    assert stacked._stacked_chunk(rows_run, 4, 1, True) == (256, 1)  # (... lengthened: fewer columns)
+    assert stacked._stacked_chunk(rows_run, 4, 1, False) == (16, 16)  # (read back: whole tile rows)
+    assert stacked._stacked_chunk(stacked._Tiled(16000, 224, 1, (32, 128, 4), ()), 7, 1, True) == (18, 2)  # (4 KiB)
+    assert stacked._stacked_chunk(stacked._Tiled(64, 128, 2, (8, 128, 2), ()), 8, 2, True) == (8, 1)

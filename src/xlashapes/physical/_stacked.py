@@ -50,9 +50,9 @@ class _Stacked:
 
 
 MOST_STACKED = 16  # minor dims of at most this many elements between the tiles
-STAGE_BYTES = 1 << 20  # bytes of padded rows the stacked kernels stage at a time (a chunk: at least one tile row)
-MOST_STAGED = 1 << 20  # most bytes of one tile row staged (its columns are not split: f32
-# ``[24,16384,16]{1,0,2:T(8,128)}``, 8 MiB a tile row, staged 3.0 / 1.9x memcpy; the walk 1.2 / 1.4)
+STAGE_BYTES = 1 << 20  # bytes of padded rows the stacked kernel stages at a time (a chunk: at least one tile's rows)
+SHORT_RUN = 1024  # laid out, staged runs of a column's rows shorter than this: chunks of fewer columns (_stacked_chunk)
+
 
 
 def _stacked_plan(dims: tuple[int, ...], layout: Layout, width: int) -> _Stacked | None:
@@ -81,36 +81,50 @@ def _cached_stacked_plan(dims: tuple[int, ...], layout: Layout, width: int) -> _
     if not (rows_run or cols_run):
         return None  # (the module's docstring says why)
     tiled = _checked(_Tiled(dims[row_dim], dims[col_dim], row_dim, tile, order[:-3]), dims, layout, dims[-1])
-    if tiled is None or tile[0] * -(-tiled.cols // tile[1]) * tile[1] * dims[-1] * width > MOST_STAGED:
-        return None  # (a tile row staged would not fit the second level)
-    return _Stacked(tiled, col_dim, dims[-1])
+    return None if tiled is None else _Stacked(tiled, col_dim, dims[-1])
 
 
-def _stacked_chunk(plan: _Tiled, stack: int, width: int) -> int:
-    """Tile rows of the chunks the stacked kernel stages: whole tile rows, as many as fit ``STAGE_BYTES`` (chunks of
-    16 KiB, to fit the first level, pieces of tile rows where need be, took pred
-    ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}`` from 2.3x memcpy to 5.1-5.5 'to' and 4.0-4.4 'from'; 256 KiB 2.3 / 2.5;
-    1 MiB the same, and better on longer columns: pred ``[2000,4096,4]{0,1,2:T(8,128)}`` 4.0 / 6.0 -> 2.9 / 4.8).
+def _stacked_chunk(plan: _Tiled, stack: int, width: int, long_runs: bool) -> tuple[int, int]:
+    """(tile rows, tile columns) of the chunks the stacked kernel stages, at most ``STAGE_BYTES`` (or one tile's
+    rows): whole tile rows first; but with ``long_runs`` (laying out rows that follow the minor dim), where those
+    would stage runs of rows shorter than ``SHORT_RUN`` bytes of each column, as many rows as fit with one tile
+    column, then as many columns (bf16 ``[8192,1024,3]{0,1,2:T(8,128)(2,1)}``, runs of 96 bytes, 4.2x memcpy -> 2.0,
+    f32 ``[2730,2048,3]{...T(8,128)}`` 2.8 -> 2.2; with runs of 4 KiB, u8 ``[224,16000,7]{...T(32,128)(4,1)}`` 2.7 ->
+    3.2; reading back, the tiles would be read a column of them at a time, each a page from the next: pred
+    ``[2000,4096,4]{0,1,2:T(8,128)}`` 4.0 -> 13). Whole tile rows (chunks of 16 KiB, to fit the first level, pieces of
+    tile rows where need be, took pred
+    ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}`` from 2.3x memcpy to 5.1-5.5 'to' and 4.0-4.4 'from', when each piece was
+    a call of the tiled kernel's code; 256 KiB 2.3 / 2.5; 1 MiB the same, and pred ``[2000,4096,4]`` 4.0 / 6.0 -> 2.9 /
+    4.8).
 
-    >>> _stacked_chunk(_Tiled(7, 384, 0, (8, 128, 4), (1,)), 7, 1)
-    1
+    >>> _stacked_chunk(_Tiled(7, 384, 0, (8, 128, 4), (1,)), 7, 1, False)
+    (1, 3)
+    >>> _stacked_chunk(_Tiled(4096, 2000, 1, (8, 128, 1), ()), 4, 1, True)  # (16 tile rows: runs of 512 bytes)
+    (256, 1)
     """
     r_size, c_size, _ = plan.tile
-    row = r_size * -(-plan.cols // c_size) * c_size * stack * width  # (staged bytes of one tile row)
-    return max(1, min(-(-plan.rows // r_size), STAGE_BYTES // row))
+    tile = r_size * c_size * stack * width  # (staged bytes of one tile's rows)
+    row_tiles, col_tiles = -(-plan.rows // r_size), -(-plan.cols // c_size)
+    cols = max(1, min(col_tiles, STAGE_BYTES // tile))
+    rows = max(1, min(row_tiles, STAGE_BYTES // (tile * cols)))
+    if long_runs and rows < row_tiles and rows * r_size * stack * width < SHORT_RUN:
+        rows = max(1, min(row_tiles, STAGE_BYTES // tile))
+        cols = max(1, min(col_tiles, STAGE_BYTES // (tile * rows)))
+    return rows, cols
 
 
-def _runs_room(plan: _Tiled, stack: int, chunk: int, width: int, aliased: bool) -> int:
-    """Bytes the stacked kernels' runs buffer needs: :data:`._kinds.RUNS_BYTES`, or one row if longer, or every
-    column's staged rows (``aliased``: laying out columns that share cache sets, :func:`._stacks._gather`).
+def _runs_room(rows: int, cols: int, stack: int, width: int, aliased: bool) -> int:
+    """Bytes the stacked kernel's runs buffer needs for chunks of ``rows`` x ``cols``: :data:`._kinds.RUNS_BYTES`, or
+    one row if longer, or every column's staged rows (``aliased``: laying out columns that share cache sets,
+    :func:`._stacks._gather`).
 
-    >>> _runs_room(_Tiled(7, 384, 0, (8, 128, 4), (1,)), 7, 1, 1, False)
+    >>> _runs_room(8, 384, 7, 1, False)
     65536
-    >>> _runs_room(_Tiled(64, 128, 2, (8, 128, 2), ()), 8, 8, 2, True)  # (128 columns of 64 rows of 8 bf16, and a line)
+    >>> _runs_room(64, 128, 8, 2, True)  # (128 columns of 64 rows of 8 bf16, and a line)
     139264
     """
-    column = -(-chunk * plan.tile[0] * stack * width // LINE) * LINE + LINE
-    return max(RUNS_BYTES, plan.cols * column if aliased else 0, plan.cols * stack * width)
+    column = -(-rows * stack * width // LINE) * LINE + LINE
+    return max(RUNS_BYTES, cols * column if aliased else 0, cols * stack * width)
 
 
 def stacked_convert(
@@ -129,16 +143,17 @@ def stacked_convert(
         return False
     plan, width = stacked.tiled, geometry.storage.itemsize
     strides = _c_strides(geometry.dims)
-    sc = strides[stacked.col_dim]
-    chunk = _stacked_chunk(plan, stacked.stack, width)
+    sc, rows_run = strides[stacked.col_dim], strides[plan.row_dim] == stacked.stack
+    row_chunk, col_chunk = _stacked_chunk(plan, stacked.stack, width, rows_run and to)
     r_size, c_size, _ = plan.tile
-    units = math.prod(geometry.dims[d] for d in plan.batch) * -(-plan.rows // (r_size * chunk))
-    staged = chunk * r_size * stacked.stack * -(-plan.cols // c_size) * c_size * width
-    aliased = strides[plan.row_dim] == stacked.stack and (sc * width) % ALIASED == 0
-    runs = _runs_room(plan, stacked.stack, chunk, width, aliased)
+    units = math.prod(geometry.dims[d] for d in plan.batch) * -(-plan.rows // (r_size * row_chunk)) * -(
+        -plan.cols // (c_size * col_chunk))
+    staged = row_chunk * r_size * stacked.stack * col_chunk * c_size * width
+    runs = _runs_room(row_chunk * r_size, col_chunk * c_size, stacked.stack, width,
+                      rows_run and (sc * width) % ALIASED == 0)
     stream = int(data.nbytes >= run.stream_bytes)
     base = _tiled_geometry(plan, geometry, stream, 0)._replace(canon=_canon(geometry))
-    stack = (stacked.stack, sc, chunk, int(to))
+    stack = (stacked.stack, sc, row_chunk, int(to), col_chunk)
     batch = _batch(plan, geometry.dims)
     item = pad.reshape(1)[0]
     flat = logical.reshape(-1)

@@ -151,11 +151,14 @@ def _scatter(dst: int, stage: int, pad: Any, rows: int, stack: int, cols: int, p
 
 
 @_inline
-def _chunk_of(unit: int, row_chunk: int, row_tiles: int) -> tuple[int, int, int]:
-    """(outer index, first tile row, tile rows) of chunk ``unit``."""
-    chunks = (row_tiles + row_chunk - 1) // row_chunk
-    g, i0 = unit // chunks, unit % chunks * row_chunk
-    return g, i0, min(row_tiles, i0 + row_chunk) - i0
+def _chunk_of(unit: int, stack: Any, row_tiles: int, col_tiles: int) -> tuple[int, int, int, int, int]:
+    """(outer index, first tile row, tile rows, first tile column, tile columns) of chunk ``unit``."""
+    row_chunk, col_chunk = stack[2], stack[4]
+    row_chunks = (row_tiles + row_chunk - 1) // row_chunk
+    col_chunks = (col_tiles + col_chunk - 1) // col_chunk
+    g, rest = unit // (row_chunks * col_chunks), unit % (row_chunks * col_chunks)
+    i0, j0 = rest // col_chunks * row_chunk, rest % col_chunks * col_chunk
+    return g, i0, min(row_tiles, i0 + row_chunk) - i0, j0, min(col_tiles, j0 + col_chunk) - j0
 
 
 @_jit
@@ -166,33 +169,33 @@ def tiled_stacked(src: int, dst: int, scratch: int, pad: Any, geometry: Any, bat
     byte). ``geometry`` is the layout's :class:`TiledGeometry` (``row_stride`` the logical rows' step;
     ``first``/``last`` count chunks), ``batch`` the other outer dims' (sizes, logical steps), major to minor;
     ``stage`` room for a chunk's padded rows and then for runs (:func:`._stacked._runs_room`); ``scratch`` a tile and
-    a line; ``stack`` = (the minor dim's size, the columns' logical step, tile rows a chunk, ``to``). One entry point
+    a line; ``stack`` = (the minor dim's size, the columns' logical step, tile rows a chunk, ``to``, tile columns a
+    chunk). One entry point
     for both ways and both kinds of transposes, so that their common code is compiled once."""
     width = _width(pad)
     rows, cols, sr = geometry.rows, geometry.cols, geometry.row_stride
     r_size, c_size, p = geometry.tile_rows, geometry.tile_cols, geometry.interleave
-    nl, sc, row_chunk, to = stack
+    nl, sc, row_chunk, to, col_chunk = stack
     row_tiles = (rows + r_size - 1) // r_size
-    pitch = (cols + c_size - 1) // c_size * c_size
+    col_tiles = (cols + c_size - 1) // c_size
     t_bytes = r_size * c_size * width
-    strip_bytes = r_size * pitch * width
-    units = (row_tiles + row_chunk - 1) // row_chunk
+    units = ((row_tiles + row_chunk - 1) // row_chunk) * ((col_tiles + col_chunk - 1) // col_chunk)
     for k in range(batch.shape[1]):
         units *= batch[0, k]
-    runs = stage + (row_chunk * r_size * nl * pitch * width + LINE - 1) // LINE * LINE
+    runs = stage + (row_chunk * r_size * nl * col_chunk * c_size * width + LINE - 1) // LINE * LINE
     tiles_at = dst if to else src
     for unit in range(geometry.first, geometry.last):
-        g, i0, tiles = _chunk_of(unit, row_chunk, row_tiles)
-        r0 = i0 * r_size
-        valid = min(rows, r0 + tiles * r_size) - r0
-        logical = (_strip_offset(g, batch, batch.shape[1]) + r0 * sr) * width
+        g, i0, tiles, j0, jn = _chunk_of(unit, stack, row_tiles, col_tiles)
+        r0, c0, pitch = i0 * r_size, j0 * c_size, jn * c_size
+        valid, n = min(rows, r0 + tiles * r_size) - r0, min(cols, c0 + pitch) - c0
+        logical = (_strip_offset(g, batch, batch.shape[1]) + r0 * sr + c0 * sc) * width
         if to:
-            _gather(stage, src + logical, pad, valid, tiles * r_size, nl, cols, pitch, sr, sc, runs)
+            _gather(stage, src + logical, pad, valid, tiles * r_size, nl, n, pitch, sr, sc, runs)
         for m in range(nl):
             for i in range(tiles):
                 row = stage + (i * r_size * nl + m) * pitch * width
-                at = tiles_at + ((g * nl + m) * row_tiles + i0 + i) * strip_bytes
-                for j in range(pitch // c_size):
+                at = tiles_at + (((g * nl + m) * row_tiles + i0 + i) * col_tiles + j0) * t_bytes
+                for j in range(jn):
                     if to:
                         _tile_moved(scratch, row + j * c_size * width, pad, nl * pitch, r_size, c_size, p, to)
                         if geometry.canon != 0:
@@ -205,7 +208,7 @@ def tiled_stacked(src: int, dst: int, scratch: int, pad: Any, geometry: Any, bat
             # memcpy before the transpose out)
             _canonical(stage, tiles * r_size * nl * pitch * width, geometry.canon)
         if not to:
-            _scatter(dst + logical, stage, pad, valid, nl, cols, pitch, sr, sc, geometry.stream, runs)
+            _scatter(dst + logical, stage, pad, valid, nl, n, pitch, sr, sc, geometry.stream, runs)
         elif unit == units - 1:  # (the tail padding)
             _fill(dst + geometry.elements * width, pad, geometry.total - geometry.elements)
     if geometry.stream:

@@ -660,10 +660,15 @@ def _regroup_word(grouped: int, fields: int, k: int, member: int, bits: int, mas
 
 
 @_subroutine
-def _regroup_words(grouped: int, fields: int, words: int, member: int, bits: int, mask: int, to: int) -> None:
-    """``words`` words of groups made from (``to``) or split into their fields, all runs contiguous."""
-    for k in range(words):
-        _regroup_word(grouped, fields, k, member, bits, mask, to)
+def _regroup_rows(grouped: int, fields: int, words: int, rows: int, g_row: int, f_row: int, member: int, bits: int,
+                  mask: int, to: int) -> None:
+    """``rows`` runs of ``words`` words of groups made from (``to``) or split into their fields, contiguous on both
+    sides, ``g_row`` / ``f_row`` bytes apart: one loop for short runs (a call per run of 8 bytes took s4
+    ``[2048,4096,8]{0,1,2:T(8,128)(2,1)E(4)}`` 10x memcpy) and one run alike."""
+    for r in range(rows):
+        g, f = grouped + r * g_row, fields + r * f_row
+        for k in range(words):
+            _regroup_word(g, f, k, member, bits, mask, to)
 
 
 @_subroutine
@@ -674,7 +679,7 @@ def _regroup_run(grouped: int, fields: int, n: int, g_step: int, f_step: int, me
     field = (1 << bits) - 1
     words = n // 8
     if g_step == 1 and f_step == 1:  # (runs contiguous on both sides: 8 groups a word)
-        _regroup_words(grouped, fields, words, member, bits, mask, to)
+        _regroup_rows(grouped, fields, words, _1, _0, _0, member, bits, mask, to)
     elif g_step == 1 and f_step == per and member == 1:  # (a group's fields follow each other)
         if to:
             _pack_words(grouped, fields, words, bits)
@@ -693,17 +698,6 @@ def _regroup_run(grouped: int, fields: int, n: int, g_step: int, f_step: int, me
             value = np.int64(_get(g, 0, np.uint8(0)))
             for q in range(per):
                 _put(f + q * member, 0, np.uint8((value >> (q * bits)) & mask))
-
-
-@_subroutine
-def _regroup_rows(grouped: int, fields: int, words: int, rows: int, g_row: int, f_row: int, member: int, bits: int,
-                  mask: int, to: int) -> None:
-    """``rows`` short runs of ``words`` words of groups, contiguous on both sides, ``g_row`` / ``f_row`` bytes apart
-    (in one loop: a call per run of 8 bytes took s4 ``[2048,4096,8]{0,1,2:T(8,128)(2,1)E(4)}`` 10x memcpy)."""
-    for r in range(rows):
-        g, f = grouped + r * g_row, fields + r * f_row
-        for k in range(words):
-            _regroup_word(g, f, k, member, bits, mask, to)
 
 
 @_jit

@@ -86,7 +86,7 @@ def _read_physical(
     """Fill the logical storage array ``result`` from the physical bytes ``data``."""
     if result.size == 0 or _compiled_read(data, geometry, result, run):
         return
-    if stacked_convert(result, geometry, np.zeros(1, geometry.storage), data, run, False):
+    if stacked_convert(result, geometry, None, data, run, False):
         return
     plan = _plan(geometry.dims, geometry.layout)
     if geometry.packed:

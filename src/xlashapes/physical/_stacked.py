@@ -128,11 +128,11 @@ def _runs_room(rows: int, cols: int, stack: int, width: int, aliased: bool) -> i
 
 
 def stacked_convert(
-    logical: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], data: np.ndarray[Any, Any],
+    logical: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
     run: Run, to: bool,
 ) -> bool:
-    """Lay ``logical`` out into the bytes ``data`` (``to``), or read it back from them, with the stacked kernels;
-    False when they do not apply."""
+    """Lay ``logical`` out into the bytes ``data`` (``to``, padding ``pad``), or read it back from them (``pad``
+    None), with the stacked kernel; False when it does not apply."""
     if logical.nbytes < run.numba_bytes or geometry.storage.itemsize not in (1, 2, 4) or geometry.packed:
         return False
     stacked = _stacked_plan(geometry.dims, geometry.layout, geometry.storage.itemsize)
@@ -155,7 +155,7 @@ def stacked_convert(
     base = _tiled_geometry(plan, geometry, stream, 0)._replace(canon=_canon(geometry))
     stack = (stacked.stack, sc, row_chunk, int(to), col_chunk)
     batch = _batch(plan, geometry.dims)
-    item = pad.reshape(1)[0]
+    item = (np.zeros(1, geometry.storage) if pad is None else pad).reshape(1)[0]  # (reading back: the type alone)
     flat = logical.reshape(-1)
     kernel = kernels.tiled_stacked
     room = r_size * c_size * width + LINE  # (a tile, laying out)

@@ -1,8 +1,9 @@
 """The compiled kernel of stacked tiled layouts (:mod:`._stacked`: tiles that do not run along the logical minor dim,
 which is the innermost of the dims they are stacked along), numba.
 
-It takes the array a chunk at a time: one index of the other outer dims and as many whole tile rows as fit
-``._stacked.STAGE_BYTES``, through a staging buffer in the cache. Laying out, the chunk's rows are first transposed
+It takes the array a chunk at a time: one index of the other outer dims and as many tile rows and tile columns as fit
+``._stacked.STAGE_BYTES`` (whole tile rows where they fit: ``._stacked._stacked_chunk``), through a staging buffer
+in the cache. Laying out, the chunk's rows are first transposed
 into ``stage[row][minor][column]`` (each row's columns contiguous, rows and columns padded to whole tiles), then each
 tile of those rows is made (in scratch: its ``(p,1)`` sub-tiles interleaved, made canonical) and copied out, streamed
 where asked; reading back, the tiles are untiled into the stage and transposed out. The transposes are the generic
@@ -170,8 +171,7 @@ def tiled_stacked(src: int, dst: int, scratch: int, pad: Any, geometry: Any, bat
     ``first``/``last`` count chunks), ``batch`` the other outer dims' (sizes, logical steps), major to minor;
     ``stage`` room for a chunk's padded rows and then for runs (:func:`._stacked._runs_room`); ``scratch`` a tile and
     a line; ``stack`` = (the minor dim's size, the columns' logical step, tile rows a chunk, ``to``, tile columns a
-    chunk). One entry point
-    for both ways and both kinds of transposes, so that their common code is compiled once."""
+    chunk). One entry point for both ways and both kinds of transposes, so that their common code is compiled once."""
     width = _width(pad)
     rows, cols, sr = geometry.rows, geometry.cols, geometry.row_stride
     r_size, c_size, p = geometry.tile_rows, geometry.tile_cols, geometry.interleave

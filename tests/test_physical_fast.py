@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import xlashapes as xs
@@ -21,6 +21,7 @@ from xlashapes.physical import _compiled as compiled
 from xlashapes.physical import _dispatch as dispatch
 from xlashapes.physical import from_physical, to_physical
 from xlashapes.physical._geometry import _geometry as physical_geometry
+from xlashapes.physical._plan import _plan
 
 pytest.importorskip("numba")
 
@@ -177,6 +178,7 @@ THREADS = st.sampled_from([1, 1, 2, 3])
 
 @FAST
 @given(tiled_shapes(), st.integers(0, 2**32), st.booleans(), st.integers(0, 63), THREADS)
+@example((xs.parse_shape("pred[1,1,2,1]{3,2,1,0:T(2,1)E(1)}"), None), 0, False, 0, 1)  # (tiles in row order)
 def test_tiled_kernels_equal_numpy_path(
     calls: Counter[str], monkeypatch: pytest.MonkeyPatch, case: tuple[xs.Shape, Any], seed: int, stream: bool,
     offset: int, threads: int,
@@ -191,7 +193,8 @@ def test_tiled_kernels_equal_numpy_path(
     geometry = physical_geometry(shape)
     fields = geometry.packed and compiled._fused_bits(plan, geometry) > 0  # (E(n) fields packed tile by tile)
     tiled = sum(ran[name] for name in KERNELS if name.startswith("tiled"))
-    if geometry.packed and compiled._row_major_tiles(plan, shape.dimensions):
+    in_order = getattr(_plan(geometry.dims, geometry.layout), "identity", False)  # (e.g. [1,1,2,1] in T(2,1) tiles)
+    if geometry.packed and (compiled._row_major_tiles(plan, shape.dimensions) or in_order):
         assert ran["pack"] + ran["unpack"] > 0  # (rows as they are: packed in one pass)
     elif geometry.packed and plan.tile[2] not in (1, 2, 4):  # ((8,1) sub-tiles: grouped bytes, or the generic path)
         assert not any(ran[name] for name in KERNELS if name.endswith("_packed")) and sum(ran.values()) > 0
@@ -485,3 +488,42 @@ def test_a_subroutine_is_compiled_once_into_its_callers_library() -> None:
     assert len(library._xlashapes_subroutines) == 1
     defined = [line for line in library.get_llvm_str().splitlines() if line.startswith("define") and "4fill" in line]
     assert len(defined) == 1
+
+
+def test_a_subroutine_is_typed_once_and_linked_into_each_entry_that_calls_it() -> None:
+    from numba import njit
+
+    from xlashapes.physical import _intrinsics
+    from xlashapes.physical._intrinsics import _put, _subroutine
+
+    def fill(address: int, n: int, value: Any) -> None:
+        for i in range(min(n, 6)):  # (numba's own overload of min: its library linked into each entry too)
+            _put(address, i, value)
+
+    def twice(address: int, n: int, value: Any) -> None:
+        inner(address, n, value)
+        inner(address + 4 * n, n, value)
+
+    inner = _subroutine(fill)
+    outer = _subroutine(twice)
+
+    @njit
+    def first(address: int, n: int) -> None:
+        outer(address, n, np.int32(3))
+
+    @njit
+    def second(address: int, n: int) -> None:
+        inner(address, n, np.int32(5))  # the inner one directly, and through the outer one
+        outer(address + 4 * n, n, np.int32(7))
+
+    typed = len(_intrinsics._SUBROUTINES)
+    out = np.zeros(12, np.int32)
+    first(out.ctypes.data, 4)
+    assert out.tolist() == [3] * 8 + [0] * 4
+    second(out.ctypes.data, 4)
+    assert out.tolist() == [5] * 4 + [7] * 8
+    assert len(_intrinsics._SUBROUTINES) == typed + 2  # each typed and lowered once, not once per entry
+    for entry in (first, second):
+        code = next(iter(entry.overloads.values())).library.get_llvm_str().splitlines()
+        for name in ("4fill", "5twice"):
+            assert len([line for line in code if line.startswith("define") and name in line]) == 1, (entry, name)

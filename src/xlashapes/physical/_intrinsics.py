@@ -73,10 +73,11 @@ def _subroutine(function: F) -> F:
 
     numba makes a ``_jit`` callee a library of its own, optimized and made into machine code on its own, then
     links it into each caller, whose library is optimized and made into machine code again: a callee of a callee
-    paid LLVM three times over. A subroutine is typed and lowered straight into the library of the entry being
-    compiled (:func:`_compiled_into`), once per argument types, so LLVM sees each entry's code once (the first
-    compiled use of f32 kernels: 5.0-5.4 s down to 3.3-3.5 s in paired runs on this machine). It cannot be called
-    from Python.
+    paid LLVM three times over. A subroutine is typed and lowered once per process and argument types, into a
+    library that LLVM never optimizes on its own, and its code is linked into the library of each entry being
+    compiled that calls it (:func:`_compiled_into`), so LLVM sees each entry's code once (the first compiled use of
+    f32 kernels: 5.0-5.4 s down to 3.3-3.5 s in paired runs on this machine) and numba types a subroutine that many
+    entries call once (every kernel of the suite's warm-up: 86 -> 73 s). It cannot be called from Python.
     """
 
     def call(typingctx: Any, *args: Any) -> Any:
@@ -96,19 +97,52 @@ def _subroutine(function: F) -> F:
 
 
 def _compiled_into(context: Any, function: Callable[..., Any], signature: Any) -> Any:
-    """The function descriptor of ``function`` compiled for ``signature`` into the library being lowered (numba's
-    ``compile_internal`` with that library, as its ``compile_subroutine`` does with a library of its own), once
-    per library."""
+    """The function descriptor of ``function`` compiled for ``signature``; in an entry's library, its code and the
+    code of the subroutines it calls are linked in, each once (:func:`_subroutine_code`)."""
     library = context.active_code_library
     done = library.__dict__.setdefault("_xlashapes_subroutines", {})
     key = (function, signature.args)
     if key not in done:
+        done[key] = _subroutine_code(context, function, signature)[0]
+        if not library.__dict__.get("_xlashapes_scratch"):
+            _link(library, key, done)
+    return done[key]
+
+
+_SUBROUTINES: dict[Any, tuple[Any, Any, list[Any]]] = {}
+
+
+def _subroutine_code(context: Any, function: Callable[..., Any], signature: Any) -> tuple[Any, Any, list[Any]]:
+    """(function descriptor, library, the subroutines it calls) of ``function`` typed and lowered for
+    ``signature``, once per process.
+
+    numba's ``compile_internal`` into a library of its own that is never made into machine code, and that holds
+    the function alone: the subroutines it calls are only noted (:func:`_link` links them into each entry once).
+    """
+    key = (function, signature.args)
+    if key not in _SUBROUTINES:
         flags: Any = compiler.Flags()
         flags.nrt = True  # the kernels' own small arrays
         flags.no_compile = flags.no_cpython_wrapper = flags.no_cfunc_wrapper = True
-        done[key] = compiler.compile_internal(context.typing_context, context, library, function, signature.args,
-                                              signature.return_type, flags, locals={}).fndesc
-    return done[key]
+        scratch = context.codegen().create_library(f"xlashapes_{function.__name__}")
+        scratch.__dict__["_xlashapes_scratch"] = True
+        descriptor = compiler.compile_internal(context.typing_context, context, scratch, function, signature.args,
+                                               signature.return_type, flags, locals={}).fndesc
+        needs = list(scratch.__dict__.get("_xlashapes_subroutines", {}))
+        _SUBROUTINES[key] = (descriptor, scratch, needs)
+    return _SUBROUTINES[key]
+
+
+def _link(library: Any, key: Any, done: dict[Any, Any]) -> None:
+    """Link the code of subroutine ``key`` into ``library``, and of the subroutines it calls that are not there."""
+    descriptor, scratch, needs = _SUBROUTINES[key]
+    done[key] = descriptor
+    library._final_module.link_in(scratch._final_module.clone())  # (its functions' passes were run in scratch)
+    for linked in scratch._linking_libraries:  # (numba's own overloads the subroutine calls, e.g. min)
+        library.add_linking_library(linked)
+    for need in needs:
+        if need not in done:
+            _link(library, need, done)
 
 
 def _intrinsic(function: Callable[..., Any]) -> Any:

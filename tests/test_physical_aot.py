@@ -300,3 +300,44 @@ def test_a_numba_that_cannot_be_imported_or_compile_leaves_the_conversion_to_the
         monkeypatch.setattr(_aot, "_FAILED", [])
         assert call()
         assert _aot.numba_failed() and _dispatch.walker() is None and _dispatch.kernels() is None
+
+
+def python_env(cache: Path) -> dict[str, str]:
+    """A new process's environment: this source tree, kernel cache ``cache``, numba and kept code on."""
+    source = os.path.dirname(os.path.dirname(os.path.abspath(xlashapes.__file__)))
+    return {**os.environ, "XLASHAPES_CACHE_DIR": str(cache), "XLASHAPES_NO_NUMBA": "0", "XLASHAPES_NO_AOT": "0",
+            "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+
+
+def test_a_process_waits_while_another_compiles_the_same_overload(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLASHAPES_CACHE_DIR", str(tmp_path))
+    waiting = ("import time\nfrom xlashapes.physical._aot import compiling\nprint('ready', flush=True)\n"
+               "start = time.monotonic()\nwith compiling('_walk', 'walk_squares', {key!r}):\n"
+               "    print(time.monotonic() - start)")
+    with _aot.compiling("_walk", "walk_squares", "a key"):
+        same, other = (subprocess.Popen([sys.executable, "-c", waiting.format(key=key)], env=python_env(tmp_path),
+                                        stdout=subprocess.PIPE, text=True) for key in ("a key", "another key"))
+        assert other.stdout is not None and same.stdout is not None
+        assert other.stdout.readline() == "ready\n" and float(other.stdout.readline()) < 0.5  # another one: no wait
+        assert same.stdout.readline() == "ready\n"
+        time.sleep(0.6)
+    assert float(same.stdout.readline()) >= 0.5
+    assert same.wait(timeout=60) == 0 and other.wait(timeout=60) == 0
+
+
+def test_processes_started_together_on_a_cold_cache_compile_each_overload_once(tmp_path: Path) -> None:
+    report = ("import json, numpy as np, xlashapes as xs\nfrom xlashapes.physical import _dispatch\n"
+              "_dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = 0\n"
+              "shape = xs.parse_shape('u4[64,256]{1,0:E(4)}')\n"
+              "xs.to_physical(np.zeros((64, 256), shape.element_type.numpy_dtype), shape)\n"
+              "entry = _dispatch.kernels().pack\n"
+              "print(json.dumps([key for key, code in entry.natives.items() if code is not None]))")
+    runs = [subprocess.Popen([sys.executable, "-c", report], env=python_env(tmp_path), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    loaded = []
+    for run in runs:
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+        loaded.append(json.loads(out))
+    assert sorted(map(len, loaded)) == [0, 1], loaded  # one compiled it, the other ran the code it kept

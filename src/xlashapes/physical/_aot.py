@@ -28,6 +28,12 @@ symbol, a wrong key, a short or corrupt file, or a load error: the entry silentl
 writes the object). A nonzero status (a kernel that raised, e.g. a division by zero) reruns the call through
 numba, so that the same Python exception as before is raised.
 
+**Compiled once across processes.** Processes that start together on a cold cache (the test suite's warm-up and
+its tests, parallel ``xlashapes pack`` jobs) would each compile every kernel they meet. Before compiling an
+overload, a process takes that overload's lock file (``flock``) in the kept code's directory and looks for its
+kept code again: a process that had to wait for another one compiling it loads that code instead of compiling it
+too (:func:`compiling`; no lock where files cannot be locked, at most ``LOCK_WAIT`` seconds of waiting).
+
 **Measured** (``bench_physical.py --no-matrix --startup``, f32[16384,1024]{0,1:T(8,128)} to and from, this 2-core
 machine): a new process's first conversion costs 0.07 s more than a second one with kept code (llvmlite 0.03 s,
 engine 0.01 s, loading the objects), 0.42-0.47 s with numba's cache; writing the objects adds milliseconds to the
@@ -51,7 +57,9 @@ import os
 import struct
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cache, lru_cache
 from typing import Any
 
@@ -270,6 +278,45 @@ def constants(module: str) -> dict[str, int] | None:
     except (OSError, ValueError):
         return None
     return values if isinstance(values, dict) and all(isinstance(v, int) for v in values.values()) else None
+
+
+LOCK_WAIT = 300.0
+"""Seconds a process waits for another one compiling the same kernel overload before compiling it itself."""
+
+
+@contextmanager
+def compiling(module: str, name: str, key: str) -> Iterator[None]:
+    """Hold the lock of one entry's overload while compiling it: processes that start together on a cold cache
+    (the suite's warm-up and its tests, parallel ``xlashapes pack`` jobs) compile each overload once, the others
+    wait and load its kept code. No lock (nothing to wait for) where files cannot be locked.
+
+    >>> with compiling("_walk", "walk_squares", "no such key"):
+    ...     pass
+    """
+    folder = aot_directory() if aot_enabled() else None
+    handle = None
+    try:
+        import fcntl
+
+        if folder is not None and key:
+            os.makedirs(folder, exist_ok=True)
+            handle = open(_object_path(folder, module, name, key)[:-2] + ".lock", "wb")
+            deadline = time.monotonic() + LOCK_WAIT
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.01)
+    except (ImportError, OSError):
+        pass
+    try:
+        yield
+    finally:
+        if handle is not None:
+            handle.close()  # (closing the file releases the lock)
 
 
 class Native:
@@ -540,15 +587,28 @@ class Entry:
                     native = self.natives[key] = load(self.module, self.name, key)
         if native is not None and native(args) == 0:
             return
+        if native is None and key and key not in self.written:
+            with compiling(self.module, self.name, key):  # another process compiling it: wait, then take its code
+                native = load(self.module, self.name, key)
+                if native is not None:
+                    self.natives[key] = native
+                    if native(args) == 0:
+                        return
+                else:
+                    self.written.add(key)
+                    save(self.module, self.name, key, self._numba_call(args), args)
+                    return
+        self._numba_call(args)
+
+    def _numba_call(self, args: tuple[Any, ...]) -> Callable[..., Any]:
+        """Call numba's dispatcher (compiling the overload on first use) and return it."""
         function = self.dispatcher()
         try:
             function(*args)
         except _compile_error() as error:  # numba is here but cannot compile the kernel (e.g. a release that
             _FAILED.append(True)  # changed what the kernels use of it): the NumPy path, from now on
             raise Unavailable(f"numba cannot compile {self.name}: {error}") from error
-        if native is None and key and key not in self.written:
-            self.written.add(key)
-            save(self.module, self.name, key, function, args)
+        return function
 
     def dispatcher(self) -> Callable[..., Any]:
         """numba's dispatcher of this entry (imports numba); :class:`Unavailable` when numba cannot be imported."""

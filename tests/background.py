@@ -62,5 +62,5 @@ def numba_wanted() -> bool:
 
 JOBS = {
     "mypy": ["-m", "mypy"],
-    "kernels": [str(ROOT / "tests" / "kernel_worker.py")],
+    "kernels": [str(ROOT / "tests" / "kernel_worker.py"), "--from-the-end"],
 }

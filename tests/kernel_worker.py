@@ -22,43 +22,46 @@ import xlashapes as xs
 from xlashapes.physical import _copy
 from xlashapes.physical import _dispatch as dispatch
 
-# (the odd tiled layouts, rows ending in padding and stacked layouts first: the kernel tests' properties meet them
-# early, and their kernels take the longest to compile: tiles cut short, staged (tiled_to_odd_*: odd_tiles), every
-# width, tiles without sub-tiles read back; rows that end in padding (padded_rows), every width; stacked layouts, every
-# width, which the generic kernel's tests meet too)
-CASES = ["bf16[3,6,256]{2,1,0:T(8,128)(2,1)}", "pred[3,6,256]{2,1,0:T(8,128)(4,1)}",
-         "s4[3,6,256]{2,1,0:T(8,128)(2,1)E(4)}", "s8[3,6,256]{2,1,0:T(8,128)(4,1)}", "f32[3,6,256]{2,1,0:T(8,128)}",
-         "u8[40,100]{1,0:T(1,128)}", "bf16[40,100]{1,0:T(1,128)}", "f32[40,100]{1,0:T(1,128)}",
-         "f64[40,100]{1,0:T(1,128)}", "pred[64,256]{1,0:T(8,128)(4,1)}",
-         # stacked tiled layouts (tiled_stacked), every width: the columns following the minor dim (rows interleaved,
-         # or squares), the rows following it (squares), columns 1 or 4 KiB apart
-         "pred[3,8,100,7]{2,0,3,1:T(8,128)(4,1)}", "bf16[40,130,5]{1,0,2:T(16,128)(2,1)}",
-         "u8[24,200,12]{1,0,2:T(8,128)(4,1)}", "u8[300,256,4]{0,1,2:T(8,128)(4,1)}",
-         "bf16[16,4,64,8]{0,2,3,1:T(8,128)(2,1)}", "f32[64,40,3]{0,1,2:T(8,128)}",
-         "bf16[64,256]{1,0:T(8,128)(2,1)}", "s8[64,256]{1,0:T(8,128)(4,1)}", "s4[64,256]{1,0:T(8,128)(2,1)E(4)}",
-         "u4[64,256]{1,0:E(4)}", "u8[256,256]{0,1}", "u8[16,32,64]{1,2,0}", "bf16[64,256]{0,1}", "f32[64,256]{0,1}",
-         "f64[64,64]{0,1}", "s16[72,1030]{0,1:P(75,1040)}", "f32[72,1030]{0,1:P(75,1040)}",
-         "f64[72,1030]{0,1:P(75,1040)}", "u8[512,1024]{0,1}", "bf16[256,512]{0,1}", "f32[128,256]{0,1}",
-         "u4[128,256]{0,1:E(4)}", "u8[2,64,70,3]{2,1,3,0}", "u8[2,64,70,5]{2,1,3,0}", "u8[2,64,70,12]{2,1,3,0}",
-         "bf16[256,512]{0,1:T(8,128)(2,1)}", "f32[64,256]{1,0:T(8,128)}",
-         "f32[256,256]{0,1:T(8,128)}", "bf16[4,256,512]{0,1,2}@0", "u4[64,256]{1,0:E(4)}>{0,1:E(4)}",
-         "bf16[64,256]{1,0:T(8,128)(2,1)}>{0,1:T(8,128)(2,1)}",
-         # the other widths of the walks (the suite's tests use them all)
-         "s8[300,70]{0,1:T(8,128)(4,1)}", "bf16[256,512]{1,0:T(8,128)}", "f32[5,7]{0,1:T(2,4)}",
-         "bf16[2,9,41,8]{2,1,3,0}", "u8[4,64,200]{0,1,2}", "f64[3,10,9,3]{2,1,3,0}", "bf16[2,9,41,15]{2,1,3,0}",
-         "u8[8,64,200]{0,1,2}", "bf16[16,64,100]{0,1,2}", "bf16[24,8,1280]{0,1,2}", "f32[2,600,3,3]{1,0,3,2}",
-         "f64[4,64,64]{0,1,2}", "u8[24,16,1280]{0,1,2}", "f32[12,40,100]{0,1,2}",
-         "bf16[64,256]{1,0:T(8,16)(2,1)}>{0,1:T(4,4)(2,1)}", "s8[256,256]{0,1:T(8,128)(4,1)}>{1,0:T(8,128)(4,1)}",
-         "bf16[128,256]{1,0:T(8,128)(2,1)}>{0,1:T(8,128)(2,1)}",
-         "u4[256,256]{1,0:T(8,128)(2,1)E(4)}>{0,1:T(8,128)(2,1)E(4)}",
-         "bf16[4,16,16,256]{3,2,1,0:T(8,128)(2,1)}>{3,0,2,1:T(8,128)(2,1)}",
-         "s8[8,16,16,256]{3,2,1,0:T(8,128)(4,1)}>{3,0,2,1:T(8,128)(4,1)}",
-         "bf16[100,300]{1,0:T(8,128)(2,1)}>{0,1:T(8,128)(2,1)}",
-         # E(n) fields grouped into bytes (regroup), and relaid out as bytes
-         "s4[16,64,32]{0,2,1:T(8,128)(2,1)E(4)}", "u2[16,64,32]{1,0,2:E(2)}",
-         "s4[16,64,256]{1,2,0:T(8,128)(2,1)E(4)}>{2,1,0:T(8,128)E(4)}",
-         # relayouts between tiled transposes: squares of tiles' rows (tile_squares)
-         "u8[256,512]{0,1:T(4,128)}>{1,0:T(4,128)}", "bf16[256,512]{0,1:T(8,128)}>{1,0:T(8,128)}"]
+# In the order the compiled-kernel tests first need their kernels (``background.KERNEL_TESTS``), so that the warm-up
+# stays ahead of them: the stacked layouts' property (the walks and the stacked kernel, every width), the tiled
+# kernels' tests (tiles cut short, staged: tiled_to_odd_*), the permutations, then the generic kernel's tests; last,
+# the cases that compile nothing new but take other paths (streamed, two threads, relaid out).
+CASES = [
+    # the stacked layouts' property
+    "u8[16,32,64]{1,2,0}", "s4[16,64,32]{0,2,1:T(8,128)(2,1)E(4)}", "pred[3,8,100,7]{2,0,3,1:T(8,128)(4,1)}",
+    "u8[2,64,70,3]{2,1,3,0}", "s16[72,1030]{0,1:P(75,1040)}", "bf16[40,130,5]{1,0,2:T(16,128)(2,1)}",
+    "f32[5,7]{0,1:T(2,4)}", "u8[4,64,200]{0,1,2}", "u4[64,256]{1,0:E(4)}", "u8[40,100]{1,0:T(1,128)}",
+    "bf16[2,9,41,15]{2,1,3,0}", "f32[40,100]{1,0:T(1,128)}", "f64[64,64]{0,1}", "f32[64,256]{0,1}",
+    "f32[64,40,3]{0,1,2:T(8,128)}",
+    # the tiled kernels' tests
+    "f32[3,6,256]{2,1,0:T(8,128)}", "s8[3,6,256]{2,1,0:T(8,128)(4,1)}", "pred[3,6,256]{2,1,0:T(8,128)(4,1)}",
+    "bf16[3,6,256]{2,1,0:T(8,128)(2,1)}", "s4[3,6,256]{2,1,0:T(8,128)(2,1)E(4)}", "s8[64,256]{1,0:T(8,128)(4,1)}",
+    "s4[64,256]{1,0:T(8,128)(2,1)E(4)}", "pred[64,256]{1,0:T(8,128)(4,1)}", "bf16[64,256]{1,0:T(8,128)(2,1)}",
+    # the permutations
+    "u8[2,64,70,12]{2,1,3,0}", "bf16[256,512]{0,1:T(8,128)(2,1)}", "f32[2,600,3,3]{1,0,3,2}",
+    "bf16[2,9,41,8]{2,1,3,0}", "bf16[4,256,512]{0,1,2}@0",
+    # the generic kernel's tests
+    "bf16[40,100]{1,0:T(1,128)}", "u8[8,64,200]{0,1,2}", "bf16[16,64,100]{0,1,2}",
+    "f32[256,256]{0,1:T(8,128)}>{1,0:T(8,128)}", "f64[3,10,9,3]{2,1,3,0}", "f64[40,100]{1,0:T(1,128)}",
+    "u8[256,256]{0,1}", "bf16[64,256]{0,1}", "bf16[24,8,1280]{0,1,2}", "bf16[256,512]{0,1:T(8,128)}>{1,0:T(8,128)}",
+    "u8[256,512]{0,1:T(4,128)}>{1,0:T(4,128)}", "f64[4,64,64]{0,1,2}", "u8[24,16,1280]{0,1,2}", "f32[12,40,100]{0,1,2}",
+    "f32[72,1030]{0,1:P(75,1040)}", "f64[72,1030]{0,1:P(75,1040)}", "u4[64,256]{1,0:E(4)}>{0,1:E(4)}",
+    "bf16[64,256]{1,0:T(8,16)(2,1)}>{0,1:T(4,4)(2,1)}", "bf16[64,256]{1,0:T(8,128)(2,1)}>{0,1:T(8,128)(2,1)}",
+    "s8[256,256]{0,1:T(8,128)(4,1)}>{1,0:T(8,128)(4,1)}", "f32[128,256]{0,1:T(8,128)(2,1)}>{1,0:T(8,128)(2,1)}",
+    "f64[128,128]{1,0:T(8,128)(2,1)}>{0,1:T(8,128)(2,1)}",
+    "bf16[4,16,16,256]{3,2,1,0:T(8,128)(2,1)}>{3,0,2,1:T(8,128)(2,1)}",
+    "s8[8,16,16,256]{3,2,1,0:T(8,128)(4,1)}>{3,0,2,1:T(8,128)(4,1)}",
+    "f32[4,16,16,256]{3,2,1,0:T(8,128)(2,1)}>{3,0,2,1:T(8,128)(2,1)}",
+    "f64[4,8,16,32]{3,2,1,0:T(8,32)(2,1)}>{3,0,2,1:T(8,32)(2,1)}",
+    # other paths of kernels compiled above: stacked columns 1 or 4 KiB apart and rows following the minor dim, rows
+    # ending in padding, staged and streamed transposes, E(n) fields grouped into bytes and relaid out as bytes
+    "u8[24,200,12]{1,0,2:T(8,128)(4,1)}", "u8[300,256,4]{0,1,2:T(8,128)(4,1)}",
+    "bf16[16,4,64,8]{0,2,3,1:T(8,128)(2,1)}", "u8[2,64,70,5]{2,1,3,0}", "u8[512,1024]{0,1}", "bf16[256,512]{0,1}",
+    "f32[128,256]{0,1}", "u4[128,256]{0,1:E(4)}", "f32[64,256]{1,0:T(8,128)}", "bf16[256,512]{1,0:T(8,128)}",
+    "s8[300,70]{0,1:T(8,128)(4,1)}", "bf16[128,256]{1,0:T(8,128)(2,1)}>{0,1:T(8,128)(2,1)}",
+    "u4[256,256]{1,0:T(8,128)(2,1)E(4)}>{0,1:T(8,128)(2,1)E(4)}",
+    "bf16[100,300]{1,0:T(8,128)(2,1)}>{0,1:T(8,128)(2,1)}", "u2[16,64,32]{1,0,2:E(2)}",
+    "s4[16,64,256]{1,2,0:T(8,128)(2,1)E(4)}>{2,1,0:T(8,128)E(4)}"]
 
 
 def shape_of(text: str) -> xs.Shape:
@@ -107,7 +110,8 @@ def report() -> dict[str, Any]:
     dispatch.NUMBA_BYTES = dispatch.FIRST_NUMBA_BYTES = dispatch.STREAM_BYTES = dispatch.THREAD_BYTES = 0
     _copy.SHIFT_BYTES = 512  # (rows of 512 bytes and up shifted onto lines)
     part, parts = (int(v) for v in os.environ.get("XLASHAPES_WORKER_PART", "0/1").split("/"))
-    digests = {text: digest_of(text) for text in CASES[part::parts]}
+    cases = CASES[part::parts]
+    digests = {text: digest_of(text) for text in (cases[::-1] if "--from-the-end" in sys.argv else cases)}
     native = {}
     for entries in (dispatch.walker(), dispatch.kernels(), dispatch.stacker()):
         for name, entry in vars(entries).items() if entries is not None else ():

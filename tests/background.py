@@ -1,10 +1,12 @@
 """Slow, independent checks started in the background when the session starts, so they use the second core.
 
 The suite's main process is single-threaded most of the time. Two jobs do not need it: mypy (``test_lint``
-waits for its verdict) and the first compilation of the numba kernels, which a background run of
-``kernel_worker`` (every entry point and element width) writes to the shared kernel cache before the main process
-reaches the compiled-kernel tests (each test still runs and asserts in the main process; the background run only
-warms the cache, and its outcome is not used).
+waits for its verdict) and the first compilation of the numba kernels. A background run of ``kernel_worker``
+(every entry point and element width) compiles them into the shared kernel cache from the end of its list (the
+kernels the compiled-kernel tests need last) while the main process runs the other tests; when the main process
+reaches the compiled-kernel tests, it compiles what they need first itself, and each kernel is compiled once: a
+process waits for the other one compiling the same kernel and loads its kept code (``_aot.compiling``). Each test
+still runs and asserts in the main process; the background run's outcome is not used.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ rows are shifted and staged), but for the cases marked ``@0`` (on a line: the qu
 (JSON) the digests of the bytes and which entries ran from kept machine code.
 ``test_physical_aot`` runs it in new processes; the suite also runs it in the background when the session starts,
 to fill the kernel cache before the main process needs the kernels (``background``).
-``XLASHAPES_WORKER_PART=k/n`` takes every n-th case from the k-th.
+``XLASHAPES_WORKER_PART=k/n`` takes every n-th case from the k-th; ``--from-the-end`` runs them last first (the
+warm-up: the tests compile the kernels they need first while it compiles the ones they need last).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import xlashapes as xs
 from xlashapes.physical import _copy
 from xlashapes.physical import _dispatch as dispatch
 
-# In the order the compiled-kernel tests first need their kernels (``background.KERNEL_TESTS``), so that the warm-up
-# stays ahead of them: the stacked layouts' property (the walks and the stacked kernel, every width), the tiled
+# In the order the compiled-kernel tests first need their kernels (``background.KERNEL_TESTS``; the warm-up runs them
+# from the end): the stacked layouts' property (the walks and the stacked kernel, every width), the tiled
 # kernels' tests (tiles cut short, staged: tiled_to_odd_*), the permutations, then the generic kernel's tests; last,
 # the cases that compile nothing new but take other paths (streamed, two threads, relaid out).
 CASES = [

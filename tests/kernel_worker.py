@@ -5,8 +5,8 @@ rows are shifted and staged), but for the cases marked ``@0`` (on a line: the qu
 (JSON) the digests of the bytes and which entries ran from kept machine code.
 ``test_physical_aot`` runs it in new processes; the suite also runs it in the background when the session starts,
 to fill the kernel cache before the main process needs the kernels (``background``).
-``XLASHAPES_WORKER_PART=k/n`` takes every n-th case from the k-th; ``--from-the-end`` runs them last first (the
-warm-up: the tests compile the kernels they need first while it compiles the ones they need last).
+``XLASHAPES_WORKER_PART=k/n`` takes every n-th case from the k-th; ``--from-the-end`` runs the ones the tests need
+last first (the warm-up: the tests compile the kernels they need first while it compiles the ones they need last).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from xlashapes.physical import _dispatch as dispatch
 
 # In the order the compiled-kernel tests first need their kernels (``background.KERNEL_TESTS``; the warm-up runs them
 # from the end): the stacked layouts' property (the walks and the stacked kernel, every width), the tiled
-# kernels' tests (tiles cut short, staged: tiled_to_odd_*), the permutations, then the generic kernel's tests; last,
-# the cases that compile nothing new but take other paths (streamed, two threads, relaid out).
-CASES = [
+# kernels' tests (tiles cut short, staged: tiled_to_odd_*), the permutations, then the generic kernel's tests (and
+# OTHER_PATHS: cases that compile nothing new after these, but take other paths: streamed, two threads, relaid out).
+NEEDED = [
     # the stacked layouts' property
     "u8[16,32,64]{1,2,0}", "s4[16,64,32]{0,2,1:T(8,128)(2,1)E(4)}", "pred[3,8,100,7]{2,0,3,1:T(8,128)(4,1)}",
     "u8[2,64,70,3]{2,1,3,0}", "s16[72,1030]{0,1:P(75,1040)}", "bf16[40,130,5]{1,0,2:T(16,128)(2,1)}",
@@ -54,6 +54,8 @@ CASES = [
     "s8[8,16,16,256]{3,2,1,0:T(8,128)(4,1)}>{3,0,2,1:T(8,128)(4,1)}",
     "f32[4,16,16,256]{3,2,1,0:T(8,128)(2,1)}>{3,0,2,1:T(8,128)(2,1)}",
     "f64[4,8,16,32]{3,2,1,0:T(8,32)(2,1)}>{3,0,2,1:T(8,32)(2,1)}",
+]
+OTHER_PATHS = [
     # other paths of kernels compiled above: stacked columns 1 or 4 KiB apart and rows following the minor dim, rows
     # ending in padding, staged and streamed transposes, E(n) fields grouped into bytes and relaid out as bytes
     "u8[24,200,12]{1,0,2:T(8,128)(4,1)}", "u8[300,256,4]{0,1,2:T(8,128)(4,1)}",
@@ -63,6 +65,7 @@ CASES = [
     "u4[256,256]{1,0:T(8,128)(2,1)E(4)}>{0,1:T(8,128)(2,1)E(4)}",
     "bf16[100,300]{1,0:T(8,128)(2,1)}>{0,1:T(8,128)(2,1)}", "u2[16,64,32]{1,0,2:E(2)}",
     "s4[16,64,256]{1,2,0:T(8,128)(2,1)E(4)}>{2,1,0:T(8,128)E(4)}"]
+CASES = NEEDED + OTHER_PATHS
 
 
 def shape_of(text: str) -> xs.Shape:
@@ -111,8 +114,8 @@ def report() -> dict[str, Any]:
     dispatch.NUMBA_BYTES = dispatch.FIRST_NUMBA_BYTES = dispatch.STREAM_BYTES = dispatch.THREAD_BYTES = 0
     _copy.SHIFT_BYTES = 512  # (rows of 512 bytes and up shifted onto lines)
     part, parts = (int(v) for v in os.environ.get("XLASHAPES_WORKER_PART", "0/1").split("/"))
-    cases = CASES[part::parts]
-    digests = {text: digest_of(text) for text in (cases[::-1] if "--from-the-end" in sys.argv else cases)}
+    cases = NEEDED[::-1] + OTHER_PATHS if "--from-the-end" in sys.argv else CASES
+    digests = {text: digest_of(text) for text in cases[part::parts]}
     native = {}
     for entries in (dispatch.walker(), dispatch.kernels(), dispatch.stacker()):
         for name, entry in vars(entries).items() if entries is not None else ():

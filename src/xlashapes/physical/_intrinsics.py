@@ -103,8 +103,10 @@ def _compiled_into(context: Any, function: Callable[..., Any], signature: Any) -
     done = library.__dict__.setdefault("_xlashapes_subroutines", {})
     key = (function, signature.args)
     if key not in done:
-        done[key] = _subroutine_code(context, function, signature)[0]
-        if not library.__dict__.get("_xlashapes_scratch"):
+        descriptor = _subroutine_code(context, function, signature)[0]
+        if library.__dict__.get("_xlashapes_scratch"):
+            done[key] = descriptor  # (noted: linked into each entry along with the subroutine that calls it)
+        else:
             _link(library, key, done)
     return done[key]
 

@@ -2,11 +2,11 @@
 
 The suite's main process is single-threaded most of the time. Two jobs do not need it: mypy (``test_lint``
 waits for its verdict) and the first compilation of the numba kernels. A background run of ``kernel_worker``
-(every entry point and element width) compiles them into the shared kernel cache from the end of its list (the
-kernels the compiled-kernel tests need last) while the main process runs the other tests; when the main process
-reaches the compiled-kernel tests, it compiles what they need first itself, and each kernel is compiled once: a
-process waits for the other one compiling the same kernel and loads its kept code (``_aot.compiling``). Each test
-still runs and asserts in the main process; the background run's outcome is not used.
+(every entry point and element width) compiles them into the shared kernel cache, in the order the compiled-kernel
+tests need them, while the main process runs the other tests. When the main process reaches the compiled-kernel
+tests before the warm-up is over, each kernel is still compiled once: a process waits for the other one compiling
+the same kernel and loads its kept code (``_aot.compiling``), and compiles itself the ones the warm-up has not
+reached. Each test still runs and asserts in the main process; the background run's outcome is not used.
 """
 
 from __future__ import annotations
@@ -64,5 +64,5 @@ def numba_wanted() -> bool:
 
 JOBS = {
     "mypy": ["-m", "mypy"],
-    "kernels": [str(ROOT / "tests" / "kernel_worker.py"), "--from-the-end"],
+    "kernels": [str(ROOT / "tests" / "kernel_worker.py")],
 }

@@ -5,8 +5,7 @@ rows are shifted and staged), but for the cases marked ``@0`` (on a line: the qu
 (JSON) the digests of the bytes and which entries ran from kept machine code.
 ``test_physical_aot`` runs it in new processes; the suite also runs it in the background when the session starts,
 to fill the kernel cache before the main process needs the kernels (``background``).
-``XLASHAPES_WORKER_PART=k/n`` takes every n-th case from the k-th; ``--from-the-end`` runs the ones the tests need
-last first (the warm-up: the tests compile the kernels they need first while it compiles the ones they need last).
+``XLASHAPES_WORKER_PART=k/n`` takes every n-th case from the k-th.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ import xlashapes as xs
 from xlashapes.physical import _copy
 from xlashapes.physical import _dispatch as dispatch
 
-# In the order the compiled-kernel tests first need their kernels (``background.KERNEL_TESTS``; the warm-up runs them
-# from the end): the stacked layouts' property (the walks and the stacked kernel, every width), the tiled
+# In the order the compiled-kernel tests first need their kernels (``background.KERNEL_TESTS``), so that the warm-up
+# compiles them in that order: the stacked layouts' property (the walks and the stacked kernel, every width), the tiled
 # kernels' tests (tiles cut short, staged: tiled_to_odd_*), the permutations, then the generic kernel's tests (and
 # OTHER_PATHS: cases that compile nothing new after these, but take other paths: streamed, two threads, relaid out).
 NEEDED = [
@@ -114,8 +113,7 @@ def report() -> dict[str, Any]:
     dispatch.NUMBA_BYTES = dispatch.FIRST_NUMBA_BYTES = dispatch.STREAM_BYTES = dispatch.THREAD_BYTES = 0
     _copy.SHIFT_BYTES = 512  # (rows of 512 bytes and up shifted onto lines)
     part, parts = (int(v) for v in os.environ.get("XLASHAPES_WORKER_PART", "0/1").split("/"))
-    cases = NEEDED[::-1] + OTHER_PATHS if "--from-the-end" in sys.argv else CASES
-    digests = {text: digest_of(text) for text in cases[part::parts]}
+    digests = {text: digest_of(text) for text in CASES[part::parts]}
     native = {}
     for entries in (dispatch.walker(), dispatch.kernels(), dispatch.stacker()):
         for name, entry in vars(entries).items() if entries is not None else ():

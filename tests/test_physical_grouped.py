@@ -176,7 +176,9 @@ def test_grouped_route_equals_numpy_path(shape: xs.Shape, seed: int, threads: in
     ("s4[300,256]{1,0:T(64,128)(8,1)E(4)}", 1 << 10),
     # short runs of groups (a minor dim of 8 or 16 bytes between them: _regroup_rows), two merged axes or more
     ("s4[64,96,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30), ("u2[3,5,96,16]{1,2,3,0:T(8,128)(4,1)E(2)}", 1 << 30),
-    ("s4[64,97,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30)])  # (an odd dim: three axes)
+    ("s4[64,97,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30),  # (an odd dim: three axes)
+    # (lines of 8 runs at a time in registers, and the rows after the last whole line)
+    ("u4[24,45,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30), ("s4[8,1003,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30)])
 def test_permuted_fields_go_through_the_regroup_kernel(monkeypatch: pytest.MonkeyPatch, text: str,
                                                        budget: int) -> None:
     # whole (the groups within the budget: one call each way), or a window of the byte layout at a time (several)

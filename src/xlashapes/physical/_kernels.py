@@ -50,6 +50,8 @@ from ._shuffles import (
     _deinterleave2,
     _deinterleave4,
     _interleave2,
+    _nibbles_joined,
+    _nibbles_split,
     _tile_square,
     _turn_lines2,
     _turn_lines4,
@@ -665,7 +667,16 @@ def _regroup_rows(grouped: int, fields: int, words: int, rows: int, g_row: int, 
     """``rows`` runs of ``words`` words of groups made from (``to``) or split into their fields, contiguous on both
     sides, ``g_row`` / ``f_row`` bytes apart: one loop for short runs (a call per run of 8 bytes took s4
     ``[2048,4096,8]{0,1,2:T(8,128)(2,1)E(4)}`` 10x memcpy) and one run alike."""
-    for r in range(rows):
+    start = 0
+    if bits == 4 and words == 1 and member == 8 and g_row == 8 and f_row == 16:  # (runs of 8 groups back to back, their
+        start = rows - rows % 8  # two fields' words too: a line of groups at a time, in registers)
+        lanes = _U(mask) * _LOW_BITS
+        for r in range(0, start, 8):
+            if to:
+                _nibbles_joined(grouped + r * 8, fields + r * 16)
+            else:
+                _nibbles_split(grouped + r * 8, fields + r * 16, lanes)
+    for r in range(start, rows):
         g, f = grouped + r * g_row, fields + r * f_row
         for k in range(words):
             _regroup_word(g, f, k, member, bits, mask, to)

@@ -702,3 +702,39 @@ def _unpacker(bits: int) -> Any:
 
 _pack_rows2, _pack_rows4 = _packer(2), _packer(4)
 _unpack_rows2, _unpack_rows4 = _unpacker(2), _unpacker(4)
+
+
+@_intrinsic
+def _nibbles_joined(typingctx: Any, grouped: Any, fields: Any) -> Any:
+    """A line of E(4) groups at ``grouped`` from two lines of fields at ``fields``: group word ``k`` from the low
+    nibbles of field words ``2k`` (the low halves) and ``2k + 1`` (the high halves)."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        words = [builder.load(_at(builder, builder.add(args[1], ir.Constant(_I64, 64 * h)), _LINE_VECTOR), align=1)
+                 for h in range(2)]
+        low, high = (builder.shuffle_vector(words[0], words[1], _mask(list(range(q, 16, 2)))) for q in range(2))
+        nibbles = ir.Constant(_LINE_VECTOR, [0x0F0F0F0F0F0F0F0F] * 8)
+        high = builder.shl(builder.and_(high, nibbles), ir.Constant(_LINE_VECTOR, [4] * 8))
+        builder.store(builder.or_(builder.and_(low, nibbles), high), _at(builder, args[0], _LINE_VECTOR), align=1)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp), codegen
+
+
+@_intrinsic
+def _nibbles_split(typingctx: Any, grouped: Any, fields: Any, lanes: Any) -> Any:
+    """The other way: two lines of fields at ``fields`` from a line of E(4) groups at ``grouped``, word ``2k`` the
+    low nibbles of group word ``k`` and ``2k + 1`` its high ones, each byte masked by ``lanes``."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        groups = builder.load(_at(builder, args[0], _LINE_VECTOR), align=1)
+        lanes = builder.insert_element(ir.Constant(_LINE_VECTOR, None), args[2], ir.Constant(_I32, 0))
+        lanes = builder.shuffle_vector(lanes, ir.Constant(_LINE_VECTOR, None), _mask([0] * 8))
+        low = builder.and_(groups, lanes)
+        high = builder.and_(builder.lshr(groups, ir.Constant(_LINE_VECTOR, [4] * 8)), lanes)
+        for h in range(2):
+            words = builder.shuffle_vector(low, high, _mask([i for k in range(4 * h, 4 * h + 4) for i in (k, k + 8)]))
+            builder.store(words, _at(builder, builder.add(args[1], ir.Constant(_I64, 64 * h)), _LINE_VECTOR), align=1)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, types.uint64), codegen

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -39,32 +39,43 @@ FAST = settings(max_examples=150, deadline=None, suppress_health_check=list(Heal
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """Kernel calls counted by name; the kernels used for arrays of any size."""
-    monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
+    compiled_for_any_size(monkeypatch)
     kernels = dispatch.kernels()
     assert kernels is not None, "numba is installed but the kernels did not load"
     counter: Counter[str] = Counter()
-    for name in KERNELS:
-        monkeypatch.setattr(kernels, name, _counted(getattr(kernels, name), name, counter))
-    walk = dispatch.walker()
-    for name in WALKS:
-        monkeypatch.setattr(walk, name, _counted(getattr(walk, name), name, counter))
-    monkeypatch.setattr(dispatch, "NUMBA_BYTES", 0)
-    monkeypatch.setattr(dispatch, "FIRST_NUMBA_BYTES", 0)  # (kept machine code: numba itself may never load here)
+    count_calls(monkeypatch, kernels, KERNELS, counter, _family)
+    count_calls(monkeypatch, dispatch.walker(), WALKS, counter, _family)
     yield counter
 
 
-def _counted(function: Callable[..., Any], name: str, counter: Counter[str]) -> Callable[..., Any]:
-    """``function`` counting its calls in ``counter[name]`` and in its family's (``walk``, ``tiled_to``,
-    ``tiled_from``: the entry points that differ only in the code a use compiles)."""
+def compiled_for_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled kernels on, for arrays of any size."""
+    monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
+    monkeypatch.setattr(dispatch, "NUMBA_BYTES", 0)
+    monkeypatch.setattr(dispatch, "FIRST_NUMBA_BYTES", 0)  # (kept machine code: numba itself may never load here)
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch, entries: Any, names: Iterable[str], counter: Counter[str],
+                family: Callable[[str, tuple[Any, ...]], str]) -> None:
+    """Count the calls of the entry points ``names`` of ``entries`` in ``counter[name]`` and in
+    ``counter[family(name, args)]`` (none for an empty family)."""
+    for name in names:
+        function = getattr(entries, name)
+
+        def call(*args: Any, _function: Any = function, _name: str = name) -> Any:
+            counter[_name] += 1
+            group = family(_name, args)
+            counter[group] += bool(group)
+            return _function(*args)
+
+        monkeypatch.setattr(entries, name, call)
+
+
+def _family(name: str, args: tuple[Any, ...]) -> str:
+    """The family of entry point ``name`` (``walk``, ``tiled_to``, ``tiled_from``: the entry points that differ only
+    in the code a use compiles), else ""."""
     family = "walk" if name.startswith("walk_") else name.rsplit("_", 1)[0] if name.startswith("tiled_") else ""
-    family = family.replace("_odd", "")  # (tiled_to_odd_*: rows cut short, tall tiles, big strips)
-
-    def call(*args: Any) -> Any:
-        counter[name] += 1
-        counter[family] += bool(family)
-        return function(*args)
-
-    return call
+    return family.replace("_odd", "")  # (tiled_to_odd_*: rows cut short, tall tiles, big strips)
 
 
 def numpy_path(monkeypatch: pytest.MonkeyPatch, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

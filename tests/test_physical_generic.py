@@ -23,6 +23,7 @@ import xlashapes.physical as physical
 from kernel_worker import shape_of  # tests/ is on sys.path
 from profiles import examples
 from test_physical import canonical_bits, random_array, same_bits
+from test_physical_fast import compiled_for_any_size, count_calls
 from xlashapes.layout import COMBINE_DIMENSION
 from xlashapes.physical import (
     _blocks,
@@ -128,28 +129,14 @@ def _other_layout(shape: xs.Shape, draw: st.DrawFn) -> xs.Shape:
 
 @pytest.fixture
 def compiled_everywhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
-    """Compiled kernels for arrays of any size; calls of the generic kernel counted."""
-    monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
+    """Compiled kernels for arrays of any size; calls of the generic kernel counted (and as "walk": any walk)."""
+    compiled_for_any_size(monkeypatch)
     walk = _dispatch.walker()
     if walk is None:
         pytest.skip("numba is not installed")
     counter: Counter[str] = Counter()
-    for name in WALKS.values():
-        monkeypatch.setattr(walk, name, _counted(getattr(walk, name), name, counter))
-    monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 0)
-    monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)  # (kept machine code: numba itself may never load here)
+    count_calls(monkeypatch, walk, WALKS.values(), counter, lambda name, args: "walk")
     yield counter
-
-
-def _counted(function: Callable[..., Any], name: str, counter: Counter[str]) -> Callable[..., Any]:
-    """``function`` counting its calls in ``counter[name]`` and in ``counter["walk"]`` (any walk)."""
-
-    def call(*args: Any) -> Any:
-        counter[name] += 1
-        counter["walk"] += 1
-        return function(*args)
-
-    return call
 
 
 @FAST

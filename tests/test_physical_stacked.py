@@ -23,7 +23,7 @@ from xlashapes.physical._geometry import _geometry
 pytest.importorskip("numba")
 
 from test_physical import random_array, same_bits  # tests/ is on sys.path
-from test_physical_fast import check_both_paths, numpy_path, padding_values
+from test_physical_fast import check_both_paths, compiled_for_any_size, count_calls, numpy_path, padding_values
 from xlashapes.physical._entries import ENTRIES
 
 FAST = settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
@@ -32,22 +32,13 @@ ETYPES = ["pred", "u8", "s8", "f8e4m3fn", "bf16", "f16", "s16", "f32", "s32", "u
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
-    """Calls of the stacked kernels counted by name; compiled kernels for arrays of any size."""
-    monkeypatch.delenv("XLASHAPES_NO_NUMBA", raising=False)
+    """Calls of the stacked kernels counted by name and way; compiled kernels for arrays of any size."""
+    compiled_for_any_size(monkeypatch)
     kernels = dispatch.stacker()
     assert kernels is not None, "numba is installed but the stacked kernels did not load"
     counter: Counter[str] = Counter()
-    for name in ENTRIES["_stacks"]:
-        function = getattr(kernels, name)
-
-        def call(*args: Any, _function: Any = function, _name: str = name) -> None:
-            counter[_name] += 1
-            counter["tiled_to_stacked" if args[7][3] else "tiled_from_stacked"] += 1  # (stack: ..., to)
-            _function(*args)
-
-        monkeypatch.setattr(kernels, name, call)
-    monkeypatch.setattr(dispatch, "NUMBA_BYTES", 0)
-    monkeypatch.setattr(dispatch, "FIRST_NUMBA_BYTES", 0)
+    count_calls(monkeypatch, kernels, ENTRIES["_stacks"], counter,
+                lambda name, args: "tiled_to_stacked" if args[7][3] else "tiled_from_stacked")  # (stack: ..., to)
     yield counter
 
 

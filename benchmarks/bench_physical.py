@@ -284,7 +284,8 @@ def startup() -> None:
         rows = [("4 MiB, XLASHAPES_NO_NUMBA=1", 1024, {NO_NUMBA: "1"}),
                 ("4 MiB, compiled allowed", 1024, kept),
                 ("64 MiB, XLASHAPES_NO_NUMBA=1", 16384, {NO_NUMBA: "1"}),
-                ("64 MiB, compiled, empty cache (cold)", 16384, kept),
+                ("64 MiB, compiled, empty cache, shipped code", 16384, kept),
+                ("64 MiB, compiled, empty cache, no shipped code", 16384, {**kept, "XLASHAPES_NO_PREBUILT": "1"}),
                 ("64 MiB, compiled, warm, kept machine code", 16384, kept),
                 ("64 MiB, compiled, warm, numba (NO_AOT=1)", 16384, {**kept, "XLASHAPES_NO_AOT": "1"})]
         print("new process: import + to_physical + from_physical of f32[N,1024]{0,1:T(8,128)} (wall clock)")
@@ -301,31 +302,33 @@ COLD = (
     "from bench_physical import shape_of, random_array; s = shape_of({text!r}, {n}); "
     "x = random_array(s, np.random.default_rng(0)); runs = []; "
     "exec('for _ in range(2):\\n c = time.perf_counter(); b = xs.to_physical(x, s); xs.from_physical(b, s); "
-    "runs.append(time.perf_counter() - c)'); print(*runs, 'numba' in sys.modules)"
+    "runs.append(time.perf_counter() - c)'); from xlashapes.physical import _aot; "
+    "print(*runs, 'numba' in sys.modules, _aot.engine_loaded())"
 )
 
 
 def cold(args: argparse.Namespace) -> None:
     """Print each layout's first compiled use (64 MiB, to and from) in a new process with an empty kernel cache:
-    the first conversion's time, a second's, and the difference (the compile)."""
+    the first conversion's time, a second's, and the difference (loading the shipped machine code, or compiling:
+    ``--no-prebuilt``, or a host the shipped code is not for)."""
     bench = os.path.dirname(os.path.abspath(__file__))
     print("first compiled use per layout: new process, empty kernel cache, to_physical + from_physical of 64 MiB "
-          "(wall clock)")
-    print(f"  {'':32} {'1st':>7} {'2nd':>7} {'compile':>8}")
+          f"(wall clock){', shipped code off' if args.no_prebuilt else ''}")
+    print(f"  {'':32} {'1st':>7} {'2nd':>7} {'extra':>8}   kernels")
     worst = 0.0
     for name, text, n, _ in CASES:
         if args.only not in name:
             continue
         with tempfile.TemporaryDirectory() as cache:
-            env = {**os.environ, NO_NUMBA: "0", "XLASHAPES_NO_AOT": "0", "XLASHAPES_CACHE_DIR": cache}
+            env = {**os.environ, NO_NUMBA: "0", "XLASHAPES_NO_AOT": "0", "XLASHAPES_CACHE_DIR": cache,
+                   "XLASHAPES_NO_PREBUILT": "1" if args.no_prebuilt else "0"}
             out = subprocess.run([sys.executable, "-c", COLD.format(bench=bench, text=text, n=n)], env=env,
                                  capture_output=True, text=True, check=True).stdout.split()
         first, again = float(out[0]), float(out[1])
-        if out[2] != "True":  # (under FIRST_NUMBA_BYTES, a new process keeps to the NumPy path)
-            print(f"  {name:32} {first:6.2f}s {again:6.2f}s {'':>8} (NumPy path)")
-            continue
-        worst = max(worst, first - again)
-        print(f"  {name:32} {first:6.2f}s {again:6.2f}s {first - again:7.2f}s")
+        kernels = "compiled (numba)" if out[2] == "True" else "shipped, no numba" if out[3] == "True" else "NumPy path"
+        if kernels != "NumPy path":  # (under FIRST_NUMBA_BYTES, a new process keeps to the NumPy path)
+            worst = max(worst, first - again)
+        print(f"  {name:32} {first:6.2f}s {again:6.2f}s {first - again:7.2f}s   {kernels}")
     print(f"  {'worst':32} {'':7} {'':7} {worst:7.2f}s")
 
 
@@ -436,6 +439,8 @@ def main() -> None:
     parser.add_argument("--rss", action="store_true", help="also measure peak RSS per case in new processes")
     parser.add_argument("--huge", metavar="DIR", help="also stream an 8 GiB array through files in DIR")
     parser.add_argument("--no-matrix", action="store_true", help="skip the ratio matrix")
+    parser.add_argument("--no-prebuilt", action="store_true",
+                        help="--cold: without the shipped machine code (every layout compiles)")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.repeat, args.threads = "64", 3, "1"

@@ -7,6 +7,8 @@ tests need them, while the main process runs the other tests. When the main proc
 tests before the warm-up is over, each kernel is still compiled once: a process waits for the other one compiling
 the same kernel and loads its kept code (``_aot.compiling``), and compiles itself the ones the warm-up has not
 reached. Each test still runs and asserts in the main process; the background run's outcome is not used.
+Where the machine code shipped with the package runs on this host (``_prebuilt``), the tests run it and nothing
+needs compiling but the few kernels ``test_physical_aot`` compiles itself: the warm-up compiles only those.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ among the first, so the others' get more time)."""
 _jobs: dict[str, subprocess.Popen[str]] = {}
 
 
-def start(name: str, args: list[str]) -> None:
-    """Start ``args`` (a Python module run) as background job ``name`` unless it already runs."""
+def start(name: str, args: list[str], env: dict[str, str] | None = None) -> None:
+    """Start ``args`` (a Python module run) as background job ``name`` unless it already runs (``env``: added to
+    the environment)."""
     if name not in _jobs:
         _jobs[name] = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+                                       env={**os.environ, **(env or {})})
 
 
 def result(name: str, timeout: float = 600) -> tuple[int, str]:
@@ -60,6 +64,18 @@ def numba_wanted() -> bool:
         return importlib.util.find_spec("numba") is not None
     except (ImportError, ValueError):
         return False
+
+
+def warm_up_env() -> dict[str, str]:
+    """The warm-up's settings: where the shipped machine code runs on this host, only the cases whose kernels
+    ``test_physical_aot`` compiles itself (``kernel_worker.COMPILED``), compiled here; else every case."""
+    from xlashapes.physical import _prebuilt
+
+    if _prebuilt.archive() is None:
+        return {}
+    import kernel_worker
+
+    return {_prebuilt.NO_PREBUILT_VARIABLE: "1", "XLASHAPES_WORKER_CASES": "|".join(kernel_worker.COMPILED)}
 
 
 JOBS = {

@@ -46,7 +46,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if "tests/test_lint.py" in files:
         background.start("mypy", background.JOBS["mypy"])
     if files & set(background.KERNEL_TESTS) and background.numba_wanted() and len(files) > len(background.KERNEL_TESTS):
-        background.start("kernels", background.JOBS["kernels"])
+        background.start("kernels", background.JOBS["kernels"], background.warm_up_env())
     gc.collect()
     gc.freeze()
 

@@ -5,7 +5,7 @@ rows are shifted and staged), but for the cases marked ``@0`` (on a line: the qu
 (JSON) the digests of the bytes and which entries ran from kept machine code.
 ``test_physical_aot`` runs it in new processes; the suite also runs it in the background when the session starts,
 to fill the kernel cache before the main process needs the kernels (``background``).
-``XLASHAPES_WORKER_PART=k/n`` takes every n-th case from the k-th.
+``XLASHAPES_WORKER_PART=k/n`` takes every n-th case from the k-th; ``XLASHAPES_WORKER_CASES=a|b|...`` these cases.
 """
 
 from __future__ import annotations
@@ -65,6 +65,10 @@ OTHER_PATHS = [
     "bf16[100,300]{1,0:T(8,128)(2,1)}>{0,1:T(8,128)(2,1)}", "u2[16,64,32]{1,0,2:E(2)}",
     "s4[16,64,256]{1,2,0:T(8,128)(2,1)E(4)}>{2,1,0:T(8,128)E(4)}"]
 CASES = NEEDED + OTHER_PATHS
+COMPILED = ["u4[64,256]{1,0:E(4)}", "f32[64,256]{0,1}", "bf16[40,100]{1,0:T(1,128)}", "s16[72,1030]{0,1:P(75,1040)}",
+            "bf16[64,256]{1,0:T(8,128)(2,1)}"]
+"""Cases whose kernels the suite compiles itself where the shipped machine code runs (``test_physical_aot``'s
+compile-and-keep tests): two kernel modules, ten overloads (walks, transposes, legacy padding, tiles, packing)."""
 
 
 def shape_of(text: str) -> xs.Shape:
@@ -113,7 +117,8 @@ def report() -> dict[str, Any]:
     dispatch.NUMBA_BYTES = dispatch.FIRST_NUMBA_BYTES = dispatch.STREAM_BYTES = dispatch.THREAD_BYTES = 0
     _copy.SHIFT_BYTES = 512  # (rows of 512 bytes and up shifted onto lines)
     part, parts = (int(v) for v in os.environ.get("XLASHAPES_WORKER_PART", "0/1").split("/"))
-    digests = {text: digest_of(text) for text in CASES[part::parts]}
+    chosen = os.environ.get("XLASHAPES_WORKER_CASES", "")
+    digests = {text: digest_of(text) for text in (chosen.split("|") if chosen else CASES)[part::parts]}
     native = {}
     for entries in (dispatch.walker(), dispatch.kernels(), dispatch.stacker()):
         for name, entry in vars(entries).items() if entries is not None else ():

@@ -9,13 +9,15 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import kernel_worker
 import xlashapes
-from xlashapes.physical import _aot, _cache, _entries
+from xlashapes.physical import _aot, _cache, _entries, _prebuilt
 
 pytest.importorskip("numba")
 pytest.importorskip("llvmlite")
@@ -36,12 +38,15 @@ EXPECTED = {("walk_squares", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
     ("tiled_stacked", w) for w in ("|u1", "<u2", "<u4")}
 
 
-def run_worker(cache: Path, numba: bool = True, processes: int = 1) -> dict[str, Any]:
-    """The worker's report, in a new process with kernel cache ``cache`` (``numba=False``: the NumPy path); with
+def run_worker(cache: Path, numba: bool = True, processes: int = 1, shipped: bool = False,
+               cases: list[str] | None = None) -> dict[str, Any]:
+    """The worker's report, in a new process with kernel cache ``cache`` (``numba=False``: the NumPy path;
+    ``shipped``: the machine code shipped with the package may run; ``cases``: these cases, else every case); with
     ``processes`` > 1, that many new processes at once, each taking its share of the cases (reports merged)."""
     source = os.path.dirname(os.path.dirname(os.path.abspath(xlashapes.__file__)))
     env = {**os.environ, "XLASHAPES_CACHE_DIR": str(cache), "XLASHAPES_NO_NUMBA": "0" if numba else "1",
-           "XLASHAPES_NO_AOT": "0", "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
+           "XLASHAPES_NO_AOT": "0", "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")]),
+           _prebuilt.NO_PREBUILT_VARIABLE: "0" if shipped else "1", "XLASHAPES_WORKER_CASES": "|".join(cases or [])}
     runs = [subprocess.Popen([sys.executable, str(WORKER)], env={**env, "XLASHAPES_WORKER_PART": f"{k}/{processes}"},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(processes)]
     reports = []
@@ -85,12 +90,12 @@ def copy_numba_files(source: Path, target: Path) -> None:
 @pytest.fixture(scope="module")
 def kept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """A fresh kernel cache (numba's files copied from this suite's, no kept objects) after a first process ran the
-    worker on numba; the suite's cache gets what that process compiled."""
+    worker's ``COMPILED`` cases on numba, the shipped machine code off; the suite's cache gets what it compiled."""
     cache = tmp_path_factory.mktemp("aot")
     suite = Path(_cache.kernels_directory())
     copy_numba_files(suite, cache / _cache.kernels_digest())
-    assert not objects(cache)  # no kept machine code yet: the first processes compile (or load numba's cache)
-    first = run_worker(cache, processes=2)  # (the two cores compile half the kernels each)
+    assert not objects(cache)  # no kept machine code yet: the first process compiles (or loads numba's cache)
+    first = run_worker(cache, cases=kernel_worker.COMPILED)
     try:
         copy_numba_files(cache / _cache.kernels_digest(), suite)
     except OSError:  # the suite's cache is not writable: the later tests compile for themselves
@@ -109,16 +114,36 @@ def objects(cache: Path) -> list[Path]:
     return sorted(cache.glob("kernels-*/aot-*/*.o"))
 
 
+COMPILED_ENTRIES = {"pack", "unpack", "staged_transpose", "walk_squares", "walk_runs", "padded_rows", "shifted_rows",
+                    "tiled_to_physical", "tiled_from_physical"}
+"""The entries the worker's ``COMPILED`` cases run."""
+
+
 def test_first_use_keeps_the_machine_code_and_a_new_process_runs_it_without_numba(
         kept: tuple[Path, dict[str, Any]], reference: dict[str, Any]) -> None:
     cache, first = kept
-    assert first["numba"]  # (what ran natively there, the other first process had just kept)
-    names = {path.name.split(".")[1] for path in objects(cache)}
-    assert names == {name for names in _entries.ENTRIES.values() for name in names}
-    second = run_worker(cache)
+    assert first["numba"] and not witnesses(first)  # every overload compiled there, none loaded
+    assert {path.name.split(".")[1] for path in objects(cache)} == COMPILED_ENTRIES
+    second = run_worker(cache, cases=kernel_worker.COMPILED)
     assert not second["numba"]  # every call ran from the kept machine code
-    assert witnesses(second) >= EXPECTED
-    assert second["digests"] == first["digests"] == reference["digests"]
+    assert {name for name, _ in witnesses(second)} == COMPILED_ENTRIES
+    expected = {case: reference["digests"][case] for case in kernel_worker.COMPILED}
+    assert second["digests"] == first["digests"] == expected
+
+
+def shipped_usable() -> bool:
+    """True when this host runs the machine code shipped with the package (a current archive for its CPU)."""
+    return _prebuilt.archive() is not None
+
+
+@pytest.mark.skipif(not shipped_usable(), reason="no shipped machine code for this host (or built from other sources)")
+def test_the_shipped_machine_code_runs_every_entry_and_width_with_nothing_compiled_or_written(
+        tmp_path: Path, reference: dict[str, Any]) -> None:
+    report = run_worker(tmp_path, shipped=True)
+    assert not report["numba"] and report["llvmlite"]
+    assert witnesses(report) >= EXPECTED
+    assert report["digests"] == reference["digests"]  # the NumPy path's bytes, every case, both ways, 1 and 2 threads
+    assert not objects(tmp_path)  # nothing compiled, so nothing kept
 
 
 BLOCKS = {"walk_runs": {"_runs"}, "walk_groups": {"_grouped_block", "_scalar"},
@@ -131,14 +156,15 @@ BLOCKS = {"walk_runs": {"_runs"}, "walk_groups": {"_grouped_block", "_scalar"},
 """The block subroutines compiled into each kind of walk (and no other kind's)."""
 
 
-def test_each_walk_holds_the_code_of_its_own_kind_of_block_only(kept: tuple[Path, dict[str, Any]]) -> None:
-    cache, _ = kept
+@pytest.mark.parametrize("baseline", [baseline.cpu for baseline in _prebuilt.BASELINES])
+def test_each_walk_holds_the_code_of_its_own_kind_of_block_only(baseline: str) -> None:
     names = set().union(*BLOCKS.values())
-    walks = [path for path in objects(cache) if path.name.split(".")[1] in BLOCKS]
-    assert {path.name.split(".")[1] for path in walks} == set(BLOCKS)
-    for path in walks:
-        code = path.read_bytes()  # numba's mangled names hold each Python name after its length
-        assert {name for name in names if f"{len(name)}{name}".encode() in code} == BLOCKS[path.name.split(".")[1]]
+    with zipfile.ZipFile(Path(_prebuilt.FOLDER) / f"{baseline}.zip") as archive:
+        walks = {name: archive.read(name) for name in archive.namelist()
+                 if name.endswith(".o") and name.split(".")[1] in BLOCKS}
+    assert {name.split(".")[1] for name in walks} == set(BLOCKS)
+    for name, code in walks.items():  # numba's mangled names hold each Python name after its length
+        assert {block for block in names if f"{len(block)}{block}".encode() in code} == BLOCKS[name.split(".")[1]]
 
 
 def test_no_numba_variable_loads_neither_numba_nor_llvmlite(reference: dict[str, Any]) -> None:
@@ -171,17 +197,16 @@ def test_damaged_objects_fall_back_to_numba_and_are_rewritten(kept: tuple[Path, 
     copy = tmp_path / "cache"
     shutil.copytree(cache, copy)
     damage = {"tiled_to_physical": "truncated", "walk_squares": "flipped", "pack": "key", "unpack": "host",
-              "staged_transpose": "not an object"}
+              "staged_transpose": "not an object"}  # (the shipped code off: a damaged file means a compile)
     damaged = [path for path in objects(copy) if path.name.split(".")[1] in damage]
     for path in damaged:
         _rewritten(path, damage[path.name.split(".")[1]])
-    report = run_worker(copy)
+    report = run_worker(copy, cases=kernel_worker.COMPILED)
     assert report["digests"] == first["digests"]  # no crash, the same bytes
     assert report["numba"]
-    assert not {name for name, _ in witnesses(report)} & set(damage)
-    assert {name for name, _ in witnesses(report)} >= {"shifted_rows", "tiled_from_physical"}
-    again = run_worker(copy)  # the fallback wrote them whole again
-    assert not again["numba"] and witnesses(again) >= EXPECTED
+    assert {name for name, _ in witnesses(report)} == COMPILED_ENTRIES - set(damage)
+    again = run_worker(copy, cases=kernel_worker.COMPILED)  # the fallback wrote them whole again
+    assert not again["numba"] and {name for name, _ in witnesses(again)} == COMPILED_ENTRIES
     assert again["digests"] == first["digests"]
 
 
@@ -303,9 +328,11 @@ def test_a_numba_that_cannot_be_imported_or_compile_leaves_the_conversion_to_the
 
 
 def python_env(cache: Path) -> dict[str, str]:
-    """A new process's environment: this source tree, kernel cache ``cache``, numba and kept code on."""
+    """A new process's environment: this source tree, kernel cache ``cache``, numba and kept code on, the shipped
+    code off (the kernels compile)."""
     source = os.path.dirname(os.path.dirname(os.path.abspath(xlashapes.__file__)))
     return {**os.environ, "XLASHAPES_CACHE_DIR": str(cache), "XLASHAPES_NO_NUMBA": "0", "XLASHAPES_NO_AOT": "0",
+            _prebuilt.NO_PREBUILT_VARIABLE: "1",
             "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}
 
 

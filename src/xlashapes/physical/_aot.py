@@ -65,6 +65,7 @@ from typing import Any
 
 from ._cache import cache_directory, kernels_digest, kernels_directory, mark_used, prune_stale
 from ._entries import ENTRIES, flattened, native_entry, signature_key
+from ._prebuilt import archive
 
 MAGIC = b"xlashapes-aot-1\n"
 """First bytes of a kept object file (then one line of JSON header, then the object code)."""
@@ -264,18 +265,25 @@ def _write(path: str, data: bytes) -> bool:
 
 
 def constants(module: str) -> dict[str, int] | None:
-    """The kept integer constants of a kernel module, or None.
+    """The kept integer constants of a kernel module (the host's, else the shipped ones), or None.
 
     >>> constants("_no_such_module") is None
     True
     """
+    name = f"{module.strip('_')}.constants.json"
     folder = aot_directory()
-    if folder is None:
-        return None
+    data = None
+    if folder is not None:
+        try:
+            with open(os.path.join(folder, name), "rb") as source:
+                data = source.read()
+        except OSError:
+            pass
+    shipped = archive() if data is None and aot_enabled() else None
+    data = shipped.read(name) if shipped is not None else data
     try:
-        with open(os.path.join(folder, f"{module.strip('_')}.constants.json"), "rb") as source:
-            values = json.loads(source.read())
-    except (OSError, ValueError):
+        values = json.loads(data) if data is not None else None
+    except ValueError:
         return None
     return values if isinstance(values, dict) and all(isinstance(v, int) for v in values.values()) else None
 
@@ -341,26 +349,17 @@ class Native:
 
 
 def load(module: str, name: str, key: str) -> Native | None:
-    """The kept overload of one entry for the argument-types ``key``, loaded; None when there is none usable.
+    """The kept overload of one entry for the argument-types ``key``, loaded: the host's own (compiled here), else
+    the shipped one (:mod:`._prebuilt`); None when there is none usable.
 
     >>> load("_walk", "walk_squares", "no such key") is None
     True
     """
-    if not aot_enabled():
+    if not aot_enabled() or not key:
         return None
-    folder = aot_directory()
-    host = host_key()
-    if folder is None or host is None or not key:
-        return None
-    try:
-        with open(_object_path(folder, module, name, key), "rb") as source:
-            data = source.read()
-    except OSError:
-        return None
-    parsed = _parsed(data, f"{module}.{name}", key, host)
+    parsed = _kept(module, name, key)
     if parsed is None:
         return None
-    _mark_used(folder)
     symbol, words, code = parsed
     try:
         address = _engine().add(code, symbol)
@@ -369,14 +368,34 @@ def load(module: str, name: str, key: str) -> Native | None:
     return None if address is None else Native(address, words)
 
 
+def _kept(module: str, name: str, key: str) -> tuple[str, list[str], bytes] | None:
+    """(symbol, words, code) of the overload's object: the host's own, else the shipped one; None without either."""
+    folder = aot_directory()
+    host = host_key()
+    path = _object_path(folder or "", module, name, key)
+    if folder is not None and host is not None:
+        try:
+            with open(path, "rb") as source:
+                parsed = _parsed(source.read(), f"{module}.{name}", key, host)
+        except OSError:
+            parsed = None
+        if parsed is not None:
+            _mark_used(folder)
+            return parsed
+    shipped = archive()
+    data = shipped.read(os.path.basename(path)) if shipped is not None else None
+    return None if data is None else _parsed(data, f"{module}.{name}", key, None)
+
+
 @cache
 def _mark_used(folder: str) -> None:
     """Mark ``folder`` and its kernel cache as used by this process, once (:func:`._cache.mark_used`)."""
     mark_used(folder, os.path.dirname(folder))
 
 
-def _parsed(data: bytes, entry: str, key: str, host: dict[str, str]) -> tuple[str, list[str], bytes] | None:
-    """(symbol, words, code) of a kept file, when it is whole and made for this entry, key and host.
+def _parsed(data: bytes, entry: str, key: str, host: dict[str, str] | None) -> tuple[str, list[str], bytes] | None:
+    """(symbol, words, code) of a kept file, when it is whole and made for this entry, key and host (any host:
+    None, for the shipped files, whose archive was checked for this host).
 
     >>> _parsed(MAGIC + b'{"entry": "_walk.pack"}' + b"\\n", "_walk.pack", "", {}) is None
     True
@@ -393,7 +412,7 @@ def _parsed(data: bytes, entry: str, key: str, host: dict[str, str]) -> tuple[st
     code = data[end + 1 :]
     if not isinstance(header, dict) or header.get("entry") != entry or header.get("key") != key:
         return None
-    if header.get("host") != host or header.get("size") != len(code):
+    if (host is not None and header.get("host") != host) or header.get("size") != len(code):
         return None
     if header.get("sha256") != hashlib.sha256(code).hexdigest():
         return None

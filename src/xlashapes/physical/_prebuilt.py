@@ -1,0 +1,143 @@
+"""The kernels' machine code shipped with the package, built ahead of time for baseline CPUs: no compile on first use.
+
+**Why.** Compiling a layout's kernels on first use costs 2-4 s (numba typing and LLVM), once per host and kernel
+version (:mod:`._aot` keeps the result). Shipping the objects that compile would write removes that first use on
+the hosts most users have. ``tools/build_prebuilt.py`` compiles every kernel overload the suite's kernel worker and
+the benchmark's layouts use, once per baseline CPU, with numba told to build for that CPU, and writes one zip per
+baseline into ``prebuilt/``: the kept objects (:func:`._aot.save`'s files) and the kernel modules' constants, with a
+manifest naming the kernel sources' digest, the CPU and the features a host needs.
+
+**Which baselines.** x86-64 Linux (TPU hosts and most CI): ``x86-64-v4`` (AVX-512 F/BW/CD/DQ/VL) first, then
+``x86-64-v3`` (AVX2, FMA, BMI). Measured on the AVX-512 machine these were built on (``bench_physical.py --quick
+--cpu``, alternating runs): v4 code within the runs' noise of code built for the host itself (median row ratio
+0.89-1.13), v3 code about 5% slower at the median and up to 1.5x on the byte-shuffling rows (pred stacked), so
+AVX-512 hosts take v4. Other machines, other systems, and older x86-64 CPUs compile as before.
+
+**When they are used.** :func:`._aot.load` looks in the host's own kept code first (code compiled here, for this
+CPU), then here: an archive is used when it was built from these kernel sources (the digest of
+:func:`._cache.kernels_digest`), for this machine and system, and the host's CPU has all of its features
+(llvmlite's host features). Which numba built the objects does not matter: the loader calls them itself
+(:class:`._aot.Native`, numba's native calling convention, whose argument words :mod:`._entries` checks against
+numba's own whenever numba compiles), and resolves their symbols without numba. An overload missing from the
+archive compiles as before. ``XLASHAPES_NO_PREBUILT=1`` turns the archives off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import threading
+import zipfile
+from dataclasses import dataclass
+from functools import cache
+
+from ._cache import kernels_digest
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A CPU that shipped code is built for: LLVM's CPU name and the features a host must have to run it."""
+
+    cpu: str
+    features: tuple[str, ...]
+    machine: str = "x86_64"
+    platform: str = "linux"
+
+
+_V2 = ("64bit", "cmov", "cx8", "fxsr", "mmx", "sse", "sse2", "cx16", "sahf", "popcnt", "sse3", "sse4.1", "sse4.2",
+       "ssse3", "crc32")
+_V3 = (*_V2, "avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
+BASELINES = (
+    Baseline("x86-64-v4", (*_V3, "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")),
+    Baseline("x86-64-v3", _V3),
+)
+"""The baselines shipped, best first (a host takes the first whose features it has)."""
+
+NO_PREBUILT_VARIABLE = "XLASHAPES_NO_PREBUILT"
+"""Set to anything but empty or 0: the shipped machine code is not used (kernels compile on first use)."""
+
+FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prebuilt")
+"""Where the archives are (``<cpu>.zip``)."""
+
+
+def prebuilt_enabled() -> bool:
+    """False when ``XLASHAPES_NO_PREBUILT`` turns the shipped machine code off.
+
+    >>> isinstance(prebuilt_enabled(), bool)
+    True
+    """
+    return os.environ.get(NO_PREBUILT_VARIABLE, "").strip() in ("", "0")
+
+
+def manifest_problem(manifest: object, features: frozenset[str]) -> str | None:
+    """Why an archive with ``manifest`` cannot run on this host with CPU ``features`` (None: it can).
+
+    >>> manifest_problem({"kernels": "k"}, frozenset()) is not None
+    True
+    """
+    if not isinstance(manifest, dict):
+        return "no manifest"
+    if manifest.get("kernels") != kernels_digest():
+        return f"built from other kernel sources ({manifest.get('kernels')}, these are {kernels_digest()})"
+    if manifest.get("machine") != platform.machine() or manifest.get("platform") != sys.platform:
+        return f"built for {manifest.get('machine')} {manifest.get('platform')}"
+    needed = manifest.get("features")
+    if not isinstance(needed, list) or not all(isinstance(f, str) for f in needed):
+        return "no feature list"
+    missing = sorted(set(needed) - features)
+    return f"this CPU lacks {', '.join(missing)}" if missing else None
+
+
+def host_features() -> frozenset[str]:
+    """The host CPU's features as LLVM names them (empty without llvmlite)."""
+    try:
+        import llvmlite.binding as llvm
+
+        return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
+    except Exception:  # no llvmlite, or one that cannot load here
+        return frozenset()
+
+
+class Archive:
+    """One usable archive: ``read(name)`` gives a member's bytes (None when it has none)."""
+
+    def __init__(self, path: str, archive: zipfile.ZipFile, cpu: str) -> None:
+        self.path = path
+        self.cpu = cpu
+        self.archive = archive
+        self.names = frozenset(archive.namelist())
+        self.lock = threading.Lock()
+
+    def read(self, name: str) -> bytes | None:
+        if name not in self.names:
+            return None
+        try:
+            with self.lock:
+                return self.archive.read(name)
+        except (OSError, zipfile.BadZipFile, EOFError, ValueError, RuntimeError):
+            return None
+
+
+@cache
+def archive() -> Archive | None:
+    """The first shipped archive this host can use, opened (None: none can, or they are turned off)."""
+    if not prebuilt_enabled():
+        return None
+    features: frozenset[str] | None = None
+    for baseline in BASELINES:
+        path = os.path.join(FOLDER, baseline.cpu + ".zip")
+        if not os.path.exists(path):
+            continue
+        try:
+            opened = zipfile.ZipFile(path)
+            manifest = json.loads(opened.read("manifest.json"))
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError, RuntimeError):
+            continue
+        if features is None:
+            features = host_features()
+        if manifest_problem(manifest, features) is None:
+            return Archive(path, opened, baseline.cpu)
+        opened.close()
+    return None

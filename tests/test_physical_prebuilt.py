@@ -1,0 +1,120 @@
+"""The machine code shipped with the package: current, complete, and used only on the hosts it was built for."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from xlashapes.physical import _aot, _cache, _entries, _prebuilt
+
+ARCHIVES = {baseline.cpu: Path(_prebuilt.FOLDER) / f"{baseline.cpu}.zip" for baseline in _prebuilt.BASELINES}
+REBUILD = "the kernel sources changed: run python tools/build_prebuilt.py and commit the archives"
+
+
+def manifest_of(cpu: str) -> dict[str, object]:
+    with zipfile.ZipFile(ARCHIVES[cpu]) as archive:
+        manifest: dict[str, object] = json.loads(archive.read("manifest.json"))
+    return manifest
+
+
+@pytest.mark.parametrize("baseline", _prebuilt.BASELINES, ids=lambda baseline: baseline.cpu)
+def test_each_baseline_ships_every_entry_built_from_these_kernel_sources(baseline: _prebuilt.Baseline) -> None:
+    manifest = manifest_of(baseline.cpu)
+    assert manifest["kernels"] == _cache.kernels_digest(), REBUILD
+    assert (manifest["cpu"], manifest["features"], manifest["machine"], manifest["platform"]) == (
+        baseline.cpu, list(baseline.features), "x86_64", "linux")
+    entries = {name for names in _entries.ENTRIES.values() for name in names}
+    with zipfile.ZipFile(ARCHIVES[baseline.cpu]) as archive:
+        names = set(archive.namelist())
+        assert {f"{module.strip('_')}.constants.json" for module in _entries.ENTRIES} <= names
+        kept = [name for name in names if name.endswith(".o")]
+        assert {name.split(".")[1] for name in kept} == entries
+        for name in kept:  # each one whole, for the entry and key its file name says, and an object
+            data = archive.read(name)
+            header = json.loads(data[len(_aot.MAGIC) : data.index(b"\n", len(_aot.MAGIC))])
+            module, entry = header["entry"].split(".")
+            assert name == Path(_aot._object_path("", module, entry, header["key"])).name
+            parsed = _aot._parsed(data, header["entry"], header["key"], None)
+            assert parsed is not None and _aot.undefined_symbols(parsed[2]) is not None
+            assert header["host"]["numba_cpu"].startswith(baseline.cpu + "|")  # numba built it for the baseline
+
+
+HOST = frozenset(_prebuilt.BASELINES[0].features)  # an AVX-512 host
+
+
+def manifest(**changes: object) -> dict[str, object]:
+    """A manifest this host (``HOST``) can use, with ``changes``."""
+    base = {"kernels": _cache.kernels_digest(), "cpu": "x86-64-v4", "features": sorted(HOST), "machine": "x86_64",
+            "platform": "linux"}
+    return {**base, **changes}
+
+
+@pytest.fixture
+def on_linux_x86(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(_prebuilt.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(_prebuilt.sys, "platform", "linux")
+    yield
+
+
+@given(needed=st.sets(st.sampled_from(sorted(HOST | {"avx512vbmi", "amx-tile", "sve"}))),
+       present=st.sets(st.sampled_from(sorted(HOST | {"avx512vbmi"}))))
+def test_an_archive_runs_exactly_where_the_host_has_every_feature_it_needs(needed: set[str],
+                                                                         present: set[str]) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_prebuilt.platform, "machine", lambda: "x86_64")
+        patch.setattr(_prebuilt.sys, "platform", "linux")
+        problem = _prebuilt.manifest_problem(manifest(features=sorted(needed)), frozenset(present))
+    assert (problem is None) == (needed <= present)
+    if problem is not None:
+        assert all(feature in problem for feature in needed - present)
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"kernels": "kernels-0000000000000000"}, "other kernel sources"), ({"machine": "aarch64"}, "aarch64"),
+    ({"platform": "darwin"}, "darwin"), ({"features": "avx2"}, "no feature list")])
+def test_an_archive_for_other_sources_or_another_system_is_refused(on_linux_x86: None, change: dict[str, object],
+                                                                   words: str) -> None:
+    assert _prebuilt.manifest_problem(manifest(), HOST) is None
+    problem = _prebuilt.manifest_problem(manifest(**change), HOST)
+    assert problem is not None and words in problem
+    assert _prebuilt.manifest_problem("not a manifest", HOST) == "no manifest"
+
+
+@pytest.mark.parametrize(("features", "chosen"), [
+    (_prebuilt.BASELINES[0].features, "x86-64-v4"), (_prebuilt.BASELINES[1].features, "x86-64-v3"),
+    (_prebuilt.BASELINES[1].features[:-3], None)])
+def test_a_host_takes_the_first_baseline_whose_features_it_has(on_linux_x86: None, monkeypatch: pytest.MonkeyPatch,
+                                                               features: tuple[str, ...], chosen: str | None) -> None:
+    monkeypatch.setattr(_prebuilt, "host_features", lambda: frozenset(features))
+    _prebuilt.archive.cache_clear()
+    try:
+        found = _prebuilt.archive()
+        assert (found.cpu if found is not None else None) == chosen
+        monkeypatch.setenv(_prebuilt.NO_PREBUILT_VARIABLE, "1")
+        _prebuilt.archive.cache_clear()
+        assert _prebuilt.archive() is None
+    finally:
+        monkeypatch.undo()
+        _prebuilt.archive.cache_clear()
+
+
+def test_a_shipped_object_loads_and_its_constants_are_read_where_the_host_has_none(
+        on_linux_x86: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    if _prebuilt.archive() is None:
+        pytest.skip("no shipped machine code for this host")
+    monkeypatch.setenv("XLASHAPES_CACHE_DIR", str(tmp_path))  # an empty kernel cache: nothing compiled here
+    with zipfile.ZipFile(_prebuilt.archive().path) as archive:
+        name = next(name for name in archive.namelist() if ".pack." in name)
+        data = archive.read(name)
+        constants = json.loads(archive.read("kernels.constants.json"))
+    header = json.loads(data[len(_aot.MAGIC) : data.index(b"\n", len(_aot.MAGIC))])
+    assert _aot.constants("_kernels") == constants
+    assert isinstance(_aot.load("_kernels", "pack", header["key"]), _aot.Native)
+    assert _aot.load("_kernels", "pack", header["key"] + ",i") is None  # no such overload shipped
+    assert not list(tmp_path.rglob("*.o"))

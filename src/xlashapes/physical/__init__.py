@@ -29,7 +29,8 @@ a layout, larger than memory), ``_dispatch`` (when compiled code runs: threshold
 ``_compiled`` (the 2-d kernels' calls), ``_stacked`` (tiled layouts whose tiles run across the minor dim, a chunk
 at a time through a stage), ``_intrinsics`` (the numba building blocks), ``_shuffles`` (register transposes and
 interleaves), ``_kernels`` / ``_walk`` / ``_side_by_side`` / ``_stacks`` (the numba kernels), ``_entries`` /
-``_aot`` (their machine code kept on disk and loaded without numba) and ``_reference``.
+``_aot`` (their machine code kept on disk and loaded without numba), ``_prebuilt`` (that machine code shipped for
+baseline CPUs) and ``_reference``.
 
 **Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
 environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba and
@@ -69,8 +70,10 @@ emits each kernel's code once: :func:`._intrinsics._subroutine`) and is cached w
 ``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/xlashapes``, else ``~/.cache/xlashapes``; its machine code is also kept there (keyed by the host CPU
 and the numba version), and a new process runs that through llvmlite alone, without importing numba (``_aot``;
-``XLASHAPES_NO_AOT=1`` turns it off). ``XLASHAPES_NO_NUMBA=1`` forces the NumPy path, which stays the reference: every
-compiled path gives its bytes exactly (the tests compare them).
+``XLASHAPES_NO_AOT=1`` turns it off). On x86-64 Linux hosts with AVX2 or AVX-512, nothing compiles: the package ships
+that machine code built ahead of time for two baseline CPUs (``_prebuilt``; ``tools/build_prebuilt.py``), so a layout's
+first compiled use costs ~0.04 s, not 2-4 s; other hosts compile on first use. ``XLASHAPES_NO_NUMBA=1`` forces the
+NumPy path, which stays the reference: every compiled path gives its bytes exactly (the tests compare them).
 
 **Packed fields as bytes.** When the elements sharing each byte of an E(n) layout are always neighbours along one
 logical dim (untiled: the minor dim; one tile level: its minor side; ``(p,1)`` sub-tiles: their rows), its bytes are

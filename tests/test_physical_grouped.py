@@ -295,3 +295,36 @@ def test_regroup_kernel_equals_group_and_ungroup(bits: int, dims: list[int], dat
     _grouped.ungroup(expected, found, (1 << bits) - 1, split)
     assert np.array_equal(back, split)
     assert np.array_equal(split, fields & ((1 << bits) - 1))
+
+
+def test_the_groups_temporary_is_kept_for_the_next_conversion_and_freed_on_request(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[int] = []
+    real = _dispatch._line_aligned
+    monkeypatch.setattr(_dispatch, "_line_aligned", lambda n: made.append(n) or real(n))
+    _dispatch.release_temporaries()
+    shape = xs.parse_shape("s4[16,64,256]{1,0,2:T(8,128)(2,1)E(4)}")  # groups made whole, then laid out
+    x = random_array("s4", (16, 64, 256), 7)
+    with grouped_routes() as calls:
+        buffer = to_physical(x, shape)
+        assert made == [8 * 64 * 256] and calls["regroup"] == 1
+        assert np.array_equal(canonical_bits(from_physical(buffer, shape)), canonical_bits(x))
+        assert to_physical(x, shape).tobytes() == buffer.tobytes()
+        assert made == [8 * 64 * 256] and calls["regroup"] == 3  # both later conversions took the kept one
+    assert np.array_equal(buffer, numpy_path(lambda: to_physical(x, shape)))
+    assert _dispatch.release_temporaries() == 8 * 64 * 256 and _dispatch.release_temporaries() == 0
+
+
+def test_temporaries_in_use_at_once_are_distinct_and_only_small_ones_are_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _dispatch.release_temporaries()
+    with _dispatch.temporary(4096) as a, _dispatch.temporary(100) as b:
+        assert a.ctypes.data % 64 == b.ctypes.data % 64 == 0 and (a.size, b.size) == (4096, 100)
+        assert not np.shares_memory(a, b)
+    with _dispatch.temporary(1000) as c:  # (the larger one was kept, and serves a smaller one)
+        assert np.shares_memory(a, c)
+    monkeypatch.setattr(_dispatch, "KEPT_BYTES", 2048)
+    assert _dispatch.release_temporaries() == 4096
+    with _dispatch.temporary(4096):
+        pass
+    assert _dispatch.release_temporaries() == 0  # over KEPT_BYTES: not kept

@@ -148,9 +148,10 @@ def _write_grouped(
         return False
     byte = pad_byte(pad, found)
     if _grouped_whole(found, run):
-        grouped = np.empty(found.shape.dimensions, np.uint8)
-        regroup(grouped, x, found, pad, geometry.value_mask, True, run)
-        _write_physical(grouped, _geometry(found.shape), byte, buffer, replace(run, numba_bytes=0))
+        with dispatch.temporary(math.prod(found.shape.dimensions)) as room:
+            grouped = room.reshape(found.shape.dimensions)
+            regroup(grouped, x, found, pad, geometry.value_mask, True, run)
+            _write_physical(grouped, _geometry(found.shape), byte, buffer, replace(run, numba_bytes=0))
         return True
     plan = _plan(found.shape.dimensions, found.shape.layout_or_default())
     assert plan is not None  # (grouped_route)
@@ -171,9 +172,10 @@ def _read_grouped(data: np.ndarray[Any, Any], geometry: _Geometry, result: np.nd
         return False
     none = np.zeros((), np.uint8)
     if _grouped_whole(found, run):
-        grouped = np.empty(found.shape.dimensions, np.uint8)
-        _read_physical(data, _geometry(found.shape), grouped, replace(run, numba_bytes=0))
-        regroup(grouped, result, found, none, geometry.value_mask, False, run)
+        with dispatch.temporary(math.prod(found.shape.dimensions)) as room:
+            grouped = room.reshape(found.shape.dimensions)
+            _read_physical(data, _geometry(found.shape), grouped, replace(run, numba_bytes=0))
+            regroup(grouped, result, found, none, geometry.value_mask, False, run)
         return True
     plan = _plan(found.shape.dimensions, found.shape.layout_or_default())
     assert plan is not None  # (grouped_route)
@@ -199,12 +201,13 @@ def _grouped_windows(
     grid = _outer_rows(plan, 0)
     row = math.prod(dims[1:])
     rows = max(grid, GROUP_BYTES // 8 // max(1, row) // grid * grid)
-    room = np.empty(row * min(rows, dims[0]), np.uint8)
-    for low in range(0, dims[0], rows):
-        high = min(dims[0], low + rows)
-        first, last = found.rows(low, high, logical.shape[0]) if found.axis == 0 else (low, high)
-        window, chains, extents = _window(view, plan, 0, low, high)
-        yield logical[first:last], room[: (high - low) * row].reshape(high - low, *dims[1:]), window, chains, extents
+    with dispatch.temporary(row * min(rows, dims[0])) as room:
+        for low in range(0, dims[0], rows):
+            high = min(dims[0], low + rows)
+            first, last = found.rows(low, high, logical.shape[0]) if found.axis == 0 else (low, high)
+            window, chains, extents = _window(view, plan, 0, low, high)
+            part = room[: (high - low) * row].reshape(high - low, *dims[1:])
+            yield logical[first:last], part, window, chains, extents
 
 
 def _relayout_direct(

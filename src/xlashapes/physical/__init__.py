@@ -144,7 +144,7 @@ from ._blocks import (
 )
 from ._compiled import _compiled_plan
 from ._convert import _plain, _read_physical, _relayout_direct, _write_physical
-from ._dispatch import run_settings, with_fallback
+from ._dispatch import release_temporaries, run_settings, with_fallback
 from ._geometry import (
     _check_size,
     _check_total,
@@ -170,8 +170,8 @@ from ._slabbed import (
 from .files import pack_file, terminal_progress, unpack_file
 
 __all__ = [
-    "MEMORY_LIMIT", "THREADS", "from_physical", "pack_file", "relayout", "terminal_progress", "to_physical",
-    "unpack_file",
+    "MEMORY_LIMIT", "THREADS", "from_physical", "pack_file", "relayout", "release_temporaries", "terminal_progress",
+    "to_physical", "unpack_file",
 ]
 
 FINE_TEMPORARY = 64 << 20

@@ -223,7 +223,9 @@ def test_tiled_kernels_equal_numpy_path(
                                   "s4[16,500]{1,0:T(8,128)(2,1)E(4)}", "pred[24,300]{1,0:T(8,128)(4,1)}",
                                   "f16[3,24,200]{2,0,1:T(8,128)(2,1)}", "bf16[2,3,16,40]{3,1,0,2:T(8,128)(2,1)}",
                                   "bf16[2,3,16,40]{3,2,0,1:T(8,128)(2,1)}", "s8[2,3,21,100]{3,2,0,1:T(8,128)(4,1)}",
-                                  "s8[40,100]{1,0:T(8,128)(4,1)}", "bf16[24,100]{1,0:T(8,128)(2,1)}"])
+                                  "s8[40,100]{1,0:T(8,128)(4,1)}", "bf16[24,100]{1,0:T(8,128)(2,1)}",
+                                  "s8[37,40]{1,0:T(8,128)(4,1)}", "s8[21,1]{1,0:T(8,128)(4,1)}",
+                                  "bf16[19,70]{1,0:T(8,128)(2,1)}", "s8[3,21,200]{2,1,0:T(8,128)(4,1)}"])
 @pytest.mark.parametrize(("stream", "padding"), [(True, None), (False, 1)])
 def test_last_tiles_of_a_tile_row_cut_short_go_a_lane_at_a_time(
     calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, stream: bool, padding: Any,
@@ -233,7 +235,8 @@ def test_last_tiles_of_a_tile_row_cut_short_go_a_lane_at_a_time(
     # columns past the row's end left in the row buffers); rows far apart (batch dims inside), prefetched; 'from'
     # short strips whose rows follow each other as one stream, across strips that follow each other too (batch
     # dims in another order: the stream starts again; 21 rows: a last strip of 5); rows of one tile back to back,
-    # the last lane of each again, overlapping the one before (not running into the next row)
+    # the last lane of each again, overlapping the one before (not running into the next row: 100 and 70 columns,
+    # and rows of two tiles, 200), rows shorter than a lane (40 columns, 1) element by element
     shape = xs.parse_shape(text)
     check_both_paths(monkeypatch, shape, padding, len(text), stream, 16, threads=2)
     assert sum(calls[name] for name in KERNELS if name.startswith("tiled")) >= 4

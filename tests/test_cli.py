@@ -152,6 +152,17 @@ def test_no_command_prints_help_and_version() -> None:
     assert run("--version").stdout.startswith("xlashapes ")
 
 
+def test_version_says_which_compiled_kernels_large_conversions_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xlashapes.physical import _prebuilt
+
+    lines = run("--version").stdout.splitlines()
+    assert len(lines) == 2 and lines[1].startswith("compiled kernels: ")
+    if _prebuilt.archive() is not None:
+        assert f"machine code shipped for {_prebuilt.archive().cpu}, nothing to compile" in lines[1]
+    monkeypatch.setenv("XLASHAPES_NO_NUMBA", "1")
+    assert run("--version").stdout.splitlines()[1] == "compiled kernels: the NumPy path (XLASHAPES_NO_NUMBA is set)"
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Failures: exit 2, one line on stderr, never a traceback (issue 15)
 # ----------------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xlashapes.physical import _aot, _cache, _entries, _prebuilt
+from xlashapes.physical import _aot, _cache, _dispatch, _entries, _prebuilt
 
 ARCHIVES = {baseline.cpu: Path(_prebuilt.FOLDER) / f"{baseline.cpu}.zip" for baseline in _prebuilt.BASELINES}
 REBUILD = "the kernel sources changed: run python tools/build_prebuilt.py and commit the archives"
@@ -86,22 +86,38 @@ def test_an_archive_for_other_sources_or_another_system_is_refused(on_linux_x86:
     assert _prebuilt.manifest_problem("not a manifest", HOST) == "no manifest"
 
 
-@pytest.mark.parametrize(("features", "chosen"), [
-    (_prebuilt.BASELINES[0].features, "x86-64-v4"), (_prebuilt.BASELINES[1].features, "x86-64-v3"),
-    (_prebuilt.BASELINES[1].features[:-3], None)])
+@pytest.mark.parametrize(("features", "chosen", "why"), [
+    (_prebuilt.BASELINES[0].features, "x86-64-v4", None), (_prebuilt.BASELINES[1].features, "x86-64-v3", None),
+    (_prebuilt.BASELINES[1].features[:-3], None, "x86-64-v3: this CPU lacks lzcnt, movbe, xsave")])
 def test_a_host_takes_the_first_baseline_whose_features_it_has(on_linux_x86: None, monkeypatch: pytest.MonkeyPatch,
-                                                               features: tuple[str, ...], chosen: str | None) -> None:
+                                                               features: tuple[str, ...], chosen: str | None,
+                                                               why: str | None) -> None:
     monkeypatch.setattr(_prebuilt, "host_features", lambda: frozenset(features))
-    _prebuilt.archive.cache_clear()
+    _prebuilt._first_usable.cache_clear()
     try:
         found = _prebuilt.archive()
         assert (found.cpu if found is not None else None) == chosen
+        assert _prebuilt.archive_problem() == why
         monkeypatch.setenv(_prebuilt.NO_PREBUILT_VARIABLE, "1")
-        _prebuilt.archive.cache_clear()
-        assert _prebuilt.archive() is None
+        _prebuilt._first_usable.cache_clear()
+        assert _prebuilt.archive() is None and _prebuilt.archive_problem() == "turned off (XLASHAPES_NO_PREBUILT)"
+        assert "compiled by numba on first use" in _dispatch.kernels_summary()
     finally:
         monkeypatch.undo()
-        _prebuilt.archive.cache_clear()
+        _prebuilt._first_usable.cache_clear()
+
+
+def test_a_damaged_archive_is_not_used(on_linux_x86: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for cpu, path in ARCHIVES.items():
+        data = path.read_bytes()
+        (tmp_path / f"{cpu}.zip").write_bytes(data[: len(data) // 2] if cpu == "x86-64-v4" else b"PK not a zip")
+    monkeypatch.setattr(_prebuilt, "FOLDER", str(tmp_path))
+    _prebuilt._first_usable.cache_clear()
+    try:
+        assert _prebuilt.archive() is None and _prebuilt.archive_problem() == "x86-64-v3: a damaged archive"
+    finally:
+        monkeypatch.undo()
+        _prebuilt._first_usable.cache_clear()
 
 
 def test_a_shipped_object_loads_and_its_constants_are_read_where_the_host_has_none(

@@ -40,15 +40,28 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(self.prog, message)
 
 
+class _Version(argparse.Action):
+    """``--version``: the version, and which compiled kernels large conversions run here (found only when asked)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and the compiled kernels, and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from .. import __version__
+        from ..physical._dispatch import kernels_summary
+
+        sys.stdout.write(f"xlashapes {__version__}\ncompiled kernels: {kernels_summary()}\n")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = _Parser(
         prog="xlashapes",
         description="XLA's array model at the terminal: shapes, layouts, tiling, memory spaces and bytes.",
     )
-    from .. import __version__
-
-    parser.add_argument("--version", action="version", version=f"xlashapes {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     shapes.register(sub)
     memory.register(sub)

@@ -72,6 +72,27 @@ def compiled_enabled() -> bool:
     return os.environ.get("XLASHAPES_NO_NUMBA", "").strip() in ("", "0")
 
 
+def kernels_summary() -> str:
+    """One line on what large conversions run in this process: shipped machine code, code compiled on first use, or
+    the NumPy path, and why.
+
+    >>> isinstance(kernels_summary(), str)
+    True
+    """
+    from ._cache import cache_directory
+    from ._prebuilt import archive, archive_problem
+
+    if not compiled_enabled():
+        return "the NumPy path (XLASHAPES_NO_NUMBA is set)"
+    if not _aot.numba_available():
+        return "the NumPy path (numba is not installed)"
+    shipped = archive()
+    if shipped is not None:
+        return f"machine code shipped for {shipped.cpu}, nothing to compile (kept code: {cache_directory()})"
+    return (f"compiled by numba on first use, 2-4 s a layout, kept in {cache_directory()} (no shipped machine code: "
+            f"{archive_problem()})")
+
+
 def kernels() -> Any:
     """The compiled 2-d kernels (``tiled_to_physical``, ``pack`` ...: :class:`._aot.Entries` of ``_kernels``), or
     None when numba is missing (or failed to import) or ``XLASHAPES_NO_NUMBA`` forces NumPy. Their kept machine

@@ -120,11 +120,28 @@ class Archive:
             return None
 
 
-@cache
 def archive() -> Archive | None:
     """The first shipped archive this host can use, opened (None: none can, or they are turned off)."""
+    found = _first_usable()
+    return found if isinstance(found, Archive) else None
+
+
+def archive_problem() -> str | None:
+    """Why this host runs no shipped machine code (None: it does).
+
+    >>> archive_problem() is None or isinstance(archive_problem(), str)
+    True
+    """
+    found = _first_usable()
+    return None if isinstance(found, Archive) else found
+
+
+@cache
+def _first_usable() -> Archive | str:
+    """The first shipped archive this host can use, opened, or why none can (the last baseline's reason)."""
     if not prebuilt_enabled():
-        return None
+        return f"turned off ({NO_PREBUILT_VARIABLE})"
+    problem = f"none shipped for {platform.machine()} {sys.platform}"
     features: frozenset[str] | None = None
     for baseline in BASELINES:
         path = os.path.join(FOLDER, baseline.cpu + ".zip")
@@ -134,10 +151,13 @@ def archive() -> Archive | None:
             opened = zipfile.ZipFile(path)
             manifest = json.loads(opened.read("manifest.json"))
         except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError, RuntimeError):
+            problem = f"{baseline.cpu}: a damaged archive"
             continue
         if features is None:
             features = host_features()
-        if manifest_problem(manifest, features) is None:
+        reason = manifest_problem(manifest, features)
+        if reason is None:
             return Archive(path, opened, baseline.cpu)
+        problem = f"{baseline.cpu}: {reason}"
         opened.close()
-    return None
+    return problem

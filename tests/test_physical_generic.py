@@ -395,6 +395,23 @@ def test_wide_blocks_side_by_side_on_and_off_the_line_grid(compiled_everywhere: 
     assert sum(wide.values()) >= 1, text
 
 
+@pytest.mark.parametrize("text", ["u8[2,64,64,40]{2,1,3,0}", "u8[1,64,128,33]{2,1,3,0}", "u8[3,64,64,17]{2,1,3,0}",
+                                  "u8[2,32,128,96]{2,1,3,0}"])
+@pytest.mark.parametrize("offset", [0, 16])
+def test_byte_squares_from_rows_4_kib_apart_go_a_chunk_of_columns_at_a_time(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, offset: int) -> None:
+    # planes of 64 x 64 (or 32 x 128) bytes read back into channels: every source row 4 KiB from the next, its line
+    # in the same cache set; more than 16 channels (17, 33, 40, 96: the last square overlapping the one before),
+    # 8192 columns in chunks of ALIASED_CHUNK (a chunk's last square overlapping too: 4096 and 8192 columns)
+    calls = Counter[str]()
+    real = _dispatch.walker().walk_squares
+    monkeypatch.setattr(_dispatch.walker(), "walk_squares", lambda *args: calls.update(["walk"]) or real(*args))
+    shape = shape_of(text)
+    x = random_array("u8", shape.dimensions, offset + len(text))
+    assert np.array_equal(round_trip_off_the_grid(x, shape, offset), numpy_path(to_physical, x, shape))
+    assert calls["walk"] >= 1  # (reading back; laying out 17 to 32 channels takes the planes walk)
+
+
 @pytest.mark.parametrize("text", ["bf16[544,576]{0,1}", "f32[160,272]{0,1}", "f64[80,136]{0,1}",
                                   "f32[2,272,160]{1,2,0}", "f32[128,640]{0,1:T(8,128)}", "s16[36,1000]{0,1}",
                                   "s16[96,1024]{0,1}"])

@@ -40,6 +40,7 @@ GATHER_BYTES = 8 * 4096  # scratch past a walk's room for the lines of source ro
 # shared), gathered before their transposes: a wide block's 8 lines of at most a line's elements of rows, a short
 # block's rows
 
+ALIASED_CHUNK = 1024  # columns of byte squares from rows 4 KiB apart, 16 rows at a time (``_chunked_squares``)
 ALIASED = 1024  # stacked layouts' columns (:mod:`._stacks`) whose runs are a multiple of this many bytes apart share
 # cache sets: copied a line apart more (bf16 ``[128,256,64,8]{0,2,3,1:T(8,128)(2,1)}`` 'to', columns 256 KiB apart,
 # 3.8x memcpy -> 2.3)

@@ -50,6 +50,7 @@ from ._intrinsics import (
 )
 from ._kernels import _copy_out, _emit, _scalar
 from ._kinds import (
+    ALIASED_CHUNK,
     GATHER_BYTES,
     GROUPS,
     LINE,
@@ -270,6 +271,25 @@ def _deinterleaved(dst: int, src: int, pad: Any, big: int, small: int, du: int, 
             _deinterleave7(d, du, s, rows_aligned and not last, pad)
 
 
+@_subroutine
+def _chunked_squares(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int) -> None:
+    """Byte squares of more than 16 source rows a multiple of 4 KiB apart (their lines all in one set of a 32-48 KiB
+    cache, and of a larger one where the pages are large: planes of 64 x 64, 128 x 128, 256 x 256 bytes),
+    ``ALIASED_CHUNK`` columns at a time: a square's 16 rows across the chunk, then the next 16 rows. Square by square
+    down all the rows, every row's line is live at once (96 for 96 channels) and they evict each other before the
+    four squares that share each have read it; 16 at a time fit, and the chunk's destination stays in the cache
+    until its rows are all written."""
+    side = _side(pad)
+    end_u = big if big % side == 0 else big - big % side + side
+    end_i = small if small % side == 0 else small - small % side + side
+    for u0 in range(0, end_u, ALIASED_CHUNK):
+        for ii in range(0, end_i, side):
+            i = min(ii, small - side)
+            for uu in range(u0, min(u0 + ALIASED_CHUNK, end_u), side):
+                u = min(uu, big - side)
+                _transpose(dst + u * du + i, du, src + u + i * si, si, _0, pad)
+
+
 def _block_of(kind: int) -> Any:
     """The block subroutine of ``kind`` (``ROWS``, ``SQUARES``, ``SHORT``): ``dst[u*du + i*di] = src[u + i*si]`` for
     ``u < big``, ``i < small`` (addresses in bytes, steps in elements), the other kind's code left out (``kind``
@@ -337,6 +357,10 @@ def _block_of(kind: int) -> Any:
             side = 16 if side > 16 and big >= 16 and small >= 16 else 8
         if big < side or small < side:
             _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
+            return
+        if width == 1 and side == 16 and di == 1 and small > side and si % 4096 == 0:
+            _chunked_squares(dst, src, pad, big, small, du, si)  # (planes 4 KiB apart read back: 256 x 256 x 96
+            # channels 2.8 -> 2.1x memcpy)
             return
         # the rows and columns a whole number of squares leaves: one more square each way, overlapping the last
         # (the same values again; off the line grid, so not streamed)

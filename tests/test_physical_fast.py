@@ -235,8 +235,8 @@ def test_last_tiles_of_a_tile_row_cut_short_go_a_lane_at_a_time(
     # columns past the row's end left in the row buffers); rows far apart (batch dims inside), prefetched; 'from'
     # short strips whose rows follow each other as one stream, across strips that follow each other too (batch
     # dims in another order: the stream starts again; 21 rows: a last strip of 5); rows of one tile back to back,
-    # the last lane of each again, overlapping the one before (not running into the next row: 100 and 70 columns,
-    # and rows of two tiles, 200), rows shorter than a lane (40 columns, 1) element by element
+    # split whole lanes into the tile's room, then copied out (100 and 70 columns; 40 and 1, shorter than a lane);
+    # rows of two tiles back to back (200), the last lane of each again, overlapping the one before
     shape = xs.parse_shape(text)
     check_both_paths(monkeypatch, shape, padding, len(text), stream, 16, threads=2)
     assert sum(calls[name] for name in KERNELS if name.startswith("tiled")) >= 4

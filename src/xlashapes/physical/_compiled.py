@@ -16,7 +16,7 @@ from . import _dispatch as dispatch
 from ._dispatch import Run, address
 from ._geometry import _Geometry
 from ._kernel_args import TiledGeometry
-from ._kinds import JOIN_BYTES, LINE, odd_tiles, tiled_entry
+from ._kinds import JOIN_BYTES, LINE, odd_tiles, tile_rows_joined, tiled_entry
 from ._packing import _pack, _unpack
 
 CHUNK_BYTES = 1 << 20  # unpacked sub-byte elements staged at a time: no temporary as large as the array,
@@ -318,7 +318,10 @@ def _tiled_from(
     base = _tiled_geometry(plan, geometry, stream, row_bytes)._replace(bits=fused[0], canon=fused[1])
     strip_bytes = _strip_elements(plan) * width * min(8, fused[0]) // 8
     offset = strips[0]
-    kernel = getattr(kernels, tiled_entry("tiled_from", fused[1] != 0, fused[0] < 8))
+    if fused[0] >= 8 and fused[1] == 0 and tile_rows_joined(base.rows, base.cols, base.row_stride, plan.tile, width):
+        kernel = kernels.tiled_from_tile_rows
+    else:
+        kernel = getattr(kernels, tiled_entry("tiled_from", fused[1] != 0, fused[0] < 8))
 
     def tiles(part: tuple[int, int]) -> None:
         # rows (or a joined strip's: JOIN_BYTES), an unpacked tile

@@ -20,8 +20,8 @@ ENTRIES = {
               "walk_planes", "walk_short", "walk_turns", "shifted_rows", "staged_transpose", "padded_rows"),
     "_kernels": ("tiled_to_physical", "tiled_to_canonical", "tiled_to_packed", "tiled_to_odd_physical",
                  "tiled_to_odd_canonical", "tiled_to_odd_packed", "tiled_from_physical",
-                 "tiled_from_canonical", "tiled_from_packed", "pack", "unpack", "transpose_nibbles",
-                 "swap_fields", "turn_lines", "regroup", "tile_squares"),
+                 "tiled_from_canonical", "tiled_from_packed", "tiled_from_tile_rows", "pack", "unpack",
+                 "transpose_nibbles", "swap_fields", "turn_lines", "regroup", "tile_squares"),
     "_stacks": ("tiled_stacked",),
 }
 """The kernels the dispatch calls, by module (the call sites' attribute names)."""

@@ -237,6 +237,19 @@ def odd_tiles(rows: int, cols: int, tile: tuple[int, int, int], width: int) -> b
     return cut or tall or big
 
 
+def tile_rows_joined(rows: int, cols: int, row_stride: int, tile: tuple[int, int, int], width: int) -> bool:
+    """True when a tiled layout is read back by ``tiled_from_tile_rows``: rows of one tile (``cols`` at most a
+    tile's columns, a whole number of lanes) of ``(2,1)`` or ``(4,1)`` sub-tiles, back to back in the logical array
+    (a strip's rows one run of at most ``JOIN_BYTES``).
+
+    >>> tile_rows_joined(64, 100, 100, (8, 128, 4), 1), tile_rows_joined(64, 200, 200, (8, 128, 4), 1)
+    (True, False)
+    """
+    r_size, c_size, p = tile
+    return (p in (2, 4) and cols <= c_size and c_size % lanes_of(width) == 0 and row_stride == cols
+            and r_size * cols * width <= JOIN_BYTES and rows > 0)
+
+
 def tiled_entry(stem: str, canonical: bool, packed: bool) -> str:
     """The name of a tiled kernel's entry point (:mod:`._kernels`): ``stem`` and what it does besides moving
     tiles (packs E(n) fields, or makes element bytes canonical, or nothing).

@@ -158,7 +158,7 @@ def test_version_says_which_compiled_kernels_large_conversions_run(monkeypatch: 
     lines = run("--version").stdout.splitlines()
     assert len(lines) == 2 and lines[1].startswith("compiled kernels: ")
     if _prebuilt.archive() is not None:
-        assert f"machine code shipped for {_prebuilt.archive().cpu}, nothing to compile" in lines[1]
+        assert f"machine code shipped for {_prebuilt.archive().name}, nothing to compile" in lines[1]
     monkeypatch.setenv("XLASHAPES_NO_NUMBA", "1")
     assert run("--version").stdout.splitlines()[1] == "compiled kernels: the NumPy path (XLASHAPES_NO_NUMBA is set)"
 

@@ -156,7 +156,7 @@ BLOCKS = {"walk_runs": {"_runs"}, "walk_groups": {"_grouped_block", "_scalar"},
 """The block subroutines compiled into each kind of walk (and no other kind's)."""
 
 
-@pytest.mark.parametrize("baseline", [baseline.cpu for baseline in _prebuilt.BASELINES])
+@pytest.mark.parametrize("baseline", [baseline.name for baseline in _prebuilt.BASELINES])
 def test_each_walk_holds_the_code_of_its_own_kind_of_block_only(baseline: str) -> None:
     names = set().union(*BLOCKS.values())
     with zipfile.ZipFile(Path(_prebuilt.FOLDER) / f"{baseline}.zip") as archive:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from xlashapes.physical import _aot, _cache, _dispatch, _entries, _prebuilt
 
-ARCHIVES = {baseline.cpu: Path(_prebuilt.FOLDER) / f"{baseline.cpu}.zip" for baseline in _prebuilt.BASELINES}
+ARCHIVES = {baseline.name: Path(_prebuilt.FOLDER) / f"{baseline.name}.zip" for baseline in _prebuilt.BASELINES}
 REBUILD = "the kernel sources changed: run python tools/build_prebuilt.py and commit the archives"
 
 
@@ -23,14 +23,14 @@ def manifest_of(cpu: str) -> dict[str, object]:
     return manifest
 
 
-@pytest.mark.parametrize("baseline", _prebuilt.BASELINES, ids=lambda baseline: baseline.cpu)
+@pytest.mark.parametrize("baseline", _prebuilt.BASELINES, ids=lambda baseline: baseline.name)
 def test_each_baseline_ships_every_entry_built_from_these_kernel_sources(baseline: _prebuilt.Baseline) -> None:
-    manifest = manifest_of(baseline.cpu)
+    manifest = manifest_of(baseline.name)
     assert manifest["kernels"] == _cache.kernels_digest(), REBUILD
-    assert (manifest["cpu"], manifest["features"], manifest["machine"], manifest["platform"]) == (
-        baseline.cpu, list(baseline.features), "x86_64", "linux")
+    assert (manifest["name"], manifest["cpu"], manifest["features"], manifest["machine"], manifest["platform"]) == (
+        baseline.name, baseline.cpu, list(baseline.features), "x86_64", "linux")
     entries = {name for names in _entries.ENTRIES.values() for name in names}
-    with zipfile.ZipFile(ARCHIVES[baseline.cpu]) as archive:
+    with zipfile.ZipFile(ARCHIVES[baseline.name]) as archive:
         names = set(archive.namelist())
         assert {f"{module.strip('_')}.constants.json" for module in _entries.ENTRIES} <= names
         kept = [name for name in names if name.endswith(".o")]
@@ -45,7 +45,7 @@ def test_each_baseline_ships_every_entry_built_from_these_kernel_sources(baselin
             assert header["host"]["numba_cpu"].startswith(baseline.cpu + "|")  # numba built it for the baseline
 
 
-HOST = frozenset(_prebuilt.BASELINES[0].features)  # an AVX-512 host
+HOST = frozenset(_prebuilt.BASELINES[0].features)  # an AVX-512 host with VBMI
 
 
 def manifest(**changes: object) -> dict[str, object]:
@@ -87,8 +87,9 @@ def test_an_archive_for_other_sources_or_another_system_is_refused(on_linux_x86:
 
 
 @pytest.mark.parametrize(("features", "chosen", "why"), [
-    (_prebuilt.BASELINES[0].features, "x86-64-v4", None), (_prebuilt.BASELINES[1].features, "x86-64-v3", None),
-    (_prebuilt.BASELINES[1].features[:-3], None, "x86-64-v3: this CPU lacks lzcnt, movbe, xsave")])
+    (_prebuilt.BASELINES[0].features, "x86-64-v4-vbmi", None), (_prebuilt.BASELINES[1].features, "x86-64-v4", None),
+    (_prebuilt.BASELINES[2].features, "x86-64-v3", None),
+    (_prebuilt.BASELINES[2].features[:-3], None, "x86-64-v3: this CPU lacks lzcnt, movbe, xsave")])
 def test_a_host_takes_the_first_baseline_whose_features_it_has(on_linux_x86: None, monkeypatch: pytest.MonkeyPatch,
                                                                features: tuple[str, ...], chosen: str | None,
                                                                why: str | None) -> None:
@@ -96,7 +97,7 @@ def test_a_host_takes_the_first_baseline_whose_features_it_has(on_linux_x86: Non
     _prebuilt._first_usable.cache_clear()
     try:
         found = _prebuilt.archive()
-        assert (found.cpu if found is not None else None) == chosen
+        assert (found.name if found is not None else None) == chosen
         assert _prebuilt.archive_problem() == why
         monkeypatch.setenv(_prebuilt.NO_PREBUILT_VARIABLE, "1")
         _prebuilt._first_usable.cache_clear()
@@ -108,9 +109,9 @@ def test_a_host_takes_the_first_baseline_whose_features_it_has(on_linux_x86: Non
 
 
 def test_a_damaged_archive_is_not_used(on_linux_x86: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for cpu, path in ARCHIVES.items():
+    for name, path in ARCHIVES.items():
         data = path.read_bytes()
-        (tmp_path / f"{cpu}.zip").write_bytes(data[: len(data) // 2] if cpu == "x86-64-v4" else b"PK not a zip")
+        (tmp_path / f"{name}.zip").write_bytes(data[: len(data) // 2] if name != "x86-64-v3" else b"PK not a zip")
     monkeypatch.setattr(_prebuilt, "FOLDER", str(tmp_path))
     _prebuilt._first_usable.cache_clear()
     try:

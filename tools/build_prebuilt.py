@@ -1,8 +1,9 @@
 """Build the compiled kernels' machine code shipped with the package (``src/xlashapes/physical/prebuilt/*.zip``).
 
-    python tools/build_prebuilt.py            # every baseline, two at a time (about 80 s each on this machine)
+    python tools/build_prebuilt.py            # every baseline, two at a time (about 75 s each on this machine)
 
-For each baseline CPU (``_prebuilt.BASELINES``: x86-64-v4 and x86-64-v3, Linux), a new process compiles every
+For each baseline CPU (``_prebuilt.BASELINES``: x86-64-v4 with and without VBMI, x86-64-v3; Linux), a new process
+compiles every
 kernel overload that the suite's kernel worker (``tests/kernel_worker.py``: every entry point and element width,
 both directions, one and two threads) and the benchmark's layouts (``benchmarks/bench_physical.py``, at 1/16 of
 their size) use, with numba told to build for that CPU (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``) into an empty
@@ -73,10 +74,11 @@ def build(baseline: _prebuilt.Baseline, out_folder: str) -> str:
         subprocess.run([sys.executable, __file__, "--work"], env=env, check=True)
         folders = glob.glob(os.path.join(cache, kernels_digest(), "aot-*"))
         if len(folders) != 1:
-            raise SystemExit(f"expected one folder of kept objects for {baseline.cpu}, found {folders}")
+            raise SystemExit(f"expected one folder of kept objects for {baseline.name}, found {folders}")
         members = sorted(os.listdir(folders[0]))
-        path = os.path.join(out_folder, baseline.cpu + ".zip")
-        manifest = {"kernels": kernels_digest(), "cpu": baseline.cpu, "features": list(baseline.features),
+        path = os.path.join(out_folder, baseline.name + ".zip")
+        manifest = {"kernels": kernels_digest(), "name": baseline.name, "cpu": baseline.cpu,
+                    "features": list(baseline.features),
                     "machine": baseline.machine, "platform": baseline.platform, "compiler": _compiler()}
         with zipfile.ZipFile(path + ".tmp", "w") as archive:
             for name in ["manifest.json", *members]:

@@ -88,7 +88,7 @@ def kernels_summary() -> str:
         return "the NumPy path (numba is not installed)"
     shipped = archive()
     if shipped is not None:
-        return f"machine code shipped for {shipped.cpu}, nothing to compile (kept code: {cache_directory()})"
+        return f"machine code shipped for {shipped.name}, nothing to compile (kept code: {cache_directory()})"
     return (f"compiled by numba on first use, 2-4 s a layout, kept in {cache_directory()} (no shipped machine code: "
             f"{archive_problem()})")
 

@@ -7,11 +7,14 @@ the benchmark's layouts use, once per baseline CPU, with numba told to build for
 baseline into ``prebuilt/``: the kept objects (:func:`._aot.save`'s files) and the kernel modules' constants, with a
 manifest naming the kernel sources' digest, the CPU and the features a host needs.
 
-**Which baselines.** x86-64 Linux (TPU hosts and most CI): ``x86-64-v4`` (AVX-512 F/BW/CD/DQ/VL) first, then
-``x86-64-v3`` (AVX2, FMA, BMI). Measured on the AVX-512 machine these were built on (``bench_physical.py --quick
---cpu``, alternating runs): v4 code within the runs' noise of code built for the host itself (median row ratio
-0.89-1.13), v3 code about 5% slower at the median and up to 1.5x on the byte-shuffling rows (pred stacked), so
-AVX-512 hosts take v4. Other machines, other systems, and older x86-64 CPUs compile as before.
+**Which baselines.** x86-64 Linux (TPU hosts and most CI), best first: ``x86-64-v4-vbmi`` (AVX-512 F/BW/CD/DQ/VL
+and VBMI/VBMI2: Ice Lake and later, Zen 4 and later), ``x86-64-v4`` (AVX-512 without the byte permutes: Skylake-X,
+Cascade Lake), ``x86-64-v3`` (AVX2, FMA, BMI). All with LLVM's generic tuning for their level. Measured on this
+project's Zen 5 machine (``bench_physical.py --quick --cpu``, empty kernel caches, alternating runs), against code
+built for the host itself: the median row the same (ratio 1.02-1.03 for v4), but without VBMI the byte shuffles
+cost more (pred ``[7,N,384,7]{2,0,3,1:T(8,128)(4,1)}`` 'to' 2.6 native, 3.7-4.2 v4, 2.6-2.8 v4-vbmi), and the generic
+tuning costs some rows (f32 ``[N,100]{1,0:T(8,128)}`` 'from' 1.1 native, 1.3-1.5). v3 code is ~5% slower again at
+the median. Other machines, other systems, and older x86-64 CPUs compile on first use.
 
 **When they are used.** :func:`._aot.load` looks in the host's own kept code first (code compiled here, for this
 CPU), then here: an archive is used when it was built from these kernel sources (the digest of
@@ -38,8 +41,10 @@ from ._cache import kernels_digest
 
 @dataclass(frozen=True)
 class Baseline:
-    """A CPU that shipped code is built for: LLVM's CPU name and the features a host must have to run it."""
+    """A CPU that shipped code is built for: its name (the archive's), LLVM's CPU name (the tuning) and the features
+    a host must have to run it (the instructions numba may use)."""
 
+    name: str
     cpu: str
     features: tuple[str, ...]
     machine: str = "x86_64"
@@ -49,9 +54,11 @@ class Baseline:
 _V2 = ("64bit", "cmov", "cx8", "fxsr", "mmx", "sse", "sse2", "cx16", "sahf", "popcnt", "sse3", "sse4.1", "sse4.2",
        "ssse3", "crc32")
 _V3 = (*_V2, "avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
+_V4 = (*_V3, "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
 BASELINES = (
-    Baseline("x86-64-v4", (*_V3, "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")),
-    Baseline("x86-64-v3", _V3),
+    Baseline("x86-64-v4-vbmi", "x86-64-v4", (*_V4, "avx512vbmi", "avx512vbmi2")),
+    Baseline("x86-64-v4", "x86-64-v4", _V4),
+    Baseline("x86-64-v3", "x86-64-v3", _V3),
 )
 """The baselines shipped, best first (a host takes the first whose features it has)."""
 
@@ -103,9 +110,9 @@ def host_features() -> frozenset[str]:
 class Archive:
     """One usable archive: ``read(name)`` gives a member's bytes (None when it has none)."""
 
-    def __init__(self, path: str, archive: zipfile.ZipFile, cpu: str) -> None:
+    def __init__(self, path: str, archive: zipfile.ZipFile, name: str) -> None:
         self.path = path
-        self.cpu = cpu
+        self.name = name
         self.archive = archive
         self.names = frozenset(archive.namelist())
         self.lock = threading.Lock()
@@ -127,7 +134,7 @@ def archive() -> Archive | None:
 
 
 def archive_problem() -> str | None:
-    """Why this host runs no shipped machine code (None: it does).
+    """Why this host runs no shipped machine code (None: it does; else the last baseline's reason).
 
     >>> archive_problem() is None or isinstance(archive_problem(), str)
     True
@@ -144,20 +151,20 @@ def _first_usable() -> Archive | str:
     problem = f"none shipped for {platform.machine()} {sys.platform}"
     features: frozenset[str] | None = None
     for baseline in BASELINES:
-        path = os.path.join(FOLDER, baseline.cpu + ".zip")
+        path = os.path.join(FOLDER, baseline.name + ".zip")
         if not os.path.exists(path):
             continue
         try:
             opened = zipfile.ZipFile(path)
             manifest = json.loads(opened.read("manifest.json"))
         except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError, RuntimeError):
-            problem = f"{baseline.cpu}: a damaged archive"
+            problem = f"{baseline.name}: a damaged archive"
             continue
         if features is None:
             features = host_features()
         reason = manifest_problem(manifest, features)
         if reason is None:
-            return Archive(path, opened, baseline.cpu)
-        problem = f"{baseline.cpu}: {reason}"
+            return Archive(path, opened, baseline.name)
+        problem = f"{baseline.name}: {reason}"
         opened.close()
     return problem

@@ -280,8 +280,7 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
     array at ``out``; ``canonical``, each tile's bytes are also made canonical (``geometry.canon``); ``packed``,
     unpacked from ``geometry.bits``-bit fields; ``tile_rows``, rows of one tile of ``(p,1)`` sub-tiles back to back
     (:func:`tile_rows_joined`), split whole into the tile's room and copied out from there (constants of the closure,
-    as :func:`_tiled_to_of`: the other entries' code does not have that branch, which slowed f32
-    ``[N,100]{1,0:T(8,128)}`` 'from' by a third)."""
+    as :func:`_tiled_to_of`: an entry of its own, so that the other entries' machine code stays as it was)."""
 
     def tiled_from(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
         # Reads the tiles in physical order; each tile row feeds R output streams, one per logical row. geometry:

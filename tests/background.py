@@ -68,14 +68,16 @@ def numba_wanted() -> bool:
 
 def warm_up_env() -> dict[str, str]:
     """The warm-up's settings: where the shipped machine code runs on this host, only the cases whose kernels
-    ``test_physical_aot`` compiles itself (``kernel_worker.COMPILED``), compiled here; else every case."""
-    from xlashapes.physical import _prebuilt
+    ``test_physical_aot`` compiles itself (``kernel_worker.COMPILED``), into numba's cache alone (no kept objects:
+    the tests, and later processes on this cache, run the shipped code, not code compiled here); else every case."""
+    from xlashapes.physical import _aot, _prebuilt
 
     if _prebuilt.archive() is None:
         return {}
     import kernel_worker
 
-    return {_prebuilt.NO_PREBUILT_VARIABLE: "1", "XLASHAPES_WORKER_CASES": "|".join(kernel_worker.COMPILED)}
+    return {_prebuilt.NO_PREBUILT_VARIABLE: "1", _aot.NO_AOT_VARIABLE: "1",
+            "XLASHAPES_WORKER_CASES": "|".join(kernel_worker.COMPILED)}
 
 
 JOBS = {

@@ -69,8 +69,8 @@ def build(baseline: _prebuilt.Baseline, out_folder: str) -> str:
         env = dict(os.environ, XLASHAPES_CACHE_DIR=cache, NUMBA_CPU_NAME=baseline.cpu, NUMBA_CPU_FEATURES=features,
                    PYTHONPATH=os.pathsep.join(sys.path[:3]))
         env[_prebuilt.NO_PREBUILT_VARIABLE] = "1"
-        env.pop("XLASHAPES_NO_NUMBA", None)
-        env.pop("XLASHAPES_NO_AOT", None)
+        for variable in ("XLASHAPES_NO_NUMBA", "XLASHAPES_NO_AOT", "XLASHAPES_WORKER_CASES", "XLASHAPES_WORKER_PART"):
+            env.pop(variable, None)  # (every case, compiled and kept)
         subprocess.run([sys.executable, __file__, "--work"], env=env, check=True)
         folders = glob.glob(os.path.join(cache, kernels_digest(), "aot-*"))
         if len(folders) != 1:

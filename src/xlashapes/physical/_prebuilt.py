@@ -66,7 +66,7 @@ NO_PREBUILT_VARIABLE = "XLASHAPES_NO_PREBUILT"
 """Set to anything but empty or 0: the shipped machine code is not used (kernels compile on first use)."""
 
 FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prebuilt")
-"""Where the archives are (``<cpu>.zip``)."""
+"""Where the archives are (``<baseline name>.zip``)."""
 
 
 def prebuilt_enabled() -> bool:

@@ -63,7 +63,8 @@ BASELINES = (
 """The baselines shipped, best first (a host takes the first whose features it has)."""
 
 NO_PREBUILT_VARIABLE = "XLASHAPES_NO_PREBUILT"
-"""Set to anything but empty or 0: the shipped machine code is not used (kernels compile on first use)."""
+"""Set to anything but empty or 0: the shipped machine code is not used (kernels compile on first use). Read once per
+process, when a compiled conversion first looks for machine code."""
 
 FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prebuilt")
 """Where the archives are (``<baseline name>.zip``)."""

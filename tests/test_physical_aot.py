@@ -43,9 +43,7 @@ def run_worker(cache: Path, numba: bool = True, processes: int = 1, shipped: boo
     """The worker's report, in a new process with kernel cache ``cache`` (``numba=False``: the NumPy path;
     ``shipped``: the machine code shipped with the package may run; ``cases``: these cases, else every case); with
     ``processes`` > 1, that many new processes at once, each taking its share of the cases (reports merged)."""
-    source = os.path.dirname(os.path.dirname(os.path.abspath(xlashapes.__file__)))
-    env = {**os.environ, "XLASHAPES_CACHE_DIR": str(cache), "XLASHAPES_NO_NUMBA": "0" if numba else "1",
-           "XLASHAPES_NO_AOT": "0", "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")]),
+    env = {**python_env(cache), "XLASHAPES_NO_NUMBA": "0" if numba else "1",
            _prebuilt.NO_PREBUILT_VARIABLE: "0" if shipped else "1", "XLASHAPES_WORKER_CASES": "|".join(cases or [])}
     runs = [subprocess.Popen([sys.executable, str(WORKER)], env={**env, "XLASHAPES_WORKER_PART": f"{k}/{processes}"},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(processes)]

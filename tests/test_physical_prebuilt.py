@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zipfile
 from collections.abc import Iterator
@@ -55,20 +56,34 @@ def manifest(**changes: object) -> dict[str, object]:
     return {**base, **changes}
 
 
+@contextlib.contextmanager
+def linux_x86() -> Iterator[None]:
+    """This process seen as an x86-64 Linux host by ``_prebuilt``."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_prebuilt.platform, "machine", lambda: "x86_64")
+        patch.setattr(_prebuilt.sys, "platform", "linux")
+        yield
+
+
 @pytest.fixture
-def on_linux_x86(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(_prebuilt.platform, "machine", lambda: "x86_64")
-    monkeypatch.setattr(_prebuilt.sys, "platform", "linux")
+def on_linux_x86() -> Iterator[None]:
+    with linux_x86():
+        yield
+
+
+@pytest.fixture
+def choice_again() -> Iterator[None]:
+    """The archive chosen afresh in the test (then again after it, with the test's patches undone)."""
+    _prebuilt._first_usable.cache_clear()
     yield
+    _prebuilt._first_usable.cache_clear()
 
 
 @given(needed=st.sets(st.sampled_from(sorted(HOST | {"avx512vbmi", "amx-tile", "sve"}))),
        present=st.sets(st.sampled_from(sorted(HOST | {"avx512vbmi"}))))
 def test_an_archive_runs_exactly_where_the_host_has_every_feature_it_needs(needed: set[str],
                                                                          present: set[str]) -> None:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_prebuilt.platform, "machine", lambda: "x86_64")
-        patch.setattr(_prebuilt.sys, "platform", "linux")
+    with linux_x86():
         problem = _prebuilt.manifest_problem(manifest(features=sorted(needed)), frozenset(present))
     assert (problem is None) == (needed <= present)
     if problem is not None:
@@ -90,35 +105,26 @@ def test_an_archive_for_other_sources_or_another_system_is_refused(on_linux_x86:
     (_prebuilt.BASELINES[0].features, "x86-64-v4-vbmi", None), (_prebuilt.BASELINES[1].features, "x86-64-v4", None),
     (_prebuilt.BASELINES[2].features, "x86-64-v3", None),
     (_prebuilt.BASELINES[2].features[:-3], None, "x86-64-v3: this CPU lacks lzcnt, movbe, xsave")])
-def test_a_host_takes_the_first_baseline_whose_features_it_has(on_linux_x86: None, monkeypatch: pytest.MonkeyPatch,
-                                                               features: tuple[str, ...], chosen: str | None,
-                                                               why: str | None) -> None:
+def test_a_host_takes_the_first_baseline_whose_features_it_has(
+        on_linux_x86: None, monkeypatch: pytest.MonkeyPatch, choice_again: None, features: tuple[str, ...],
+        chosen: str | None, why: str | None) -> None:
     monkeypatch.setattr(_prebuilt, "host_features", lambda: frozenset(features))
+    found = _prebuilt.archive()
+    assert (found.name if found is not None else None) == chosen
+    assert _prebuilt.archive_problem() == why
+    monkeypatch.setenv(_prebuilt.NO_PREBUILT_VARIABLE, "1")
     _prebuilt._first_usable.cache_clear()
-    try:
-        found = _prebuilt.archive()
-        assert (found.name if found is not None else None) == chosen
-        assert _prebuilt.archive_problem() == why
-        monkeypatch.setenv(_prebuilt.NO_PREBUILT_VARIABLE, "1")
-        _prebuilt._first_usable.cache_clear()
-        assert _prebuilt.archive() is None and _prebuilt.archive_problem() == "turned off (XLASHAPES_NO_PREBUILT)"
-        assert "compiled by numba on first use" in _dispatch.kernels_summary()
-    finally:
-        monkeypatch.undo()
-        _prebuilt._first_usable.cache_clear()
+    assert _prebuilt.archive() is None and _prebuilt.archive_problem() == "turned off (XLASHAPES_NO_PREBUILT)"
+    assert "compiled by numba on first use" in _dispatch.kernels_summary()
 
 
-def test_a_damaged_archive_is_not_used(on_linux_x86: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_damaged_archive_is_not_used(on_linux_x86: None, monkeypatch: pytest.MonkeyPatch, choice_again: None,
+                                       tmp_path: Path) -> None:
     for name, path in ARCHIVES.items():
         data = path.read_bytes()
         (tmp_path / f"{name}.zip").write_bytes(data[: len(data) // 2] if name != "x86-64-v3" else b"PK not a zip")
     monkeypatch.setattr(_prebuilt, "FOLDER", str(tmp_path))
-    _prebuilt._first_usable.cache_clear()
-    try:
-        assert _prebuilt.archive() is None and _prebuilt.archive_problem() == "x86-64-v3: a damaged archive"
-    finally:
-        monkeypatch.undo()
-        _prebuilt._first_usable.cache_clear()
+    assert _prebuilt.archive() is None and _prebuilt.archive_problem() == "x86-64-v3: a damaged archive"
 
 
 def test_a_shipped_object_loads_and_its_constants_are_read_where_the_host_has_none(

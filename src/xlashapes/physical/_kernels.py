@@ -45,7 +45,18 @@ from ._intrinsics import (
     _subroutine,
     _width,
 )
-from ._kinds import AHEAD_BYTES, AHEAD_STRIPS, AHEAD_TILES, FOLLOWED_ROWS, JOIN_BYTES, LINE, SHORT_ROWS, tiled_entry
+from ._kinds import (
+    AHEAD_BYTES,
+    AHEAD_STRIPS,
+    AHEAD_TILES,
+    FOLLOWED_ROWS,
+    JOIN_BYTES,
+    LINE,
+    ROW_AHEAD,
+    SHORT_ROWS,
+    TILES_AHEAD,
+    tiled_entry,
+)
 from ._shuffles import (
     _deinterleave2,
     _deinterleave4,
@@ -167,7 +178,8 @@ def _tiled_to_of(canonical: bool, packed: bool, odd: bool = False) -> Any:
       1.66-1.72x memcpy -> 1.42-1.46; 4 tiles ahead the same, 16 1.5-1.6);
     - strips of short rows too big to prefetch whole ``AHEAD_STRIPS`` ahead into the first level fetch each tile of
       the next strip's rows into L2 as they move the same tile of theirs (u8 ``T(16,128)(4,1)`` on rows of 512
-      bytes 2.05x -> 1.2, ``T(32,128)(4,1)`` 1.95 -> 1.3, s8 ``T(8,128)(4,1)`` on rows of 1 KiB 1.2 -> 1.0).
+      bytes 2.05x -> 1.2, ``T(32,128)(4,1)`` 1.95 -> 1.3, s8 ``T(8,128)(4,1)`` on rows of 1 KiB 1.2 -> 1.0);
+    - the others prefetch each of their rows ``ROW_AHEAD`` bytes on as they move a tile (all entries).
     """
 
     def tiled_to(x: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
@@ -223,6 +235,9 @@ def _tiled_to_of(canonical: bool, packed: bool, odd: bool = False) -> Any:
             for j in range(col_tiles):
                 first_element = source + (offset + i * r_size * step + j * c_size) * width
                 n = min(c_size, cols - j * c_size)
+                if not short and not far:  # (:data:`._kinds.ROW_AHEAD`)
+                    for r in range(valid):
+                        _prefetch_run(first_element + r * step * width + ROW_AHEAD, t_lines)
                 if odd:
                     ahead_rows, ahead_at = nxt_rows, source + (nxt_at + j * c_size) * width  # (the next strip's)
                     if far and j + AHEAD_TILES < col_tiles:  # (more rows than the hardware follows: tiles ahead)
@@ -329,6 +344,8 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
             for j in range(col_tiles):
                 n = min(c_size, cols - j * c_size)
                 base = t
+                if not (packed and bits < 8):  # (the tile :data:`._kinds.TILES_AHEAD` bytes on)
+                    _prefetch_run(t + TILES_AHEAD, r_size * piece // LINE)
                 if packed and bits < 8:
                     _unpack_words(tile, t, packed_bytes // 8, bits, lanes_mask)
                     base = tile

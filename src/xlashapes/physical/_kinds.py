@@ -57,6 +57,15 @@ AHEAD_STRIPS = 4  # strips ahead (batch dims between the tiled rows make their r
 AHEAD_BYTES = 1 << 14  # most bytes of strips prefetched whole ahead (half the first level); bigger strips: odd_tiles
 FOLLOWED_ROWS = 16  # tiles of more rows than this, of rows longer than SHORT_ROWS: odd_tiles
 AHEAD_TILES = 8  # how many tiles ahead those prefetch each row's
+ROW_AHEAD = 1 << 10  # the other tiles laid out (rows longer than SHORT_ROWS, at most FOLLOWED_ROWS of them) prefetch
+# each of their rows this many bytes on ('to', 64 MiB, x memcpy of the physical bytes: s8 [8192,8192]{1,0:T(8,128)(4,1)}
+# 1.26 -> 1.05, bf16 (2,1) 1.18 -> 1.07, pred 1.3 -> 1.2, s4 (2,1)E(4) 2.7 -> 2.1; 512 bytes the same, 4 KiB none)
+TILES_AHEAD = 1 << 13  # tiles read back prefetch the tile this many bytes on (physical order: tiled kernels but
+# sub-byte fields, and the stacked one; 'from', s8 (4,1) [8192,8192] 1.0-1.3 -> 0.87, on rows of 100 1.08 -> 0.88, u8
+# T(32,128)(4,1) 1.9-2.1 -> 1.7, bf16 (2,1) 1.1-1.3 -> 1.0-1.1; s4 E(4) fields 1.7-1.9 -> 1.8-2.3, left out)
+RUNS_AHEAD = 1 << 13  # the walk's runs shorter than this: each prefetches the run this many bytes of runs on ('to',
+# 64 MiB, x memcpy: bf16 [N,1000]{1,0:T(8,128)} 1.6 -> 1.15-1.2, f32 {2,1,0:T(2,128)} 1.2 -> 0.95, {1,0:T(8,128)} 1.05
+# -> 0.9; 4 KiB about the same; reading back the same)
 
 RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES, SHORT, WIDE_LINES, TURNS = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 MOST_PLANES = {1: 32, 2: 24, 4: 12}  # most rows (from 9) interleaved a lane's worth at a time, by word width: planes to

@@ -26,13 +26,12 @@ from typing import Any
 
 from ._intrinsics import _0, _1, _copy, _fence, _get, _inline, _jit, _lanes, _prefetch_run, _put, _subroutine, _width
 from ._kernels import _copy_out, _scalar, _strip_offset
-from ._kinds import ALIASED, LINE, RUNS_BYTES
+from ._kinds import ALIASED, LINE, RUNS_BYTES, TILES_AHEAD
 from ._shuffles import _deinterleave2, _deinterleave4, _interleave2, _interleave4
 from ._tile_parts import _canonical
 from ._walk import _deinterleaved, _interleaved, _squares_block
 
 PREFETCH_BYTES = 4096  # of each run of the next chunk's source, prefetched while the same run of this one is read
-TILES_AHEAD = 8192  # bytes past each tile read back whose tile is prefetched as it is read (tiles in the order read)
 
 
 @_subroutine

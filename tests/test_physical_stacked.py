@@ -27,6 +27,7 @@ from test_physical_fast import check_both_paths, compiled_for_any_size, count_ca
 from xlashapes.physical._entries import ENTRIES
 
 FAST = settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
+MIB = 1 << 20
 ETYPES = ["pred", "u8", "s8", "f8e4m3fn", "bf16", "f16", "s16", "f32", "s32", "u4", "s2"]
 
 
@@ -152,12 +153,33 @@ def test_sub_byte_fields_take_the_stacked_kernels_as_their_groups_bytes(
 
 def test_chunks_are_whole_tile_rows_or_columns_of_rows() -> None:
     columns_run = stacked._Tiled(7, 384, 0, (8, 128, 4), (1,))  # (columns follow the minor dim: whole tile rows)
-    assert stacked._stacked_chunk(columns_run, 7, 1, False) == (1, 3)
-    assert stacked._stacked_chunk(stacked._Tiled(70, 384, 0, (8, 128, 4), (1,)), 2, 1, False) == (9, 3)
+    assert stacked._stacked_chunk(columns_run, 7, 1, False, MIB) == (1, 3)
+    assert stacked._stacked_chunk(stacked._Tiled(70, 384, 0, (8, 128, 4), (1,)), 2, 1, False, MIB) == (9, 3)
     wide = stacked._Tiled(8, 40000, 0, (8, 128, 1), ())  # (a tile row of 3.8 MiB: split)
-    assert stacked._stacked_chunk(wide, 3, 4, False) == (1, 85)
+    assert stacked._stacked_chunk(wide, 3, 4, False, MIB) == (1, 85)
     rows_run = stacked._Tiled(4096, 2000, 1, (8, 128, 1), ())  # (rows follow it, laid out: runs of 512 bytes ...)
-    assert stacked._stacked_chunk(rows_run, 4, 1, True) == (256, 1)  # (... lengthened: fewer columns)
-    assert stacked._stacked_chunk(rows_run, 4, 1, False) == (16, 16)  # (read back: whole tile rows)
-    assert stacked._stacked_chunk(stacked._Tiled(16000, 224, 1, (32, 128, 4), ()), 7, 1, True) == (18, 2)  # (4 KiB)
-    assert stacked._stacked_chunk(stacked._Tiled(64, 128, 2, (8, 128, 2), ()), 8, 2, True) == (8, 1)
+    assert stacked._stacked_chunk(rows_run, 4, 1, True, MIB) == (256, 1)  # (... lengthened: fewer columns)
+    assert stacked._stacked_chunk(rows_run, 4, 1, False, MIB) == (16, 16)  # (read back: whole tile rows)
+    long_rows = stacked._Tiled(16000, 224, 1, (32, 128, 4), ())
+    assert stacked._stacked_chunk(long_rows, 7, 1, True, MIB) == (18, 2)  # (4 KiB)
+    assert stacked._stacked_chunk(stacked._Tiled(64, 128, 2, (8, 128, 2), ()), 8, 2, True, MIB) == (8, 1)
+    assert stacked._stacked_chunk(rows_run, 4, 1, True, MIB // 4) == (64, 1)  # (laying out: a quarter of the stage)
+    assert stacked._stacked_chunk(columns_run, 7, 1, False, 1 << 12) == (1, 1)  # (one tile's rows at least)
+
+
+def test_chunks_laid_out_are_a_share_of_those_read_back(
+    calls: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chunks: list[tuple[int, bool]] = []
+    real = stacked._stacked_chunk
+
+    def spy(plan: Any, stack: int, width: int, long_runs: bool, budget: int) -> tuple[int, int]:
+        chunks.append((budget, long_runs))
+        return real(plan, stack, width, long_runs, budget)
+
+    monkeypatch.setattr(stacked, "_stacked_chunk", spy)
+    shape = xs.parse_shape("f32[100,2048,3]{0,1,2:T(8,128)}")
+    x = random_array("f32", shape.dimensions, 5)
+    assert same_bits(from_physical(to_physical(x, shape), shape), x)
+    assert chunks == [(stacked.STAGE_BYTES // stacked.LAYING_OUT_SHARE, True), (stacked.STAGE_BYTES, False)]
+    assert calls["tiled_to_stacked"] == 1 and calls["tiled_from_stacked"] == 1

@@ -51,6 +51,10 @@ class _Stacked:
 
 MOST_STACKED = 16  # minor dims of at most this many elements between the tiles
 STAGE_BYTES = 1 << 20  # bytes of padded rows the stacked kernel stages at a time (a chunk: at least one tile's rows)
+LAYING_OUT_SHARE = 4  # laying out, chunks of this share of STAGE_BYTES (the staged rows and the runs they are read
+# through then fit the second level: 'to', x memcpy, f32 [2730,2048,3]{0,1,2:T(8,128)} 2.1-2.2 -> 1.85, bf16
+# [128,512,64,8]{0,2,3,1:T(8,128)(2,1)} 1.97 -> 1.78, pred [2000,4096,4]{0,1,2:T(8,128)} 3.1 -> 2.55; reading back, a
+# quarter took f32 2.5 -> 3.1)
 SHORT_RUN = 1024  # laid out, staged runs of a column's rows shorter than this: chunks of fewer columns (_stacked_chunk)
 
 
@@ -84,8 +88,8 @@ def _cached_stacked_plan(dims: tuple[int, ...], layout: Layout, width: int) -> _
     return None if tiled is None else _Stacked(tiled, col_dim, dims[-1])
 
 
-def _stacked_chunk(plan: _Tiled, stack: int, width: int, long_runs: bool) -> tuple[int, int]:
-    """(tile rows, tile columns) of the chunks the stacked kernel stages, at most ``STAGE_BYTES`` (or one tile's
+def _stacked_chunk(plan: _Tiled, stack: int, width: int, long_runs: bool, budget: int) -> tuple[int, int]:
+    """(tile rows, tile columns) of the chunks the stacked kernel stages, at most ``budget`` bytes (or one tile's
     rows): whole tile rows first; but with ``long_runs`` (laying out rows that follow the minor dim), where those
     would stage runs of rows shorter than ``SHORT_RUN`` bytes of each column, as many rows as fit with one tile
     column, then as many columns (bf16 ``[8192,1024,3]{0,1,2:T(8,128)(2,1)}``, runs of 96 bytes, 4.2x memcpy -> 2.0,
@@ -97,19 +101,19 @@ def _stacked_chunk(plan: _Tiled, stack: int, width: int, long_runs: bool) -> tup
     a call of the tiled kernel's code; 256 KiB 2.3 / 2.5; 1 MiB the same, and pred ``[2000,4096,4]`` 4.0 / 6.0 -> 2.9 /
     4.8).
 
-    >>> _stacked_chunk(_Tiled(7, 384, 0, (8, 128, 4), (1,)), 7, 1, False)
+    >>> _stacked_chunk(_Tiled(7, 384, 0, (8, 128, 4), (1,)), 7, 1, False, STAGE_BYTES)
     (1, 3)
-    >>> _stacked_chunk(_Tiled(4096, 2000, 1, (8, 128, 1), ()), 4, 1, True)  # (16 tile rows: runs of 512 bytes)
+    >>> _stacked_chunk(_Tiled(4096, 2000, 1, (8, 128, 1), ()), 4, 1, True, STAGE_BYTES)  # (runs of 512 bytes: longer)
     (256, 1)
     """
     r_size, c_size, _ = plan.tile
     tile = r_size * c_size * stack * width  # (staged bytes of one tile's rows)
     row_tiles, col_tiles = -(-plan.rows // r_size), -(-plan.cols // c_size)
-    cols = max(1, min(col_tiles, STAGE_BYTES // tile))
-    rows = max(1, min(row_tiles, STAGE_BYTES // (tile * cols)))
+    cols = max(1, min(col_tiles, budget // tile))
+    rows = max(1, min(row_tiles, budget // (tile * cols)))
     if long_runs and rows < row_tiles and rows * r_size * stack * width < SHORT_RUN:
-        rows = max(1, min(row_tiles, STAGE_BYTES // tile))
-        cols = max(1, min(col_tiles, STAGE_BYTES // (tile * rows)))
+        rows = max(1, min(row_tiles, budget // tile))
+        cols = max(1, min(col_tiles, budget // (tile * rows)))
     return rows, cols
 
 
@@ -144,7 +148,8 @@ def stacked_convert(
     plan, width = stacked.tiled, geometry.storage.itemsize
     strides = _c_strides(geometry.dims)
     sc, rows_run = strides[stacked.col_dim], strides[plan.row_dim] == stacked.stack
-    row_chunk, col_chunk = _stacked_chunk(plan, stacked.stack, width, rows_run and to)
+    budget = STAGE_BYTES // LAYING_OUT_SHARE if to else STAGE_BYTES
+    row_chunk, col_chunk = _stacked_chunk(plan, stacked.stack, width, rows_run and to, budget)
     r_size, c_size, _ = plan.tile
     units = math.prod(geometry.dims[d] for d in plan.batch) * -(-plan.rows // (r_size * row_chunk)) * -(
         -plan.cols // (c_size * col_chunk))

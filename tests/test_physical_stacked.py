@@ -165,21 +165,26 @@ def test_chunks_are_whole_tile_rows_or_columns_of_rows() -> None:
     assert stacked._stacked_chunk(stacked._Tiled(64, 128, 2, (8, 128, 2), ()), 8, 2, True, MIB) == (8, 1)
     assert stacked._stacked_chunk(rows_run, 4, 1, True, MIB // 4) == (64, 1)  # (laying out: a quarter of the stage)
     assert stacked._stacked_chunk(columns_run, 7, 1, False, 1 << 12) == (1, 1)  # (one tile's rows at least)
+    wide_rows_run = stacked._Tiled(2048, 21840, 1, (8, 128, 1), ())  # (read back: a tile row of 2 MiB ...)
+    assert stacked._stacked_chunk(wide_rows_run, 3, 4, False, MIB) == (1, 85)  # (... runs of 96 bytes a column ...)
+    assert stacked._stacked_chunk(wide_rows_run, 3, 4, False, MIB, 4) == (4, 21)  # (... made 384)
+    assert stacked._stacked_chunk(columns_run, 7, 1, False, MIB, 4) == (1, 3)  # (where there are: one tile row)
 
 
 def test_chunks_laid_out_are_a_share_of_those_read_back(
     calls: Counter[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    chunks: list[tuple[int, bool]] = []
+    chunks: list[tuple[int, bool, int]] = []
     real = stacked._stacked_chunk
 
-    def spy(plan: Any, stack: int, width: int, long_runs: bool, budget: int) -> tuple[int, int]:
-        chunks.append((budget, long_runs))
-        return real(plan, stack, width, long_runs, budget)
+    def spy(plan: Any, stack: int, width: int, long_runs: bool, budget: int, least: int) -> tuple[int, int]:
+        chunks.append((budget, long_runs, least))
+        return real(plan, stack, width, long_runs, budget, least)
 
     monkeypatch.setattr(stacked, "_stacked_chunk", spy)
     shape = xs.parse_shape("f32[100,2048,3]{0,1,2:T(8,128)}")
     x = random_array("f32", shape.dimensions, 5)
     assert same_bits(from_physical(to_physical(x, shape), shape), x)
-    assert chunks == [(stacked.STAGE_BYTES // stacked.LAYING_OUT_SHARE, True), (stacked.STAGE_BYTES, False)]
+    share, least = stacked.STAGE_BYTES // stacked.LAYING_OUT_SHARE, stacked.READ_ROW_TILES
+    assert chunks == [(share, True, 1), (stacked.STAGE_BYTES, False, least)]  # (reading back: a few tile rows at least)
     assert calls["tiled_to_stacked"] == 1 and calls["tiled_from_stacked"] == 1

@@ -55,6 +55,7 @@ LAYING_OUT_SHARE = 4  # laying out, chunks of this share of STAGE_BYTES (the sta
 # through then fit the second level: 'to', x memcpy, f32 [2730,2048,3]{0,1,2:T(8,128)} 2.1-2.2 -> 1.85, bf16
 # [128,512,64,8]{0,2,3,1:T(8,128)(2,1)} 1.97 -> 1.78, pred [2000,4096,4]{0,1,2:T(8,128)} 3.1 -> 2.55; reading back, a
 # quarter took f32 2.5 -> 3.1)
+READ_ROW_TILES = 4  # reading back rows that follow the minor dim: chunks of at least this many tile rows
 SHORT_RUN = 1024  # laid out, staged runs of a column's rows shorter than this: chunks of fewer columns (_stacked_chunk)
 
 
@@ -88,7 +89,8 @@ def _cached_stacked_plan(dims: tuple[int, ...], layout: Layout, width: int) -> _
     return None if tiled is None else _Stacked(tiled, col_dim, dims[-1])
 
 
-def _stacked_chunk(plan: _Tiled, stack: int, width: int, long_runs: bool, budget: int) -> tuple[int, int]:
+def _stacked_chunk(plan: _Tiled, stack: int, width: int, long_runs: bool, budget: int, least: int = 1
+                   ) -> tuple[int, int]:
     """(tile rows, tile columns) of the chunks the stacked kernel stages, at most ``budget`` bytes (or one tile's
     rows): whole tile rows first; but with ``long_runs`` (laying out rows that follow the minor dim), where those
     would stage runs of rows shorter than ``SHORT_RUN`` bytes of each column, as many rows as fit with one tile
@@ -99,12 +101,17 @@ def _stacked_chunk(plan: _Tiled, stack: int, width: int, long_runs: bool, budget
     tile rows where need be, took pred
     ``[7,1024,384,7]{2,0,3,1:T(8,128)(4,1)}`` from 2.3x memcpy to 5.1-5.5 'to' and 4.0-4.4 'from', when each piece was
     a call of the tiled kernel's code; 256 KiB 2.3 / 2.5; 1 MiB the same, and pred ``[2000,4096,4]`` 4.0 / 6.0 -> 2.9 /
-    4.8).
+    4.8). At least ``least`` tile rows (where there are), as many columns as fit with them: reading back rows that
+    follow the minor dim (``READ_ROW_TILES``), wide arrays' chunks of one tile row gave each column's run a few
+    dozen bytes (f32 ``[21840,2048,3]{0,1,2:T(8,128)}`` 'from', 512 MiB, runs of 96 bytes, 3.4-3.8x memcpy; 4 tile
+    rows 2.0-2.1, 8 2.2-2.4; bf16 ``[65536,1024,3]{0,1,2:T(8,128)(2,1)}`` 5.2 -> 2.3, 2.4 at 8).
 
     >>> _stacked_chunk(_Tiled(7, 384, 0, (8, 128, 4), (1,)), 7, 1, False, STAGE_BYTES)
     (1, 3)
     >>> _stacked_chunk(_Tiled(4096, 2000, 1, (8, 128, 1), ()), 4, 1, True, STAGE_BYTES)  # (runs of 512 bytes: longer)
     (256, 1)
+    >>> _stacked_chunk(_Tiled(2048, 21840, 1, (8, 128, 1), ()), 3, 4, False, STAGE_BYTES, READ_ROW_TILES)
+    (4, 21)
     """
     r_size, c_size, _ = plan.tile
     tile = r_size * c_size * stack * width  # (staged bytes of one tile's rows)
@@ -113,6 +120,9 @@ def _stacked_chunk(plan: _Tiled, stack: int, width: int, long_runs: bool, budget
     rows = max(1, min(row_tiles, budget // (tile * cols)))
     if long_runs and rows < row_tiles and rows * r_size * stack * width < SHORT_RUN:
         rows = max(1, min(row_tiles, budget // tile))
+        cols = max(1, min(col_tiles, budget // (tile * rows)))
+    if rows < min(least, row_tiles):
+        rows = min(least, row_tiles)
         cols = max(1, min(col_tiles, budget // (tile * rows)))
     return rows, cols
 
@@ -149,7 +159,8 @@ def stacked_convert(
     strides = _c_strides(geometry.dims)
     sc, rows_run = strides[stacked.col_dim], strides[plan.row_dim] == stacked.stack
     budget = STAGE_BYTES // LAYING_OUT_SHARE if to else STAGE_BYTES
-    row_chunk, col_chunk = _stacked_chunk(plan, stacked.stack, width, rows_run and to, budget)
+    least = READ_ROW_TILES if rows_run and not to else 1
+    row_chunk, col_chunk = _stacked_chunk(plan, stacked.stack, width, rows_run and to, budget, least)
     r_size, c_size, _ = plan.tile
     units = math.prod(geometry.dims[d] for d in plan.batch) * -(-plan.rows // (r_size * row_chunk)) * -(
         -plan.cols // (c_size * col_chunk))

@@ -55,6 +55,7 @@ from ._kinds import (
     ROW_AHEAD,
     SHORT_ROWS,
     TILES_AHEAD,
+    TILES_AHEAD_ROWS,
     tiled_entry,
 )
 from ._shuffles import (
@@ -344,7 +345,7 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
             for j in range(col_tiles):
                 n = min(c_size, cols - j * c_size)
                 base = t
-                if not (packed and bits < 8):  # (the tile :data:`._kinds.TILES_AHEAD` bytes on)
+                if r_size <= TILES_AHEAD_ROWS and not (packed and bits < 8):  # (:data:`._kinds.TILES_AHEAD`)
                     _prefetch_run(t + TILES_AHEAD, r_size * piece // LINE)
                 if packed and bits < 8:
                     _unpack_words(tile, t, packed_bytes // 8, bits, lanes_mask)

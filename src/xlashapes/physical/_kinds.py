@@ -63,6 +63,8 @@ ROW_AHEAD = 1 << 10  # the other tiles laid out (rows longer than SHORT_ROWS, at
 TILES_AHEAD = 1 << 13  # tiles read back prefetch the tile this many bytes on (physical order: tiled kernels but
 # sub-byte fields, and the stacked one; 'from', s8 (4,1) [8192,8192] 1.0-1.3 -> 0.87, on rows of 100 1.08 -> 0.88, u8
 # T(32,128)(4,1) 1.9-2.1 -> 1.7, bf16 (2,1) 1.1-1.3 -> 1.0-1.1; s4 E(4) fields 1.7-1.9 -> 1.8-2.3, left out)
+TILES_AHEAD_ROWS = 8  # the tiled kernels prefetch so tiles of at most this many rows (bf16 [2048,8192]{1,0:T(16,128)
+# (2,1)} 'from' went 1.1-1.3 -> 1.4-1.6 prefetched, and is 1.06-1.17 without; u8 T(32,128)(4,1) 1.6-1.75 -> 1.7-1.85)
 RUNS_AHEAD = 1 << 13  # the walk's runs shorter than this: each prefetches the run this many bytes of runs on ('to',
 # 64 MiB, x memcpy: bf16 [N,1000]{1,0:T(8,128)} 1.6 -> 1.15-1.2, f32 {2,1,0:T(2,128)} 1.2 -> 0.95, {1,0:T(8,128)} 1.05
 # -> 0.9; 4 KiB about the same; reading back the same)

@@ -429,7 +429,7 @@ def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int
     """``rows`` contiguous runs of ``length`` elements, ``dr`` / ``sr`` elements apart (one call for many runs)."""
     width = _width(pad)
     n = length * width
-    ahead = RUNS_AHEAD // n if n < RUNS_AHEAD else 0  # (runs ahead: :data:`._kinds.RUNS_AHEAD`)
+    ahead = RUNS_AHEAD // n if 0 < n < RUNS_AHEAD else 0  # (runs ahead: :data:`._kinds.RUNS_AHEAD`)
     lines = (n + LINE - 1) // LINE + 1
     for r in range(rows):
         d, s = dst + r * dr * width, src + r * sr * width

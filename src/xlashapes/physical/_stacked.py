@@ -120,11 +120,8 @@ def _stacked_chunk(plan: _Tiled, stack: int, width: int, long_runs: bool, budget
     rows = max(1, min(row_tiles, budget // (tile * cols)))
     if long_runs and rows < row_tiles and rows * r_size * stack * width < SHORT_RUN:
         rows = max(1, min(row_tiles, budget // tile))
-        cols = max(1, min(col_tiles, budget // (tile * rows)))
-    if rows < min(least, row_tiles):
-        rows = min(least, row_tiles)
-        cols = max(1, min(col_tiles, budget // (tile * rows)))
-    return rows, cols
+    rows = max(rows, min(least, row_tiles))
+    return rows, max(1, min(col_tiles, budget // (tile * rows)))  # (as many columns as fit with those rows)
 
 
 def _runs_room(rows: int, cols: int, stack: int, width: int, aliased: bool) -> int:

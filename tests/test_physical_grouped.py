@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import xlashapes as xs
 import xlashapes.physical as physical
 from profiles import examples
-from test_physical import canonical_bits, random_array
+from test_physical import canonical_bits, random_array, same_bits
 from test_physical_generic import numpy_path
 from xlashapes.physical import _convert, _dispatch, _grouped, from_physical, relayout, to_physical
 from xlashapes.physical._geometry import _geometry
@@ -181,17 +181,55 @@ def test_grouped_route_equals_numpy_path(shape: xs.Shape, seed: int, threads: in
     ("u4[24,45,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30), ("s4[8,1003,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30)])
 def test_permuted_fields_go_through_the_regroup_kernel(monkeypatch: pytest.MonkeyPatch, text: str,
                                                        budget: int) -> None:
-    # whole (the groups within the budget: one call each way), or a window of the byte layout at a time (several)
+    # laid out whole (the groups within the budget: one call), or a window of the byte layout at a time (several);
+    # read back split in place where the groups divide the dim (one call), else as laid out
     shape = xs.parse_shape(text)
     x = random_array(str(shape.element_type), shape.dimensions, 7)
     expected = numpy_path(to_physical, x, shape, padding_value=1)
     monkeypatch.setattr(_convert, "GROUP_BYTES", budget)
     with grouped_routes() as calls:
         buffer = to_physical(x, shape, padding_value=1)
+        laid = calls["regroup"]
         back = from_physical(buffer, shape)
+    read = calls["regroup"] - laid
     assert np.array_equal(buffer, expected)
     assert np.array_equal(back.view(np.uint8), canonical_bits(x).reshape(x.shape))
-    assert calls["regroup"] == 2 if budget > 1 << 20 else calls["regroup"] >= 4, calls
+    whole = budget > 1 << 20
+    found = grouping_of(text)
+    assert found is not None
+    assert laid == 1 if whole else laid >= 2, calls
+    assert read == 1 if whole or _convert._splits_in_place(found, back) else read >= 2, calls
+
+
+@pytest.mark.parametrize("text", [
+    "u4[256,32,66]{0,2,1:T(8,128)E(4)}",  # (pairs along the first dim)
+    "s4[64,128,64,32]{0,1,3,2:T(8,128)(2,1)E(4)}",  # (along a middle one)
+    "s4[16,40,256]{2,0,1:E(4)}",  # (along the last)
+    "u2[8,40,64]{1,0,2:T(8,128)(4,1)E(2)}",  # (four fields a byte, along the first)
+    "s4[64,96,8]{0,1,2:T(8,128)(2,1)E(4)}",  # (short runs of groups, 8 at a time in registers)
+])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_groups_read_back_are_split_in_the_results_own_bytes(
+        monkeypatch: pytest.MonkeyPatch, text: str, threads: int) -> None:
+    # whole groups read back into the last 1/per of the result and split from there: no temporary, whatever the
+    # budget, the same array as the NumPy path; an out= array in another order takes a temporary
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 3)
+    buffer = numpy_path(to_physical, x, shape)
+    made: list[int] = []
+    real = _dispatch.temporary
+    monkeypatch.setattr(_dispatch, "temporary", lambda n: made.append(n) or real(n))
+    monkeypatch.setattr(_convert, "GROUP_BYTES", 1 << 10)  # (else windows of the groups)
+    with grouped_routes() as calls:
+        back = from_physical(buffer, shape, threads=threads)
+        assert calls["regroup"] == 1 and made == []
+        noise = np.random.default_rng(5).integers(0, 256, buffer.size, dtype=np.uint8)
+        assert same_bits(from_physical(noise, shape, threads=threads), numpy_path(from_physical, noise, shape))
+        other = np.empty(x.shape[::-1], x.dtype).T  # (Fortran order: not split in place)
+        from_physical(buffer, shape, out=other, threads=threads)
+        assert made != [] and calls["regroup"] >= 3
+    assert np.array_equal(back.view(np.uint8), canonical_bits(x).reshape(x.shape))
+    assert np.array_equal(other.view(np.uint8), canonical_bits(x).reshape(x.shape))
 
 
 @pytest.mark.parametrize("text", ["s4[256,512]{0,1:T(8,128)(2,1)E(4)}", "u4[4,64,256]{1,2,0:T(8,128)(2,1)E(4)}"])

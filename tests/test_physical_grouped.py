@@ -348,7 +348,7 @@ def test_the_groups_temporary_is_kept_for_the_next_conversion_and_freed_on_reque
         assert made == [8 * 64 * 256] and calls["regroup"] == 1
         assert np.array_equal(canonical_bits(from_physical(buffer, shape)), canonical_bits(x))
         assert to_physical(x, shape).tobytes() == buffer.tobytes()
-        assert made == [8 * 64 * 256] and calls["regroup"] == 3  # both later conversions took the kept one
+        assert made == [8 * 64 * 256] and calls["regroup"] == 3  # (laid out again: the kept one; read back: none)
     assert np.array_equal(buffer, numpy_path(lambda: to_physical(x, shape)))
     assert _dispatch.release_temporaries() == 8 * 64 * 256 and _dispatch.release_temporaries() == 0
 

@@ -170,15 +170,14 @@ def _read_grouped(data: np.ndarray[Any, Any], geometry: _Geometry, result: np.nd
     found = grouped_route(geometry, max(data.nbytes, result.nbytes), run, False)
     if found is None:
         return False
-    none = np.zeros((), np.uint8)
+    none, count = np.zeros((), np.uint8), math.prod(found.shape.dimensions)
     if _splits_in_place(found, result):  # (the groups' bytes in the back of the result's own, split front to back)
-        room = result.reshape(-1).view(np.uint8)[result.nbytes - math.prod(found.shape.dimensions) :]
-        grouped = room.reshape(found.shape.dimensions)
+        grouped = result.reshape(-1).view(np.uint8)[result.nbytes - count :].reshape(found.shape.dimensions)
         _read_physical(data, _geometry(found.shape), grouped, replace(run, numba_bytes=0))
         regroup(grouped, result, found, none, geometry.value_mask, False, replace(run, threads=1))
         return True
     if _grouped_whole(found, run):
-        with dispatch.temporary(math.prod(found.shape.dimensions)) as room:
+        with dispatch.temporary(count) as room:
             grouped = room.reshape(found.shape.dimensions)
             _read_physical(data, _geometry(found.shape), grouped, replace(run, numba_bytes=0))
             regroup(grouped, result, found, none, geometry.value_mask, False, run)
@@ -198,7 +197,7 @@ def _splits_in_place(found: Grouping, result: np.ndarray[Any, Any]) -> bool:
     one byte, C order, whole groups) and split from there into all of it: in the order the ``regroup`` kernel goes
     (C order, one thread), each group's fields land at or before its own byte, never on a byte not yet split. No
     temporary then (a 512 MiB s4 ``[4096,256,512]{1,0,2:T(8,128)(2,1)E(4)}`` read back went a window of groups at a
-    time, 3.3-4.8x memcpy; in place 1.9-2.1, its peak memory the result's).
+    time, 3.3-4.8x memcpy of the logical bytes; in place 1.84, its peak memory the result's).
 
     >>> from ._geometry import _geometry
     >>> from ..text import parse_shape

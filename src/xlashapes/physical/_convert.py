@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -171,16 +172,16 @@ def _read_grouped(data: np.ndarray[Any, Any], geometry: _Geometry, result: np.nd
     if found is None:
         return False
     none, count = np.zeros((), np.uint8), math.prod(found.shape.dimensions)
-    if _splits_in_place(found, result):  # (the groups' bytes in the back of the result's own, split front to back)
-        grouped = result.reshape(-1).view(np.uint8)[result.nbytes - count :].reshape(found.shape.dimensions)
-        _read_physical(data, _geometry(found.shape), grouped, replace(run, numba_bytes=0))
-        regroup(grouped, result, found, none, geometry.value_mask, False, replace(run, threads=1))
-        return True
-    if _grouped_whole(found, run):
-        with dispatch.temporary(count) as room:
-            grouped = room.reshape(found.shape.dimensions)
+    in_place = _splits_in_place(found, result)
+    if in_place or _grouped_whole(found, run):
+        # in place: the groups' bytes in the back of the result's own, split from there front to back on one thread
+        back = result.reshape(-1).view(np.uint8)[result.nbytes - count :]
+        room = nullcontext(back) if in_place else dispatch.temporary(count)
+        split = replace(run, threads=1) if in_place else run
+        with room as held:
+            grouped = held.reshape(found.shape.dimensions)
             _read_physical(data, _geometry(found.shape), grouped, replace(run, numba_bytes=0))
-            regroup(grouped, result, found, none, geometry.value_mask, False, run)
+            regroup(grouped, result, found, none, geometry.value_mask, False, split)
         return True
     plan = _plan(found.shape.dimensions, found.shape.layout_or_default())
     assert plan is not None  # (grouped_route)

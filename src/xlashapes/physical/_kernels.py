@@ -59,8 +59,6 @@ from ._kinds import (
     tiled_entry,
 )
 from ._shuffles import (
-    _deinterleave2,
-    _deinterleave4,
     _interleave2,
     _nibbles_joined,
     _nibbles_split,
@@ -74,6 +72,7 @@ from ._tile_parts import (
     _LOW_NIBBLES,
     _U,
     _canonical,
+    _deinterleaved_rows,
     _last_lane,
     _nibble_pairs,
     _short_tile_to,
@@ -364,11 +363,7 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
                 for g in range(r_size // p if p > 1 and not tile_rows else 0):
                     d = scratch + LINE + g * p * pitch + filled
                     s = base + g * piece * p
-                    for c in range(0, full, lanes):
-                        if p == 2:
-                            _deinterleave2(d + c * width, pitch // width, s + c * 2 * width, _0, pad)
-                        else:
-                            _deinterleave4(d + c * width, pitch // width, s + c * 4 * width, _0, pad)
+                    _deinterleaved_rows(d, s, pitch // width, _1, full, _0, _0, p, pad)
                     if 0 < full < n:
                         # (joined rows: the last lane again, overlapping the one before, where it would run into the
                         # next row; element by element, s8 [N,100]{1,0:T(8,128)(4,1)} 'from' took 2.8x memcpy)

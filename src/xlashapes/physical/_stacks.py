@@ -27,8 +27,7 @@ from typing import Any
 from ._intrinsics import _0, _1, _copy, _fence, _get, _inline, _jit, _lanes, _prefetch_run, _put, _subroutine, _width
 from ._kernels import _copy_out, _scalar, _strip_offset
 from ._kinds import ALIASED, LINE, RUNS_BYTES, TILES_AHEAD
-from ._shuffles import _deinterleave2, _deinterleave4, _interleave2, _interleave4
-from ._tile_parts import _canonical
+from ._tile_parts import _canonical, _deinterleaved_rows, _interleaved_rows
 from ._walk import _deinterleaved, _interleaved, _squares_block
 
 PREFETCH_BYTES = 4096  # of each run of the next chunk's source, prefetched while the same run of this one is read
@@ -63,17 +62,11 @@ def _tile_moved(tile: int, rows: int, pad: Any, step: int, r_size: int, c_size: 
             else:
                 _copy(rows + r * step * width, tile + r * c_size * width, c_size * width)
     elif (p == 2 or p == 4) and c_size % lanes == 0:
-        for g in range(r_size // p):
-            t, s = tile + g * p * c_size * width, rows + g * p * step * width
-            for c in range(0, c_size, lanes):
-                if to and p == 2:
-                    _interleave2(t + c * 2 * width, s + c * width, step, _0, pad)
-                elif to:
-                    _interleave4(t + c * 4 * width, s + c * width, step, _0, pad)
-                elif p == 2:
-                    _deinterleave2(s + c * width, step, t + c * 2 * width, _0, pad)
-                else:
-                    _deinterleave4(s + c * width, step, t + c * 4 * width, _0, pad)
+        groups, in_tile, in_rows = r_size // p, p * c_size * width, p * step * width  # (bytes of a group of rows)
+        if to:
+            _interleaved_rows(tile, rows, step, groups, c_size, in_tile, in_rows, p, pad, _0)
+        else:
+            _deinterleaved_rows(rows, tile, step, groups, c_size, in_rows, in_tile, p, pad)
     else:
         for g in range(r_size // p):
             for c in range(c_size):

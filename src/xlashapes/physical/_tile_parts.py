@@ -31,6 +31,22 @@ def _interleaved_rows(dst: int, src: int, step: int, groups: int, n: int, d_pitc
                 _interleave4(d + c * 4 * width, s + c * width, step, stream, pad)
 
 
+@_inline
+def _deinterleaved_rows(dst: int, src: int, step: int, groups: int, n: int, d_pitch: int, s_pitch: int, p: int,
+                        pad: Any) -> None:
+    """The other way of :func:`_interleaved_rows`: ``groups`` groups of ``p`` interleaved rows at ``src``
+    (``s_pitch`` bytes a group) split into rows ``step`` elements apart at ``dst`` (groups ``d_pitch`` bytes apart),
+    ``n`` columns (whole lanes) each."""
+    width = _width(pad)
+    for g in range(groups):
+        d, s = dst + g * d_pitch, src + g * s_pitch
+        for c in range(0, n, _lanes(pad)):
+            if p == 2:
+                _deinterleave2(d + c * width, step, s + c * 2 * width, _0, pad)
+            else:
+                _deinterleave4(d + c * width, step, s + c * 4 * width, _0, pad)
+
+
 @_subroutine
 def _tile_to(dst: int, src: int, step: int, rows: int, cols: int, r_size: int, c_size: int, p: int, pad: Any,
              spare: int) -> None:
@@ -165,13 +181,8 @@ def _tile_rows_split(dst: int, pitch: int, src: int, stage: int, r_size: int, c_
     overlapping last lane: s8 ``[N,100]{1,0:T(8,128)(4,1)}`` 'from' took 2.0x memcpy)."""
     width, lanes = _width(pad), _lanes(pad)
     full = (n + lanes - 1) // lanes * lanes
-    for g in range(r_size // p):
-        d, s = stage + g * p * c_size * width, src + g * p * c_size * width
-        for c in range(0, full, lanes):
-            if p == 2:
-                _deinterleave2(d + c * width, c_size, s + c * 2 * width, _0, pad)
-            else:
-                _deinterleave4(d + c * width, c_size, s + c * 4 * width, _0, pad)
+    group = p * c_size * width  # (bytes of a group of rows, on both sides)
+    _deinterleaved_rows(stage, src, c_size, r_size // p, full, group, group, p, pad)
     for r in range(r_size):
         _copy(dst + r * pitch * width, stage + r * c_size * width, n * width)
 

@@ -272,6 +272,12 @@ def _deinterleaved(dst: int, src: int, pad: Any, big: int, small: int, du: int, 
             _deinterleave7(d, du, s, rows_aligned and not last, pad)
 
 
+@_inline
+def _squares_end(n: int, side: int) -> int:
+    """``n`` rounded up to whole squares of ``side`` (the last square of a row overlaps the one before)."""
+    return n if n % side == 0 else n - n % side + side
+
+
 @_subroutine
 def _chunked_squares(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int) -> None:
     """Byte squares of more than 16 source rows a multiple of 4 KiB apart (their lines all in one set of a 32-48 KiB
@@ -281,8 +287,7 @@ def _chunked_squares(dst: int, src: int, pad: Any, big: int, small: int, du: int
     four squares that share each have read it; 16 at a time fit, and the chunk's destination stays in the cache
     until its rows are all written."""
     side = _side(pad)
-    end_u = big if big % side == 0 else big - big % side + side
-    end_i = small if small % side == 0 else small - small % side + side
+    end_u, end_i = _squares_end(big, side), _squares_end(small, side)
     for u0 in range(0, end_u, ALIASED_CHUNK):
         for ii in range(0, end_i, side):
             i = min(ii, small - side)
@@ -365,8 +370,7 @@ def _block_of(kind: int) -> Any:
             return
         # the rows and columns a whole number of squares leaves: one more square each way, overlapping the last
         # (the same values again; off the line grid, so not streamed)
-        end_u = big if big % side == 0 else big - big % side + side
-        end_i = small if small % side == 0 else small - small % side + side
+        end_u, end_i = _squares_end(big, side), _squares_end(small, side)
         streamed = rows_aligned and side == _side(pad) and side * width == LINE
         if side == LINE and width == 1 and big > side and big % side >= 8:
             # bytes, the rows past the last whole square: blocks of 8 (whole destination lines, streamed once;

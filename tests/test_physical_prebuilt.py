@@ -29,7 +29,7 @@ def test_each_baseline_ships_every_entry_built_from_these_kernel_sources(baselin
     manifest = manifest_of(baseline.name)
     assert manifest["kernels"] == _cache.kernels_digest(), REBUILD
     assert (manifest["name"], manifest["cpu"], manifest["features"], manifest["machine"], manifest["platform"]) == (
-        baseline.name, baseline.cpu, list(baseline.features), "x86_64", "linux")
+        baseline.name, baseline.cpu, list(baseline.features), baseline.machine, baseline.platform)
     entries = {name for names in _entries.ENTRIES.values() for name in names}
     with zipfile.ZipFile(ARCHIVES[baseline.name]) as archive:
         names = set(archive.namelist())
@@ -101,10 +101,14 @@ def test_an_archive_for_other_sources_or_another_system_is_refused(on_linux_x86:
     assert _prebuilt.manifest_problem("not a manifest", HOST) == "no manifest"
 
 
+V3, V2 = _prebuilt.BASELINES[2].features, _prebuilt.BASELINES[3].features
+
+
 @pytest.mark.parametrize(("features", "chosen", "why"), [
     (_prebuilt.BASELINES[0].features, "x86-64-v4-vbmi", None), (_prebuilt.BASELINES[1].features, "x86-64-v4", None),
-    (_prebuilt.BASELINES[2].features, "x86-64-v3", None),
-    (_prebuilt.BASELINES[2].features[:-3], None, "x86-64-v3: this CPU lacks lzcnt, movbe, xsave")])
+    (V3, "x86-64-v3", None), (V3[:-3], "x86-64-v2", None), (V2, "x86-64-v2", None),
+    (V2[:-2], None, "x86-64-v2: this CPU lacks crc32, ssse3"), ((), None, "x86-64-v2: this CPU lacks " + ", ".join(
+        sorted(V2)))])
 def test_a_host_takes_the_first_baseline_whose_features_it_has(
         on_linux_x86: None, monkeypatch: pytest.MonkeyPatch, choice_again: None, features: tuple[str, ...],
         chosen: str | None, why: str | None) -> None:
@@ -122,9 +126,29 @@ def test_a_damaged_archive_is_not_used(on_linux_x86: None, monkeypatch: pytest.M
                                        tmp_path: Path) -> None:
     for name, path in ARCHIVES.items():
         data = path.read_bytes()
-        (tmp_path / f"{name}.zip").write_bytes(data[: len(data) // 2] if name != "x86-64-v3" else b"PK not a zip")
+        (tmp_path / f"{name}.zip").write_bytes(data[: len(data) // 2] if name != "x86-64-v2" else b"PK not a zip")
     monkeypatch.setattr(_prebuilt, "FOLDER", str(tmp_path))
-    assert _prebuilt.archive() is None and _prebuilt.archive_problem() == "x86-64-v3: a damaged archive"
+    assert _prebuilt.archive() is None and _prebuilt.archive_problem() == "x86-64-v2: a damaged archive"
+
+
+@pytest.mark.parametrize(("machine", "system", "chosen", "why"), [
+    ("aarch64", "linux", "aarch64", None), ("x86_64", "linux", "x86-64-v2", None),
+    ("arm64", "darwin", None, "none shipped for arm64 darwin"),
+    ("AMD64", "win32", None, "none shipped for AMD64 win32"),
+    ("riscv64", "linux", None, "none shipped for riscv64 linux")])
+def test_each_machine_takes_only_its_own_archives(monkeypatch: pytest.MonkeyPatch, choice_again: None, machine: str,
+                                                  system: str, chosen: str | None, why: str | None) -> None:
+    monkeypatch.setattr(_prebuilt.platform, "machine", lambda: machine)
+    monkeypatch.setattr(_prebuilt.sys, "platform", system)
+    monkeypatch.setattr(_prebuilt, "host_features", lambda: frozenset(V2))  # (an ARM host's features: none asked)
+    opened: list[str] = []
+    real = _prebuilt.zipfile.ZipFile
+    monkeypatch.setattr(_prebuilt.zipfile, "ZipFile", lambda path: opened.append(Path(path).stem) or real(path))
+    found = _prebuilt.archive()
+    assert (found.name if found is not None else None) == chosen
+    assert _prebuilt.archive_problem() == why
+    assert {b.name for b in _prebuilt.BASELINES if b.name in opened} <= {
+        b.name for b in _prebuilt.BASELINES if (b.machine, b.platform) == (machine, system)}  # no other machine's
 
 
 def test_a_shipped_object_loads_and_its_constants_are_read_where_the_host_has_none(

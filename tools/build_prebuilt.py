@@ -1,15 +1,20 @@
 """Build the compiled kernels' machine code shipped with the package (``src/xlashapes/physical/prebuilt/*.zip``).
 
-    python tools/build_prebuilt.py            # every baseline, two at a time (about 75 s each on this machine)
+    python tools/build_prebuilt.py                  # every baseline, two at a time
+    python tools/build_prebuilt.py --only aarch64   # the named baselines only
 
-For each baseline CPU (``_prebuilt.BASELINES``: x86-64-v4 with and without VBMI, x86-64-v3; Linux), a new process
-compiles every
-kernel overload that the suite's kernel worker (``tests/kernel_worker.py``: every entry point and element width,
-both directions, one and two threads) and the benchmark's layouts (``benchmarks/bench_physical.py``, at 1/16 of
-their size) use, with numba told to build for that CPU (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``) into an empty
-kernel cache. The kept objects it writes (``_aot.save``) and the kernel modules' constants are then put in one zip
+For each baseline CPU (``_prebuilt.BASELINES``: x86-64-v4 with and without VBMI, x86-64-v3, 64-bit ARM; Linux), a new
+process compiles every kernel overload that the suite's kernel worker (``tests/kernel_worker.py``: every entry point and
+element width, both directions, one and two threads) and the benchmark's layouts (``benchmarks/bench_physical.py``, at
+1/16 of their size) use, with numba told to build for that CPU (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``) into an
+empty kernel cache. The kept objects it writes (``_aot.save``) and the kernel modules' constants are then put in one zip
 per baseline, with a manifest naming the kernel sources' digest, the CPU and the features a host needs to run them.
 Run it again whenever a kernel source changes: ``test_physical_prebuilt`` fails until then.
+
+Each build's bytes (every case's digest) must equal this host's NumPy path's. The aarch64 baseline is built under
+QEMU's user-mode emulator (``tools/aarch64_python.py``, which prepares it on first use: apt, as root), ~40 min
+against ~75 s for an x86-64 one; its archive is then checked there too: every case run from the shipped code in a
+new process with an empty kernel cache, without numba being imported, with the same bytes.
 """
 
 from __future__ import annotations
@@ -17,14 +22,18 @@ from __future__ import annotations
 import glob
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "src"), os.path.join(ROOT, "tests"), os.path.join(ROOT, "benchmarks")]
+sys.path[:0] = [os.path.join(ROOT, "src"), os.path.join(ROOT, "tests"), os.path.join(ROOT, "benchmarks"),
+                os.path.join(ROOT, "tools")]
 
 from xlashapes.physical import _prebuilt  # noqa: E402
 from xlashapes.physical._cache import kernels_digest  # noqa: E402
@@ -52,14 +61,57 @@ def bench_cases() -> list[str]:
 
 
 def work() -> None:
-    """In the building process: run every case on the compiled path (numba compiles and keeps each overload)."""
+    """In the building process: run every case on the compiled path (numba compiles and keeps each overload); prints
+    the digests of the bytes, whether numba was imported and the entries that ran from kept or shipped code."""
     import kernel_worker
 
     report = kernel_worker.report()  # (sets the compiled-path thresholds to 0)
-    extra = bench_cases()
-    for text in extra:
-        kernel_worker.digest_of(text)
-    print(json.dumps({"cases": len(report["digests"]) + len(extra), "numba": report["numba"]}))
+    digests = dict(report["digests"])
+    for text in bench_cases():
+        digests[text] = kernel_worker.digest_of(text)
+    print(json.dumps({"cases": len(digests), "numba": report["numba"], "native": report["native"],
+                      "digests": digests}))
+
+
+def worked(env: dict[str, str], emulated: bool) -> dict[str, Any]:
+    """What ``--work`` printed, run with ``env`` on this host or (``emulated``) under the aarch64 emulator."""
+    if emulated:
+        import aarch64_python
+
+        aarch64_python.prepare()
+        env = aarch64_python.environment(env["PYTHONPATH"].split(os.pathsep), env)
+        start = aarch64_python.command()
+    else:
+        start = [sys.executable]
+    done = subprocess.run([*start, __file__, "--work"], env=env, check=True, stdout=subprocess.PIPE, text=True)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+@cache
+def host_digests() -> dict[str, str]:
+    """The digests of every case's bytes on the NumPy path on this host (the reference each build is checked
+    against)."""
+    env = dict(os.environ, XLASHAPES_NO_NUMBA="1", PYTHONPATH=os.pathsep.join(sys.path[:4]))
+    for variable in ("XLASHAPES_WORKER_CASES", "XLASHAPES_WORKER_PART"):
+        env.pop(variable, None)
+    digests: dict[str, str] = worked(env, False)["digests"]
+    return digests
+
+
+def checked(baseline: _prebuilt.Baseline) -> None:
+    """Run every case from the archive just built, under the emulator, in a new process with an empty kernel cache:
+    each from the shipped code (numba never imported), with the bytes of this host's NumPy path."""
+    with tempfile.TemporaryDirectory(prefix="xlashapes-prebuilt-check-") as cache:
+        env = dict(os.environ, XLASHAPES_CACHE_DIR=cache, PYTHONPATH=os.pathsep.join(sys.path[:4]))
+        for variable in (_prebuilt.NO_PREBUILT_VARIABLE, "XLASHAPES_NO_NUMBA", "XLASHAPES_NO_AOT",
+                         "XLASHAPES_WORKER_CASES", "XLASHAPES_WORKER_PART"):
+            env.pop(variable, None)
+        ran = worked(env, True)
+    if ran["numba"]:
+        raise SystemExit(f"{baseline.name}: numba was imported running the shipped code (an overload missing?)")
+    if ran["digests"] != host_digests():
+        raise SystemExit(f"{baseline.name}: the shipped code's bytes differ from this host's NumPy path")
 
 
 def build(baseline: _prebuilt.Baseline, out_folder: str) -> str:
@@ -67,11 +119,13 @@ def build(baseline: _prebuilt.Baseline, out_folder: str) -> str:
     with tempfile.TemporaryDirectory(prefix="xlashapes-prebuilt-") as cache:
         features = ",".join("+" + feature for feature in baseline.features)
         env = dict(os.environ, XLASHAPES_CACHE_DIR=cache, NUMBA_CPU_NAME=baseline.cpu, NUMBA_CPU_FEATURES=features,
-                   PYTHONPATH=os.pathsep.join(sys.path[:3]))
+                   PYTHONPATH=os.pathsep.join(sys.path[:4]))
         env[_prebuilt.NO_PREBUILT_VARIABLE] = "1"
         for variable in ("XLASHAPES_NO_NUMBA", "XLASHAPES_NO_AOT", "XLASHAPES_WORKER_CASES", "XLASHAPES_WORKER_PART"):
             env.pop(variable, None)  # (every case, compiled and kept)
-        subprocess.run([sys.executable, __file__, "--work"], env=env, check=True)
+        built = worked(env, baseline.machine != platform.machine())
+        if built["digests"] != host_digests():
+            raise SystemExit(f"{baseline.name}: the compiled kernels' bytes differ from this host's")
         folders = glob.glob(os.path.join(cache, kernels_digest(), "aot-*"))
         if len(folders) != 1:
             raise SystemExit(f"expected one folder of kept objects for {baseline.name}, found {folders}")
@@ -93,7 +147,9 @@ def build(baseline: _prebuilt.Baseline, out_folder: str) -> str:
                 info.compress_type = zipfile.ZIP_LZMA
                 archive.writestr(info, data)
         os.replace(path + ".tmp", path)
-        return path
+    if baseline.machine != platform.machine():
+        checked(baseline)
+    return path
 
 
 def _compiler() -> dict[str, str]:
@@ -108,11 +164,16 @@ def main() -> None:
     if sys.argv[1:] == ["--work"]:
         work()
         return
+    chosen = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+    baselines = [b for b in _prebuilt.BASELINES if chosen is None or b.name in chosen]
+    if not baselines:
+        raise SystemExit(f"no baseline named {chosen}: {', '.join(b.name for b in _prebuilt.BASELINES)}")
+    host_digests()
     out_folder = os.path.dirname(_prebuilt.__file__)
     out_folder = os.path.join(out_folder, "prebuilt")
     os.makedirs(out_folder, exist_ok=True)
     with ThreadPoolExecutor(2) as pool:
-        for path in pool.map(lambda baseline: build(baseline, out_folder), _prebuilt.BASELINES):
+        for path in pool.map(lambda baseline: build(baseline, out_folder), baselines):
             with zipfile.ZipFile(path) as archive:
                 names = archive.namelist()
             print(f"{os.path.relpath(path, ROOT)}: {sum(n.endswith('.o') for n in names)} objects, "

@@ -70,9 +70,9 @@ emits each kernel's code once: :func:`._intrinsics._subroutine`) and is cached w
 ``cache=True`` in ``$XLASHAPES_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/xlashapes``, else ``~/.cache/xlashapes``; its machine code is also kept there (keyed by the host CPU
 and the numba version), and a new process runs that through llvmlite alone, without importing numba (``_aot``;
-``XLASHAPES_NO_AOT=1`` turns it off). On x86-64 Linux hosts with AVX2 or AVX-512, nothing compiles: the package ships
-that machine code built ahead of time for baseline CPUs (``_prebuilt``; ``tools/build_prebuilt.py``), so a layout's
-first compiled use costs ~0.04 s, not 2-4 s; other hosts compile on first use. ``XLASHAPES_NO_NUMBA=1`` forces the
+``XLASHAPES_NO_AOT=1`` turns it off). On Linux, x86-64 (SSE4.2 and up) and 64-bit ARM, nothing compiles: the package
+ships that machine code built ahead of time for baseline CPUs (``_prebuilt``; ``tools/build_prebuilt.py``), so a
+layout's first compiled use costs ~0.04 s, not 2-4 s; other systems compile on first use. ``XLASHAPES_NO_NUMBA=1`` forces the
 NumPy path, which stays the reference: every compiled path gives its bytes exactly (the tests compare them).
 
 **Packed fields as bytes.** When the elements sharing each byte of an E(n) layout are always neighbours along one

@@ -29,8 +29,8 @@ writes the object). A nonzero status (a kernel that raised, e.g. a division by z
 numba, so that the same Python exception as before is raised.
 
 **Shipped with the package.** Where this host has no kept object for an overload, :func:`load` takes the one the
-package ships for the host's baseline CPU (:mod:`._prebuilt`: the same files, built ahead of time for x86-64-v3 and
--v4 Linux hosts), checked the same way but for the host key (the archive as a whole was checked for this host).
+package ships for the host's baseline CPU (:mod:`._prebuilt`: the same files, built ahead of time for x86-64 and
+64-bit ARM Linux hosts), checked the same way but for the host key (the archive as a whole was checked for this host).
 
 **Compiled once across processes.** Processes that start together on a cold cache (the test suite's warm-up and
 its tests, parallel ``xlashapes pack`` jobs) would each compile every kernel they meet. Before compiling an

@@ -7,14 +7,20 @@ the benchmark's layouts use, once per baseline CPU, with numba told to build for
 baseline into ``prebuilt/``: the kept objects (:func:`._aot.save`'s files) and the kernel modules' constants, with a
 manifest naming the kernel sources' digest, the CPU and the features a host needs.
 
-**Which baselines.** x86-64 Linux (TPU hosts and most CI), best first: ``x86-64-v4-vbmi`` (AVX-512 F/BW/CD/DQ/VL
-and VBMI/VBMI2: Ice Lake and later, Zen 4 and later), ``x86-64-v4`` (AVX-512 without the byte permutes: Skylake-X,
-Cascade Lake), ``x86-64-v3`` (AVX2, FMA, BMI). All with LLVM's generic tuning for their level. Measured on this
-project's Zen 5 machine (``bench_physical.py --quick --cpu``, empty kernel caches, alternating runs), against code
-built for the host itself: the median row the same (ratio 1.02-1.03 for v4), but without VBMI the byte shuffles
-cost more (pred ``[7,N,384,7]{2,0,3,1:T(8,128)(4,1)}`` 'to' 2.6 native, 3.7-4.2 v4, 2.6-2.8 v4-vbmi), and the generic
-tuning costs some rows (f32 ``[N,100]{1,0:T(8,128)}`` 'from' 1.1 native, 1.3-1.5). v3 code is ~5% slower again at
-the median. Other machines, other systems, and older x86-64 CPUs compile on first use.
+**Which baselines.** Linux, best first for each machine. x86-64 (TPU hosts and most CI): ``x86-64-v4-vbmi`` (AVX-512
+F/BW/CD/DQ/VL and VBMI/VBMI2: Ice Lake and later, Zen 4 and later), ``x86-64-v4`` (AVX-512 without the byte permutes:
+Skylake-X, Cascade Lake), ``x86-64-v3`` (AVX2, FMA, BMI), ``x86-64-v2`` (SSE4.2, POPCNT: x86-64 CPUs from 2009 on, and
+virtual CPUs that hide AVX). All with LLVM's generic tuning for their level. Measured on this project's Zen 5 machine
+(``bench_physical.py --quick --cpu``, empty kernel caches, alternating runs), against code built for the host itself:
+the median row the same (ratio 1.02-1.03 for v4), but without VBMI the byte shuffles cost more (pred
+``[7,N,384,7]{2,0,3,1:T(8,128)(4,1)}`` 'to' 2.6 native, 3.7-4.2 v4, 2.6-2.8 v4-vbmi), and the generic tuning costs some
+rows (f32 ``[N,100]{1,0:T(8,128)}`` 'from' 1.1 native, 1.3-1.5). v3 code is ~5% slower again at the median; v2 code
+(vectors of 16 bytes), run here, the same to 25% slower than v3 (three rows, 64 MiB: f32 ``{0,1}`` alike, bf16
+``T(8,128)(2,1)`` 'to' 1.26x memcpy against 1.10, s8 ``T(8,128)(4,1)`` 'from' 1.30 against 1.03). 64-bit ARM:
+``aarch64`` (ARMv8-A with NEON, which every such CPU has: Graviton, Ampere, Grace, Cortex-A72 and up), built and checked
+under QEMU's user-mode emulator (``tools/aarch64_python.py``): its bytes are those of the NumPy path for every case, but
+its speed is not measured (no ARM hardware here). macOS, Windows and other machines compile on first use (2-4 s a
+layout).
 
 **When they are used.** :func:`._aot.load` looks in the host's own kept code first (code compiled here, for this
 CPU), then here: an archive is used when it was built from these kernel sources (the digest of
@@ -59,6 +65,8 @@ BASELINES = (
     Baseline("x86-64-v4-vbmi", "x86-64-v4", (*_V4, "avx512vbmi", "avx512vbmi2")),
     Baseline("x86-64-v4", "x86-64-v4", _V4),
     Baseline("x86-64-v3", "x86-64-v3", _V3),
+    Baseline("x86-64-v2", "x86-64-v2", _V2),
+    Baseline("aarch64", "generic", (), "aarch64"),  # (ARMv8-A with NEON, which every 64-bit ARM CPU has)
 )
 """The baselines shipped, best first (a host takes the first whose features it has)."""
 
@@ -153,8 +161,8 @@ def _first_usable() -> Archive | str:
     features: frozenset[str] | None = None
     for baseline in BASELINES:
         path = os.path.join(FOLDER, baseline.name + ".zip")
-        if not os.path.exists(path):
-            continue
+        if (baseline.machine, baseline.platform) != (platform.machine(), sys.platform) or not os.path.exists(path):
+            continue  # (another machine's archive: not even opened)
         try:
             opened = zipfile.ZipFile(path)
             manifest = json.loads(opened.read("manifest.json"))

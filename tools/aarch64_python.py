@@ -8,7 +8,8 @@ minute): Debian's ``qemu-user-static`` on the host (apt, as root), Debian's arm6
 libraries it and the wheels load, unpacked into ``root/`` (``apt-get download`` and ``dpkg -x``: nothing runs as
 arm64 to install them, so no binfmt registration is needed), and the arm64 wheels of numpy, ml_dtypes, numba and
 llvmlite at this host's own versions (and pytest, hypothesis) in ``site/`` (``pip install --target --platform``).
-QEMU runs the arm64 interpreter with ``QEMU_LD_PREFIX=root``, so its libraries and standard library are found there.
+QEMU runs the arm64 interpreter with ``QEMU_LD_PREFIX=root``, so its libraries and standard library are found there,
+and as ``argv[0]`` a script that starts it again, so that ``sys.executable`` works for subprocesses.
 Emulated, numba compiles ~25x slower than natively (the whole kernel warm-up: ~40 min).
 """
 
@@ -71,8 +72,15 @@ def prepare() -> None:
 
 
 def command() -> list[str]:
-    """The command that starts the emulated interpreter (after :func:`prepare`)."""
-    return [QEMU, os.path.join(ROOT, "root", "usr", "bin", "python3.11")]
+    """The command that starts the emulated interpreter (after :func:`prepare`): ``ROOT/python``, a script that runs
+    it under QEMU as its own ``argv[0]``, so that its ``sys.executable`` starts new emulated processes too."""
+    script = os.path.join(ROOT, "python")
+    if not os.path.exists(script):
+        with open(script + ".tmp", "w") as out:
+            out.write(f'#!/bin/sh\nexec {QEMU} -0 "$0" {os.path.join(ROOT, "root", "usr", "bin", "python3.11")} "$@"\n')
+        os.chmod(script + ".tmp", 0o755)
+        os.replace(script + ".tmp", script)
+    return [script]
 
 
 def environment(paths: list[str], base: dict[str, str] | None = None) -> dict[str, str]:

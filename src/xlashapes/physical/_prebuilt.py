@@ -15,8 +15,9 @@ virtual CPUs that hide AVX). All with LLVM's generic tuning for their level. Mea
 the median row the same (ratio 1.02-1.03 for v4), but without VBMI the byte shuffles cost more (pred
 ``[7,N,384,7]{2,0,3,1:T(8,128)(4,1)}`` 'to' 2.6 native, 3.7-4.2 v4, 2.6-2.8 v4-vbmi), and the generic tuning costs some
 rows (f32 ``[N,100]{1,0:T(8,128)}`` 'from' 1.1 native, 1.3-1.5). v3 code is ~5% slower again at the median; v2 code
-(vectors of 16 bytes), run here, the same to 25% slower than v3 (three rows, 64 MiB: f32 ``{0,1}`` alike, bf16
-``T(8,128)(2,1)`` 'to' 1.26x memcpy against 1.10, s8 ``T(8,128)(4,1)`` 'from' 1.30 against 1.03). 64-bit ARM:
+(vectors of 16 bytes), run here (the whole ``--quick`` table, best of two, alternating with v3): the median row 1.10x
+v3's time, the worst 1.5-2.5x (byte shuffles and sub-byte fields: pred ``T(8,128)(4,1)`` 'from' 1.26 -> 2.1x memcpy, u2
+``E(2)`` 'from' 0.74 -> 1.84, bf16 tiled transposes relaid out 1.72 -> 4.0), still without a compile. 64-bit ARM:
 ``aarch64`` (ARMv8-A with NEON, which every such CPU has: Graviton, Ampere, Grace, Cortex-A72 and up), built and checked
 under QEMU's user-mode emulator (``tools/aarch64_python.py``): its bytes are those of the NumPy path for every case, but
 its speed is not measured (no ARM hardware here). macOS, Windows and other machines compile on first use (2-4 s a

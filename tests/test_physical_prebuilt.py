@@ -152,7 +152,7 @@ def test_each_machine_takes_only_its_own_archives(monkeypatch: pytest.MonkeyPatc
 
 
 def test_a_shipped_object_loads_and_its_constants_are_read_where_the_host_has_none(
-        on_linux_x86: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     if _prebuilt.archive() is None:
         pytest.skip("no shipped machine code for this host")
     monkeypatch.setenv("XLASHAPES_CACHE_DIR", str(tmp_path))  # an empty kernel cache: nothing compiled here

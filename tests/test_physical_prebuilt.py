@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,6 +130,29 @@ def test_a_damaged_archive_is_not_used(on_linux_x86: None, monkeypatch: pytest.M
         (tmp_path / f"{name}.zip").write_bytes(data[: len(data) // 2] if name != "x86-64-v2" else b"PK not a zip")
     monkeypatch.setattr(_prebuilt, "FOLDER", str(tmp_path))
     assert _prebuilt.archive() is None and _prebuilt.archive_problem() == "x86-64-v2: a damaged archive"
+
+
+def test_no_archive_is_used_where_llvmlite_cannot_load_it(on_linux_x86: None, monkeypatch: pytest.MonkeyPatch,
+                                                          choice_again: None) -> None:
+    monkeypatch.setattr(_prebuilt, "host_features", lambda: None)
+    assert _prebuilt.archive() is None
+    assert _prebuilt.archive_problem() == "llvmlite cannot be imported (the shipped code is loaded through it)"
+
+
+def test_host_features_are_none_without_llvmlite_and_empty_where_llvm_cannot_tell(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import llvmlite.binding
+
+    features = _prebuilt.host_features()
+    assert features is not None and features  # (this host: LLVM reads them)
+
+    def fails() -> dict[str, bool]:
+        raise RuntimeError("failed to get host cpu features")
+
+    monkeypatch.setattr(llvmlite.binding, "get_host_cpu_features", fails)
+    assert _prebuilt.host_features() == frozenset()
+    monkeypatch.setitem(sys.modules, "llvmlite.binding", None)  # (an import that fails)
+    assert _prebuilt.host_features() is None
 
 
 @pytest.mark.parametrize(("machine", "system", "chosen", "why"), [

@@ -72,8 +72,9 @@ emits each kernel's code once: :func:`._intrinsics._subroutine`) and is cached w
 and the numba version), and a new process runs that through llvmlite alone, without importing numba (``_aot``;
 ``XLASHAPES_NO_AOT=1`` turns it off). On Linux, x86-64 (SSE4.2 and up) and 64-bit ARM, nothing compiles: the package
 ships that machine code built ahead of time for baseline CPUs (``_prebuilt``; ``tools/build_prebuilt.py``), so a
-layout's first compiled use costs ~0.04 s, not 2-4 s; other systems compile on first use. ``XLASHAPES_NO_NUMBA=1`` forces the
-NumPy path, which stays the reference: every compiled path gives its bytes exactly (the tests compare them).
+layout's first compiled use costs ~0.04 s, not 2-4 s; other systems compile on first use. ``XLASHAPES_NO_NUMBA=1``
+forces the NumPy path, which stays the reference: every compiled path gives its bytes exactly (the tests compare
+them).
 
 **Packed fields as bytes.** When the elements sharing each byte of an E(n) layout are always neighbours along one
 logical dim (untiled: the minor dim; one tile level: its minor side; ``(p,1)`` sub-tiles: their rows), its bytes are

@@ -107,13 +107,16 @@ def manifest_problem(manifest: object, features: frozenset[str]) -> str | None:
     return f"this CPU lacks {', '.join(missing)}" if missing else None
 
 
-def host_features() -> frozenset[str]:
-    """The host CPU's features as LLVM names them (empty without llvmlite)."""
+def host_features() -> frozenset[str] | None:
+    """The host CPU's features as LLVM names them: None without llvmlite (which loads the shipped code), empty where
+    LLVM cannot tell them."""
     try:
         import llvmlite.binding as llvm
-
-        return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
     except Exception:  # no llvmlite, or one that cannot load here
+        return None
+    try:
+        return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
+    except Exception:  # (LLVM raises where it cannot read them: only archives that ask for none run)
         return frozenset()
 
 
@@ -160,6 +163,7 @@ def _first_usable() -> Archive | str:
         return f"turned off ({NO_PREBUILT_VARIABLE})"
     problem = f"none shipped for {platform.machine()} {sys.platform}"
     features: frozenset[str] | None = None
+    looked = False
     for baseline in BASELINES:
         path = os.path.join(FOLDER, baseline.name + ".zip")
         if (baseline.machine, baseline.platform) != (platform.machine(), sys.platform) or not os.path.exists(path):
@@ -170,8 +174,11 @@ def _first_usable() -> Archive | str:
         except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError, RuntimeError):
             problem = f"{baseline.name}: a damaged archive"
             continue
+        if not looked:
+            features, looked = host_features(), True
         if features is None:
-            features = host_features()
+            opened.close()
+            return "llvmlite cannot be imported (the shipped code is loaded through it)"
         reason = manifest_problem(manifest, features)
         if reason is None:
             return Archive(path, opened, baseline.name)

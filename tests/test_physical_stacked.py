@@ -188,3 +188,38 @@ def test_chunks_laid_out_are_a_share_of_those_read_back(
     share, least = stacked.STAGE_BYTES // stacked.LAYING_OUT_SHARE, stacked.READ_ROW_TILES
     assert chunks == [(share, True, 1), (stacked.STAGE_BYTES, False, least)]  # (reading back: a few tile rows at least)
     assert calls["tiled_to_stacked"] == 1 and calls["tiled_from_stacked"] == 1
+
+
+@pytest.mark.parametrize(("text", "laid_out", "read_back", "piece"), [
+    ("bf16[40,2,512,8]{0,2,3,1:T(8,128)(2,1)}", 1024, 4096, 992),  # columns 16 KiB apart; pieces with a tail
+    ("pred[128,873,3]{0,1,2:T(16,128)(4,1)}", 2016, 2619, 1984),  # columns 2619 bytes apart: long runs staged
+    ("s8[40,3,87,10]{0,2,3,1:T(16,128)(4,1)}", 870, 870, 870),  # (a run short enough to turn whole)
+])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_long_runs_are_staged_laid_out_and_turned_in_pieces_read_back(
+    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, laid_out: int, read_back: int, piece: int,
+    streamed: bool
+) -> None:
+    from xlashapes.physical import _stacks
+
+    if streamed:
+        monkeypatch.setattr(dispatch, "STREAM_BYTES", 0)
+    shape = xs.parse_shape(text)
+    width = np.dtype(shape.element_type.numpy_dtype).itemsize
+    plan = stacked._stacked_plan(shape.dimensions, shape.layout_or_default(), width)
+    assert plan is not None
+    runs = {}  # the longest run of a column in a chunk, each way, in elements
+    for to, budget, least in ((True, stacked.STAGE_BYTES // stacked.LAYING_OUT_SHARE, 1),
+                              (False, stacked.STAGE_BYTES, stacked.READ_ROW_TILES)):
+        rows, _ = stacked._stacked_chunk(plan.tiled, plan.stack, width, to, budget, least)
+        runs[to] = min(plan.tiled.rows, rows * plan.tiled.tile[0]) * plan.stack
+    assert (runs[True], runs[False]) == (laid_out, read_back)
+    assert laid_out * width >= _stacks.STAGED_RUN  # (laid out through the runs buffer)
+    assert _stacks._run_piece.py_func(read_back, min(plan.tiled.cols, 128), width) == piece
+    x = random_array(str(shape.element_type), shape.dimensions, 11)
+    expected = numpy_path(monkeypatch, to_physical, x, shape, padding_value=1)
+    got = to_physical(x, shape, padding_value=1)
+    assert np.array_equal(got, expected)
+    noise = np.random.default_rng(5).integers(0, 256, size=len(expected), dtype=np.uint8)
+    assert same_bits(from_physical(noise, shape), numpy_path(monkeypatch, from_physical, noise, shape))
+    assert calls["tiled_to_stacked"] > 0 and calls["tiled_from_stacked"] > 0

@@ -44,6 +44,9 @@ ALIASED_CHUNK = 1024  # columns of byte squares from rows 4 KiB apart, 16 rows a
 ALIASED = 1024  # stacked layouts' columns (:mod:`._stacks`) whose runs are a multiple of this many bytes apart share
 # cache sets: copied a line apart more (bf16 ``[128,256,64,8]{0,2,3,1:T(8,128)(2,1)}`` 'to', columns 256 KiB apart,
 # 3.8x memcpy -> 2.3)
+STAGED_RUN = 512  # ... or whose runs are at least this many bytes (laying out: squares straight from 128 columns' runs
+# of 2 KiB, pred [128,87381,3]{0,1,2:T(16,128)(4,1)} 'to', took 7.1-7.9x memcpy, staged 2.5; s8
+# [384,100,87,10]{0,2,3,1:T(16,128)(4,1)}, runs of 870 bytes, 4.8-5.7 -> 2.3; runs of 256 bytes staged 2.0 -> 2.8)
 RUNS_BYTES = 1 << 16  # their runs staged at a time reading back (at least one run: :func:`._stacked._runs_room`;
 # 16 KiB the same within the noise)
 

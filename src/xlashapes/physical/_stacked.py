@@ -36,7 +36,7 @@ from . import _dispatch as dispatch
 from ._compiled import _batch, _c_strides, _canon, _checked, _tile_of, _Tiled, _tiled_geometry
 from ._dispatch import Run, address
 from ._geometry import _Geometry
-from ._kinds import ALIASED, LINE, RUNS_BYTES
+from ._kinds import ALIASED, LINE, RUNS_BYTES, STAGED_RUN
 
 
 @dataclass(frozen=True)
@@ -126,8 +126,8 @@ def _stacked_chunk(plan: _Tiled, stack: int, width: int, long_runs: bool, budget
 
 def _runs_room(rows: int, cols: int, stack: int, width: int, aliased: bool) -> int:
     """Bytes the stacked kernel's runs buffer needs for chunks of ``rows`` x ``cols``: :data:`._kinds.RUNS_BYTES`, or
-    one row if longer, or every column's staged rows (``aliased``: laying out columns that share cache sets,
-    :func:`._stacks._gather`).
+    one row if longer, or every column's staged rows (``aliased``: laying out columns that share cache sets or long
+    runs, :func:`._stacks._gather`).
 
     >>> _runs_room(8, 384, 7, 1, False)
     65536
@@ -162,8 +162,9 @@ def stacked_convert(
     units = math.prod(geometry.dims[d] for d in plan.batch) * -(-plan.rows // (r_size * row_chunk)) * -(
         -plan.cols // (c_size * col_chunk))
     staged = row_chunk * r_size * stacked.stack * col_chunk * c_size * width
+    run_bytes = row_chunk * r_size * stacked.stack * width  # (a column's staged run, at most)
     runs = _runs_room(row_chunk * r_size, col_chunk * c_size, stacked.stack, width,
-                      rows_run and (sc * width) % ALIASED == 0)
+                      rows_run and ((sc * width) % ALIASED == 0 or run_bytes >= STAGED_RUN))
     stream = int(data.nbytes >= run.stream_bytes)
     base = _tiled_geometry(plan, geometry, stream, 0)._replace(canon=_canon(geometry))
     stack = (stacked.stack, sc, row_chunk, int(to), col_chunk)

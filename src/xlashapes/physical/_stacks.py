@@ -26,11 +26,13 @@ from typing import Any
 
 from ._intrinsics import _0, _1, _copy, _fence, _get, _inline, _jit, _lanes, _prefetch_run, _put, _subroutine, _width
 from ._kernels import _copy_out, _scalar, _strip_offset
-from ._kinds import ALIASED, LINE, RUNS_BYTES, TILES_AHEAD
+from ._kinds import ALIASED, LINE, RUNS_BYTES, STAGED_RUN, TILES_AHEAD
 from ._tile_parts import _canonical, _deinterleaved_rows, _interleaved_rows
 from ._walk import _deinterleaved, _interleaved, _squares_block
 
 PREFETCH_BYTES = 4096  # of each run of the next chunk's source, prefetched while the same run of this one is read
+SCATTER_COLUMNS = 32  # columns whose runs the scatter turns at a time, at least (in pieces where whole runs would not
+# fit RUNS_BYTES)
 
 
 @_subroutine
@@ -92,13 +94,26 @@ def _run_step(n: int, width: int) -> int:
     return (n * width + LINE - 1) // LINE * LINE + LINE
 
 
+@_inline
+def _run_piece(n: int, cols: int, width: int) -> int:
+    """Elements of each column's run of ``n`` that :func:`_scatter` turns at a time: the whole run, or pieces of whole
+    lines short enough that ``SCATTER_COLUMNS`` columns' pieces fit ``RUNS_BYTES`` (runs of 8 KiB turned 7 columns at
+    a time read the whole stage again for each 7: bf16 ``[128,32,1024,8]{0,2,3,1:T(8,128)(2,1)}`` 'from' 7.1x memcpy,
+    2.0-2.2 in pieces; pred ``[64,34952,15]{0,1,2:T(32,128)(4,1)}`` 6.2-6.9 -> 2.1)."""
+    least = min(cols, SCATTER_COLUMNS)
+    if _run_step(n, width) * least <= RUNS_BYTES:
+        return n
+    return max(LINE, (RUNS_BYTES // least - LINE) // LINE * LINE) // width
+
+
 @_subroutine
 def _gather(stage: int, src: int, pad: Any, rows: int, padded: int, stack: int, cols: int, pitch: int, sr: int,
             sc: int, runs: int, ahead: int) -> None:
     """``stage[r][l][c]`` (``pitch`` elements a row) ``= src[r*sr + c*sc + l]`` for ``r < rows``, ``l < stack``,
     ``c < cols``; the columns up to ``pitch`` and the rows up to ``padded`` are padding. Columns whose runs of rows
-    share cache sets (a multiple of ``ALIASED`` bytes apart) are first copied to ``runs``, a line apart more, all of
-    them (pred ``[2000,4096,4]{0,1,2:T(8,128)}``: 28 columns at a time took 9x memcpy, 64 4.1, all 2.9). Each run
+    share cache sets (a multiple of ``ALIASED`` bytes apart), or are at least ``STAGED_RUN`` bytes (the squares
+    would read as many streams as columns), are first copied to ``runs``, a line apart more, all of them (pred
+    ``[2000,4096,4]{0,1,2:T(8,128)}``: 28 columns at a time took 9x memcpy, 64 4.1, all 2.9). Each run
     read prefetches (its first ``PREFETCH_BYTES``) its counterpart ``ahead`` bytes on, in the next chunk (0: none):
     pred ``[7,3566,384,7]{2,0,3,1:T(8,128)(4,1)}`` reads 7 runs of 2688 bytes 9 MiB apart a chunk, and the hardware's
     prefetcher did not keep up (2.6-2.7x memcpy laid out, 1.7-1.9 prefetched; its runs de-interleaved alone took 2.0,
@@ -106,7 +121,7 @@ def _gather(stage: int, src: int, pad: Any, rows: int, padded: int, stack: int, 
     width = _width(pad)
     if sr == stack:  # (rows and minor dim one run of the source: one block)
         n = rows * stack
-        if (sc * width) % ALIASED == 0:
+        if (sc * width) % ALIASED == 0 or n * width >= STAGED_RUN:
             step = _run_step(n, width)
             lines = min(n * width, PREFETCH_BYTES) // LINE + 1
             for c in range(cols):
@@ -139,13 +154,16 @@ def _scatter(dst: int, stage: int, pad: Any, rows: int, stack: int, cols: int, p
     if sr == stack:
         n = rows * stack
         if stream or (sc * width) % ALIASED == 0:
-            step = _run_step(n, width)
+            piece = _run_piece(n, cols, width)
+            step = _run_step(piece, width)
             per = max(1, RUNS_BYTES // step)
             for c0 in range(0, cols, per):
                 k = min(per, cols - c0)
-                _turned(runs, stage + c0 * width, pad, k, n, step // width, pitch, _0)
-                for c in range(k):
-                    _copy_out(dst + (c0 + c) * sc * width, runs + c * step, n * width, stream)
+                for s0 in range(0, n, piece):
+                    sn = min(piece, n - s0)
+                    _turned(runs, stage + (s0 * pitch + c0) * width, pad, k, sn, step // width, pitch, _0)
+                    for c in range(k):
+                        _copy_out(dst + ((c0 + c) * sc + s0) * width, runs + c * step, sn * width, stream)
         else:
             _turned(dst, stage, pad, cols, n, sc, pitch, _0)
     elif stream:  # (the columns follow the minor dim: each row one run)

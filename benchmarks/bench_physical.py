@@ -2,6 +2,7 @@
 
     python benchmarks/bench_physical.py [--quick] [--sizes 64,512] [--threads 1,2] [--only TEXT] [--cpu]
                                         [--unaligned] [--startup] [--cold] [--rss] [--huge DIR]
+                                        [--survey N [--seed S]]
 
 Each row is one layout, one direction, one size and one thread count; the columns are time / memcpy time (1.0 is
 memcpy speed) for the NumPy path (``XLASHAPES_NO_NUMBA=1``, single thread) and the compiled path. memcpy is
@@ -19,6 +20,8 @@ an empty kernel cache (cold) and with a filled one (warm); ``--cold`` times each
 (to and from, 64 MiB, a new process with an empty kernel cache). ``--rss`` runs each case in a new process and prints
 its peak RSS above the input array, against the output's size. ``--huge DIR`` streams an 8 GiB array through
 ``pack_file`` / ``unpack_file`` in DIR (needs 24 GiB of disk) and prints the time and peak RSS of each.
+``--survey N`` times N random layouts of every family (rank 2-5, any dim order, every element type and tiling;
+seeded by ``--seed``), worst first: the table's layouts were chosen, these were not.
 """
 
 from __future__ import annotations
@@ -249,6 +252,71 @@ def timed(runs: list[Callable[[], object]], repeat: int, clock: Callable[[], flo
         time.perf_counter = saved
 
 
+# ----- a random survey: layouts of every family, not only the table's ------------------------------------------
+SURVEY_TYPES = (  # (element type, layouts' tails: untiled, tilings)
+    ("f32", ("", "T(8,128)", "T(4,128)", "T(2,128)", "T(128)")), ("s32", ("", "T(8,128)")),
+    ("bf16", ("", "T(8,128)(2,1)", "T(16,128)(2,1)", "T(8,128)")), ("f16", ("", "T(8,128)(2,1)")),
+    ("s8", ("", "T(8,128)(4,1)", "T(32,128)(4,1)")), ("u8", ("", "T(8,128)(4,1)", "T(1,256)")),
+    ("pred", ("", "T(8,128)(4,1)")), ("s4", ("E(4)", "T(8,128)(2,1)E(4)", "T(8,128)E(4)")),
+)
+SURVEY_SIDES = (2, 3, 5, 7, 8, 12, 16, 24, 48, 64, 100, 128, 200, 256, 384, 500, 1000, 1024, 2048)
+
+
+def survey_layouts(seed: int, count: int, nbytes: int) -> list[str]:
+    """``count`` random layouts (rank 2-5, any dim order, a third in order; every element type and tiling of
+    ``SURVEY_TYPES``), one dim scaled so that the logical array is about ``nbytes``."""
+    rng = np.random.default_rng(seed)
+    texts: list[str] = []
+    while len(texts) < count:
+        name, tails = SURVEY_TYPES[rng.integers(len(SURVEY_TYPES))]
+        tail = tails[rng.integers(len(tails))]
+        rank = int(rng.integers(2, 6))
+        dims = [int(rng.choice(SURVEY_SIDES)) for _ in range(rank)]
+        bits = xs.parse_shape(f"{name}[]").element_type.bits
+        scaled = int(rng.integers(rank))
+        dims[scaled] = max(1, dims[scaled] * nbytes * 8 // max(1, int(np.prod(dims)) * bits))
+        order = list(range(rank)) if rng.random() < 0.3 else [int(k) for k in rng.permutation(rank)]
+        text = f"{name}[{','.join(map(str, dims))}]{{{','.join(map(str, order))}{':' + tail if tail else ''}}}"
+        try:
+            size = xs.parse_shape(text).byte_size()
+        except ValueError:
+            continue  # (a tiling this shape cannot take)
+        if nbytes // 4 <= size <= nbytes * 5 // 2:
+            texts.append(text)
+    return texts
+
+
+def survey(args: argparse.Namespace) -> None:
+    """Time ``args.survey`` random layouts (``args.seed``; 32 MiB) to and from physical on the compiled path, one
+    thread, against memcpy of the larger of their logical and physical bytes; print them worst first, then how many
+    are over 2x."""
+    clock = time.thread_time if args.cpu else time.perf_counter
+    rows = []
+    for text in survey_layouts(args.seed, args.survey, 32 << 20):
+        shape = xs.parse_shape(text)
+        x = random_array(shape, np.random.default_rng(0))
+        buffer = empty(shape.byte_size(), args.unaligned)
+        back = empty(x.nbytes, args.unaligned).view(x.dtype).reshape(x.shape)
+        nbytes = max(shape.byte_size(), x.nbytes)
+        src, dst = np.ones(nbytes, np.uint8), np.zeros(nbytes, np.uint8)
+        jobs = [partial(on_path, 1, partial(to_physical, x, shape, out=buffer)),
+                partial(on_path, 1, partial(from_physical, buffer, shape, out=back))]
+        for job in jobs:
+            job()
+        check(x, buffer, back, text)
+        memcpy, to, back_time = timed([partial(np.copyto, dst, src), *jobs], args.repeat, clock)
+        rows.append((to / memcpy, back_time / memcpy, text, shape.byte_size() >> 20))
+        del x, buffer, back, src, dst
+    print(f"survey of {len(rows)} random layouts (seed {args.seed}, ~32 MiB; x memcpy of the larger of their logical "
+          "and physical bytes; compiled path, one thread), worst first:")
+    print(f"{'to':>6} {'from':>6}  layout")
+    for to, back_time, text, mib in sorted(rows, key=lambda row: -max(row[0], row[1])):
+        print(f"{to:6.2f} {back_time:6.2f}  {text}  ({mib} MiB)")
+    tos, froms = sorted(row[0] for row in rows), sorted(row[1] for row in rows)
+    print(f"over 2x: {sum(t > 2 for t in tos)} to, {sum(f > 2 for f in froms)} from; median {tos[len(tos) // 2]:.2f} "
+          f"to, {froms[len(froms) // 2]:.2f} from")
+
+
 # ----- start-up and memory, in new processes -------------------------------------------------------------------
 STARTUP = (
     "import time, resource; t = time.perf_counter(); import numpy as np, xlashapes as xs; "
@@ -439,6 +507,9 @@ def main() -> None:
     parser.add_argument("--rss", action="store_true", help="also measure peak RSS per case in new processes")
     parser.add_argument("--huge", metavar="DIR", help="also stream an 8 GiB array through files in DIR")
     parser.add_argument("--no-matrix", action="store_true", help="skip the ratio matrix")
+    parser.add_argument("--survey", type=int, default=0, metavar="N",
+                        help="also time N random layouts of every family (32 MiB), worst first")
+    parser.add_argument("--seed", type=int, default=0, help="--survey: the random layouts' seed")
     parser.add_argument("--no-prebuilt", action="store_true",
                         help="--cold: without the shipped machine code (every layout compiles)")
     args = parser.parse_args()
@@ -453,6 +524,8 @@ def main() -> None:
         rss(args)
     if not args.no_matrix:
         matrix(args)
+    if args.survey:
+        survey(args)
     if args.huge:
         huge(args.huge)
 

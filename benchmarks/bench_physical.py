@@ -73,6 +73,7 @@ CASES = (
     ("u8 minor batch of 100 {0,2,1}", "u8[100,{N},1024]{{0,2,1}}", 656, OTHER),
     ("f32 tiled transpose", "f32[{N},4096]{{0,1:T(8,128)}}", 4096, OTHER),
     ("bf16 tiled transpose (2,1)", "bf16[{N},8192]{{0,1:T(8,128)(2,1)}}", 4096, OTHER),
+    ("bf16 tiled transpose (2,1), odd rows", "bf16[{N},8191]{{0,1:T(8,128)(2,1)}}", 4096, OTHER),
     ("bf16 rank-3 reversed {0,1,2}", "bf16[4,{N},2048]{{0,1,2}}", 4096, OTHER),
     ("u8 rank-3 reversed, 48 rows 4 KiB apart", "u8[48,{N},1024]{{0,1,2}}", 1400, OTHER),
     ("f32 partial-rank T(128)", "f32[{N},4096]{{1,0:T(128)}}", 4096, OTHER),

@@ -27,7 +27,8 @@ The modules: ``_geometry`` (checked inputs, outputs and the facts about a shape)
 at a time), ``_blocks`` (relayouts moving 2 x 2 blocks whole, or squares of lines), ``files`` (``.npy`` files through
 a layout, larger than memory), ``_dispatch`` (when compiled code runs: thresholds, threads, the kernel cache),
 ``_compiled`` (the 2-d kernels' calls), ``_stacked`` (tiled layouts whose tiles run across the minor dim, a chunk
-at a time through a stage), ``_intrinsics`` (the numba building blocks), ``_shuffles`` (register transposes and
+at a time through a stage), ``_transposed`` (tiled transposes whose ``(p,1)`` sub-tiles' rows are an odd length,
+through slabs of the transposed array laid out in order), ``_intrinsics`` (the numba building blocks), ``_shuffles`` (register transposes and
 interleaves), ``_kernels`` / ``_walk`` / ``_side_by_side`` / ``_stacks`` (the numba kernels), ``_entries`` /
 ``_aot`` (their machine code kept on disk and loaded without numba), ``_prebuilt`` (that machine code shipped for
 baseline CPUs) and ``_reference``.

@@ -31,6 +31,7 @@ from ._plan import (
 )
 from ._reference import _reference_elements, _reference_logical
 from ._stacked import stacked_convert
+from ._transposed import transposed_convert
 
 
 def _write_physical(
@@ -38,6 +39,8 @@ def _write_physical(
 ) -> None:
     """Lay the logical storage array ``x`` out into ``buffer`` (flat uint8 of ``byte_size``)."""
     if _compiled_write(x, geometry, pad, buffer, run) or stacked_convert(x, geometry, pad, buffer, run, True):
+        return
+    if transposed_convert(x, geometry, pad, buffer, run, True, _write_physical):
         return
     plan = _plan(geometry.dims, geometry.layout)
     if geometry.packed:
@@ -88,6 +91,8 @@ def _read_physical(
     if result.size == 0 or _compiled_read(data, geometry, result, run):
         return
     if stacked_convert(result, geometry, None, data, run, False):
+        return
+    if transposed_convert(result, geometry, None, data, run, False, _read_physical):
         return
     plan = _plan(geometry.dims, geometry.layout)
     if geometry.packed:

@@ -1,0 +1,104 @@
+"""Tiled transposes whose (p,1) sub-tiles' rows are an odd length: through slabs of the transposed array laid out
+in order (:mod:`xlashapes.physical._transposed`), bit for bit as on the NumPy path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xlashapes as xs
+from profiles import examples
+from xlashapes.physical import _transposed, from_physical, to_physical
+from xlashapes.physical._geometry import _geometry
+
+pytest.importorskip("numba")
+
+from test_physical import random_array, same_bits  # tests/ is on sys.path
+from test_physical_fast import check_both_paths, compiled_for_any_size, numpy_path, padding_values
+
+FAST = settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture
+def slabs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Compiled kernels for arrays of any size; the route's calls that took it (their row counts) recorded."""
+    compiled_for_any_size(monkeypatch)
+    taken: list[int] = []
+    real = _transposed.transposed_convert
+
+    def spy(logical: np.ndarray[Any, Any], *args: Any) -> bool:
+        done = real(logical, *args)
+        if done:
+            taken.append(logical.shape[1])
+        return done
+
+    monkeypatch.setattr("xlashapes.physical._convert.transposed_convert", spy)
+    yield taken
+
+
+@pytest.mark.parametrize(("text", "turned"), [
+    ("pred[1024,3355]{0,1:T(8,128)(4,1)}", "pred[3355,1024]{1,0:T(8,128)(4,1)}"),
+    ("bf16[100,777]{0,1:T(16,128)(2,1)}", "bf16[777,100]{1,0:T(16,128)(2,1)}"),
+    ("pred[1024,3356]{0,1:T(8,128)(4,1)}", None),  # (rows of whole words: the kernel's words)
+    ("f32[100,777]{0,1:T(8,128)}", None),  # (no sub-tiles)
+    ("bf16[100,777]{1,0:T(8,128)(2,1)}", None),  # (in order)
+    ("bf16[4,100,777]{1,2,0:T(8,128)(2,1)}", None),  # (rank 3)
+    ("u4[100,777]{0,1:T(8,128)(2,1)E(4)}", None),  # (packed fields)
+])
+def test_the_route_is_the_transposed_array_in_order(text: str, turned: str | None) -> None:
+    found = _transposed.turned_shape(_geometry(xs.parse_shape(text)))
+    assert (None if found is None else str(found)) == turned
+
+
+@pytest.mark.parametrize("text", ["pred[300,1001]{0,1:T(8,128)(4,1)}", "s8[130,1003]{0,1:T(32,128)(4,1)}",
+                                  "bf16[257,515]{0,1:T(8,128)(2,1)}", "f16[64,999]{0,1:T(16,128)(2,1)}",
+                                  "u8[1,6]{0,1:T(8,128)(4,1)}"])
+@pytest.mark.parametrize(("slab", "threads", "stream"), [(1 << 24, 1, False), (4096, 2, True), (1, 1, True)])
+def test_odd_rows_of_sub_tiled_transposes_equal_the_numpy_path(
+    slabs: list[int], monkeypatch: pytest.MonkeyPatch, text: str, slab: int, threads: int, stream: bool
+) -> None:
+    monkeypatch.setattr(_transposed, "SLAB_BYTES", slab)  # (small: many slabs, the last one short)
+    shape = xs.parse_shape(text)
+    check_both_paths(monkeypatch, shape, 1, 7, stream, 16, threads)
+    assert slabs and all(rows == shape.dimensions[1] for rows in slabs)
+
+
+@FAST
+@given(st.sampled_from(["pred", "s8", "u8", "f8e4m3fn", "bf16", "f16", "s16"]), st.integers(1, 300),
+       st.integers(1, 700), st.sampled_from([8, 16, 32]), st.integers(0, 2**32), st.sampled_from([64, 4096, 1 << 24]),
+       st.data())
+def test_sub_tiled_transposes_round_trip_through_slabs(
+    slabs: list[int], monkeypatch: pytest.MonkeyPatch, etype: str, a: int, b: int, rows: int, seed: int, slab: int,
+    data: st.DataObject,
+) -> None:
+    slabs.clear()  # (the fixture's list, shared by the examples)
+    p = 4 if xs.element_type(etype).byte_width == 1 else 2
+    b += b % p == 0  # (an odd row length for the sub-tiles: the route's layouts)
+    shape = xs.parse_shape(f"{etype}[{a},{b}]{{0,1:T({rows},128)({p},1)}}")
+    padding = data.draw(padding_values(etype))
+    monkeypatch.setattr(_transposed, "SLAB_BYTES", slab)
+    x = random_array(etype, shape.dimensions, seed)
+    expected = numpy_path(monkeypatch, to_physical, x, shape, padding_value=padding)
+    got = to_physical(x, shape, padding_value=padding)
+    assert np.array_equal(got, expected)
+    assert same_bits(from_physical(got, shape), x)
+    noise = np.random.default_rng(seed).integers(0, 256, size=len(expected), dtype=np.uint8)
+    assert same_bits(from_physical(noise, shape), numpy_path(monkeypatch, from_physical, noise, shape))
+    assert len(slabs) == 3  # (laid out, read back twice: each through the slabs)
+
+
+def test_strided_inputs_and_outputs_take_the_slabs_too(slabs: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    shape = xs.parse_shape("bf16[120,333]{0,1:T(8,128)(2,1)}")
+    wide = random_array("bf16", (120, 400), 3)
+    x = wide[:, 10:343]  # (rows 400 elements apart)
+    expected = numpy_path(monkeypatch, to_physical, np.ascontiguousarray(x), shape)
+    assert np.array_equal(to_physical(x, shape), expected)
+    into = np.zeros((333, 120), x.dtype).T  # (a Fortran-order result)
+    assert from_physical(expected, shape, out=into) is into
+    assert same_bits(into, np.ascontiguousarray(x))
+    assert len(slabs) == 2

@@ -30,11 +30,6 @@ from ._geometry import _Geometry, _geometry
 
 SLAB_BYTES = 1 << 24  # bytes of the transposed array a slab holds (at least one tile row; its scratch)
 
-Convert = Callable[[np.ndarray[Any, Any], _Geometry, np.ndarray[Any, Any], Run], None]
-"""The conversion of a slab in order: (the slab's logical array, its geometry, its bytes, run) for reading back;
-laying out takes the padding too (:func:`transposed_convert`)."""
-
-
 def turned_shape(geometry: _Geometry) -> Shape | None:
     """The in-order shape of the transposed array whose bytes a layout's are, where this route applies, else None.
 
@@ -77,7 +72,8 @@ def transposed_convert(
     tile_row = _geometry(replace(turned, dimensions=(rows_of_tile, columns))).nbytes  # (bytes of one tile row)
     scratch = np.empty((per, columns), logical.dtype)
     streamed = data.nbytes >= run.stream_bytes  # (the slabs: the kernels at any size, the bytes streamed as a whole
-    # would be; the scratch, read again at once, never)
+    # would be, and the scratch streamed too: a slab of SLAB_BYTES is read again from memory, not the cache; slabs
+    # of 1 MiB kept in the cache took 4.9-7.4x memcpy, 16 MiB streamed 3.1-3.5)
     outer = replace(run, numba_bytes=0, stream_bytes=0 if streamed else 1 << 62)
     inner = replace(run, numba_bytes=0, stream_bytes=0)
     for first in range(0, rows, per):

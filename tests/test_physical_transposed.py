@@ -44,11 +44,10 @@ def slabs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 @pytest.mark.parametrize(("text", "turned"), [
     ("pred[1024,3355]{0,1:T(8,128)(4,1)}", "pred[3355,1024]{1,0:T(8,128)(4,1)}"),
     ("bf16[100,777]{0,1:T(16,128)(2,1)}", "bf16[777,100]{1,0:T(16,128)(2,1)}"),
-    ("pred[1024,3356]{0,1:T(8,128)(4,1)}", None),  # (rows of whole words: the kernel's words)
     ("f32[100,777]{0,1:T(8,128)}", None),  # (no sub-tiles)
     ("bf16[100,777]{1,0:T(8,128)(2,1)}", None),  # (in order)
     ("bf16[4,100,777]{1,2,0:T(8,128)(2,1)}", None),  # (rank 3)
-    ("u4[100,777]{0,1:T(8,128)(2,1)E(4)}", None),  # (packed fields)
+    ("u4[100,777]{0,1:T(8,128)(2,1)E(4)}", "u4[777,100]{1,0:T(8,128)(2,1)E(4)}"),  # (fields packed in order)
 ])
 def test_the_route_is_the_transposed_array_in_order(text: str, turned: str | None) -> None:
     found = _transposed.turned_shape(_geometry(xs.parse_shape(text)))
@@ -57,8 +56,9 @@ def test_the_route_is_the_transposed_array_in_order(text: str, turned: str | Non
 
 @pytest.mark.parametrize("text", ["pred[300,1001]{0,1:T(8,128)(4,1)}", "s8[130,1003]{0,1:T(32,128)(4,1)}",
                                   "bf16[257,515]{0,1:T(8,128)(2,1)}", "f16[64,999]{0,1:T(16,128)(2,1)}",
-                                  "u8[1,6]{0,1:T(8,128)(4,1)}"])
+                                  "u8[1,6]{0,1:T(8,128)(4,1)}", "s4[300,501]{0,1:T(8,128)(2,1)E(4)}"])
 @pytest.mark.parametrize(("slab", "threads", "stream"), [(1 << 24, 1, False), (4096, 2, True), (1, 1, True)])
+# (slabs of every row, of a few tile rows, and of one tile row's tiles a tile column at a time)
 def test_odd_rows_of_sub_tiled_transposes_equal_the_numpy_path(
     slabs: list[int], monkeypatch: pytest.MonkeyPatch, text: str, slab: int, threads: int, stream: bool
 ) -> None:
@@ -69,7 +69,7 @@ def test_odd_rows_of_sub_tiled_transposes_equal_the_numpy_path(
 
 
 @FAST
-@given(st.sampled_from(["pred", "s8", "u8", "f8e4m3fn", "bf16", "f16", "s16"]), st.integers(1, 300),
+@given(st.sampled_from(["pred", "s8", "u8", "f8e4m3fn", "bf16", "f16", "s16", "s4", "u4"]), st.integers(1, 300),
        st.integers(1, 700), st.sampled_from([8, 16, 32]), st.integers(0, 2**32), st.sampled_from([64, 4096, 1 << 24]),
        st.data())
 def test_sub_tiled_transposes_round_trip_through_slabs(
@@ -77,9 +77,10 @@ def test_sub_tiled_transposes_round_trip_through_slabs(
     data: st.DataObject,
 ) -> None:
     slabs.clear()  # (the fixture's list, shared by the examples)
-    p = 4 if xs.element_type(etype).byte_width == 1 else 2
+    bits = xs.element_type(etype).bits
+    p = 4 if bits == 8 else 2
     b += b % p == 0  # (an odd row length for the sub-tiles: the route's layouts)
-    shape = xs.parse_shape(f"{etype}[{a},{b}]{{0,1:T({rows},128)({p},1)}}")
+    shape = xs.parse_shape(f"{etype}[{a},{b}]{{0,1:T({rows},128)({p},1){'E(4)' if bits == 4 else ''}}}")
     padding = data.draw(padding_values(etype))
     monkeypatch.setattr(_transposed, "SLAB_BYTES", slab)
     x = random_array(etype, shape.dimensions, seed)
@@ -94,11 +95,32 @@ def test_sub_tiled_transposes_round_trip_through_slabs(
 
 def test_strided_inputs_and_outputs_take_the_slabs_too(slabs: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
     shape = xs.parse_shape("bf16[120,333]{0,1:T(8,128)(2,1)}")
-    wide = random_array("bf16", (120, 400), 3)
-    x = wide[:, 10:343]  # (rows 400 elements apart)
+    wide = random_array("bf16", (120, 401), 3)
+    x = wide[:, 10:343]  # (rows 401 elements apart)
     expected = numpy_path(monkeypatch, to_physical, np.ascontiguousarray(x), shape)
     assert np.array_equal(to_physical(x, shape), expected)
     into = np.zeros((333, 120), x.dtype).T  # (a Fortran-order result)
     assert from_physical(expected, shape, out=into) is into
     assert same_bits(into, np.ascontiguousarray(x))
     assert len(slabs) == 2
+
+
+def test_rows_of_whole_words_keep_the_generic_kernel(slabs: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    shape = xs.parse_shape("pred[300,1004]{0,1:T(8,128)(4,1)}")
+    check_both_paths(monkeypatch, shape, None, 5, True, 0)
+    assert not slabs
+    x = random_array("pred", (300, 1005), 5)[:, :1004]  # (but rows 1005 apart: the route)
+    assert np.array_equal(to_physical(x, shape), numpy_path(monkeypatch, to_physical, x, shape))
+    assert slabs == [1004]
+
+
+def test_packed_fields_laid_out_from_long_rows_keep_the_packed_transpose(
+    slabs: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shape = xs.parse_shape(f"s4[64,{_transposed.PACKED_ROWS + 1}]{{0,1:T(8,128)(2,1)E(4)}}")
+    x = random_array("s4", shape.dimensions, 9)
+    got = to_physical(x, shape)
+    assert np.array_equal(got, numpy_path(monkeypatch, to_physical, x, shape))
+    assert not slabs  # (laid out: the packed transpose)
+    assert same_bits(from_physical(got, shape), x)
+    assert slabs == [_transposed.PACKED_ROWS + 1]  # (read back: the slabs)

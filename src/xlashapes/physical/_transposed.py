@@ -35,6 +35,7 @@ PACKED_ROWS = 1024  # E(n) fields laid out from logical rows this long and longe
 # of the logical bytes, s4 [A,B]{0,1:T(8,128)(2,1)E(4)} 'to', it -> slabs: B = 16383 2.3 -> 3.4, 4095 2.6 -> 3.1, 333
 # 4.1 -> 3.6, 33 12 -> 4.5, 5 52 -> 4.8; read back, slabs everywhere: 30-49 -> 3.3-5.5)
 
+
 def turned_shape(geometry: _Geometry) -> Shape | None:
     """The in-order shape of the transposed array whose bytes a layout's are, for the layouts this route takes (where
     their logical rows are not whole words: :func:`transposed_convert`), else None.

@@ -124,3 +124,25 @@ def test_packed_fields_laid_out_from_long_rows_keep_the_packed_transpose(
     assert not slabs  # (laid out: the packed transpose)
     assert same_bits(from_physical(got, shape), x)
     assert slabs == [_transposed.PACKED_ROWS + 1]  # (read back: the slabs)
+
+
+@pytest.mark.parametrize("text", ["pred[40,24,56,42]{0,1,2,3:T(8,128)(4,1)}", "u8[30,17,20]{0,1,2:T(32,128)(4,1)}",
+                                  "s8[3,5,7,11,23]{0,1,2,3,4:T(8,128)(4,1)}"])  # (minor dims over 16: not stacked)
+@pytest.mark.parametrize(("slab", "threads"), [(1 << 24, 1), (1, 2)])  # (one slab, or one index of the dim a slab)
+def test_reversed_layouts_are_read_back_in_order_slab_by_slab(
+    slabs: list[int], monkeypatch: pytest.MonkeyPatch, text: str, slab: int, threads: int
+) -> None:
+    monkeypatch.setattr(_transposed, "SLAB_BYTES", slab)
+    shape = xs.parse_shape(text)
+    check_both_paths(monkeypatch, shape, 0, 13, True, 16, threads)
+    assert len(slabs) == 3  # (read back three times; laid out directly, faster so)
+
+
+def test_reversed_layouts_keep_the_generic_kernel_where_the_route_does_not_pay(
+    slabs: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    check_both_paths(monkeypatch, xs.parse_shape("bf16[40,24,56,42]{0,1,2,3:T(8,128)(2,1)}"), 0, 13, False, 0)
+    assert not slabs  # ((2,1) sub-tiles)
+    monkeypatch.setattr(_transposed, "MOST_SLAB", 1024)
+    check_both_paths(monkeypatch, xs.parse_shape("pred[40,24,56,42]{0,1,2,3:T(8,128)(4,1)}"), 0, 13, False, 0)
+    assert not slabs  # (one index of the major dim more than MOST_SLAB)

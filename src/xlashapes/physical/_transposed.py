@@ -1,6 +1,6 @@
 """Tiled transposes whose ``(p,1)`` sub-tiles' rows are an odd length (``{0,1:T(r,c)(p,1)}`` on ``[A,B]`` whose
-logical rows are not whole numbers of ``p`` elements apart), converted through slabs of the transposed array laid
-out in order.
+logical rows are not whole numbers of ``p`` elements apart), and reversed layouts of rank 3 and up read back,
+converted through slabs of the transposed array laid out in order.
 
 **Why.** The generic kernel moves a ``(p,1)`` sub-tile's ``p`` elements (``p`` consecutive elements of one logical
 row) as one word where every step is a whole number of words. A row length that is not leaves every other logical
@@ -14,6 +14,13 @@ a range of whole tile columns of one tile row). So each slab of ``R`` rows (``SL
 row is more, a tile row's tiles of that many bytes) is transposed into a scratch array (a 2-d transpose, the generic
 kernel's, at any alignment) and laid out in order by the tiled kernels (or read back in order and transposed out),
 with the padding value given; E(n) fields packed as they are laid out. No temporary larger than a slab.
+
+**Rank 3 and up, all dims reversed** (``{0,1,2,...:T(r,c)(4,1)}``): the bytes are those of the reversed array in
+order, and each index of its major dim (the logical minor one) is one run of them. Read back, the generic kernel
+moved the ``(4,1)`` sub-tiles' elements, which no logical dim holds side by side, in squares of 4 x a few (pred
+``[100,16,436,48]{0,1,2,3:T(8,128)(4,1)}`` 43x memcpy); slabs of that dim are read in order into a scratch array and
+turned out into the logical array (7.8x; u8 ``[64,64,64,128]{0,1,2,3:T(32,128)(4,1)}`` 32 -> 11). Laid out, the
+generic kernel stays (4.7-4.9 against 5.5-6.8 through slabs), as it does for ``(2,1)`` sub-tiles.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
 
 SLAB_BYTES = 1 << 24  # bytes of the transposed array a slab holds (at least one tile row; its scratch)
+MOST_SLAB = 1 << 26  # bytes of one index of a reversed layout's major dim past which it is not read in slabs
 PACKED_ROWS = 1024  # E(n) fields laid out from logical rows this long and longer keep the packed transpose (x memcpy
 # of the logical bytes, s4 [A,B]{0,1:T(8,128)(2,1)E(4)} 'to', it -> slabs: B = 16383 2.3 -> 3.4, 4095 2.6 -> 3.1, 333
 # 4.1 -> 3.6, 33 12 -> 4.5, 5 52 -> 4.8; read back, slabs everywhere: 30-49 -> 3.3-5.5)
@@ -47,7 +55,8 @@ def turned_shape(geometry: _Geometry) -> Shape | None:
     True
     """
     layout = geometry.layout
-    if len(geometry.dims) != 2 or layout.minor_to_major != (0, 1) or len(layout.tiles) != 2:
+    rank = len(geometry.dims)
+    if rank < 2 or layout.minor_to_major != tuple(range(rank)) or len(layout.tiles) != 2:
         return None
     tile, sub = layout.tiles
     if len(tile) != 2 or not all(isinstance(k, int) and k > 0 for k in tile) or sub not in ((2, 1), (4, 1)):
@@ -58,8 +67,8 @@ def turned_shape(geometry: _Geometry) -> Shape | None:
         return None
     if geometry.storage.itemsize * sub[0] not in (2, 4, 8):
         return None
-    turned = replace(layout, minor_to_major=(1, 0))
-    return Shape(geometry.etype, (geometry.dims[1], geometry.dims[0]), layout=turned)
+    turned = replace(layout, minor_to_major=tuple(range(rank - 1, -1, -1)))
+    return Shape(geometry.etype, geometry.dims[::-1], layout=turned)
 
 
 def transposed_convert(
@@ -72,6 +81,11 @@ def transposed_convert(
     turned = turned_shape(geometry)
     if turned is None or logical.nbytes < run.numba_bytes or dispatch.walker() is None:
         return False
+    if logical.ndim > 2:  # (read back, (4,1) sub-tiles: x memcpy, pred [128,24,256,42]{0,1,2,3:T(8,128)(4,1)} 37
+        # -> 20, pred [100,16,436,48]{...} 43 -> 7.8; (2,1) ones lost, bf16 [64,100,200,24]{0,1,2,3:T(8,128)(2,1)} 10
+        # -> 14)
+        sub = turned.layout_or_default().tiles[1][0]
+        return not to and sub == 4 and _reversed_convert(logical, turned, data, run, convert)
     if logical.strides[0] % (turned.layout_or_default().tiles[1][0] * logical.itemsize) == 0:
         return False  # (logical rows of whole words, the sub-tiles' words: the generic kernel's)
     if to and geometry.packed and geometry.dims[1] >= PACKED_ROWS:
@@ -103,4 +117,31 @@ def transposed_convert(
         else:
             convert(part, slab, staged, inner)
             _copy(view, staged, outer)
+    return True
+
+
+def _reversed_convert(
+    logical: np.ndarray[Any, Any], turned: Shape, data: np.ndarray[Any, Any], run: Run, read: Callable[..., None],
+) -> bool:
+    """Read back a layout of rank 3 and up whose dims are all reversed (``{0,1,2,...}``), slab by slab of its
+    physical major dim (the logical minor one): each slab read in order (``read(bytes, geometry, scratch, run)``)
+    into a scratch array, then turned out into the logical array; False where one index of that dim is more than
+    ``MOST_SLAB`` bytes."""
+    inner = turned.dimensions[1:]
+    one = _geometry(replace(turned, dimensions=(1, *inner)))  # (the bytes of one index of the major dim)
+    if one.nbytes > MOST_SLAB:
+        return False
+    per = max(1, SLAB_BYTES // max(1, one.nbytes))
+    count = turned.dimensions[0]
+    scratch = np.empty((min(per, count), *inner), logical.dtype)
+    streamed = data.nbytes >= run.stream_bytes
+    outer = replace(run, numba_bytes=0, stream_bytes=0 if streamed else 1 << 62)
+    slab_run = replace(run, numba_bytes=0, stream_bytes=0)
+    axes = tuple(range(logical.ndim - 1, -1, -1))
+    for first in range(0, count, per):
+        n = min(per, count - first)
+        slab = _geometry(replace(turned, dimensions=(n, *inner)))
+        start = first * one.nbytes
+        read(data[start : start + slab.nbytes], slab, scratch[:n], slab_run)
+        _copy(logical[..., first : first + n].transpose(axes), scratch[:n], outer)
     return True

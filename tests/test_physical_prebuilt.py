@@ -143,8 +143,8 @@ def test_host_features_are_none_without_llvmlite_and_empty_where_llvm_cannot_tel
         monkeypatch: pytest.MonkeyPatch) -> None:
     import llvmlite.binding
 
-    features = _prebuilt.host_features()
-    assert features is not None and features  # (this host: LLVM reads them)
+    assert _prebuilt.host_features() is not None  # (llvmlite imports here; what LLVM reads depends on the host: none
+    # under QEMU's emulator)
 
     def fails() -> dict[str, bool]:
         raise RuntimeError("failed to get host cpu features")

@@ -71,6 +71,15 @@ def turned_shape(geometry: _Geometry) -> Shape | None:
     return Shape(geometry.etype, geometry.dims[::-1], layout=turned)
 
 
+def _slab_runs(run: Run, data: np.ndarray[Any, Any]) -> tuple[Run, Run]:
+    """(the run for a slab's bytes, the run for its scratch array): the kernels at any size; the bytes streamed as a
+    whole would be, the scratch always (a slab of ``SLAB_BYTES`` is read again from memory, not the cache: slabs of
+    1 MiB kept in the cache took 4.9-7.4x memcpy, 16 MiB streamed 3.1-3.5)."""
+    streamed = data.nbytes >= run.stream_bytes
+    return replace(run, numba_bytes=0, stream_bytes=0 if streamed else 1 << 62), replace(run, numba_bytes=0,
+                                                                                          stream_bytes=0)
+
+
 def transposed_convert(
     logical: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
     run: Run, to: bool, convert: Callable[..., None],
@@ -100,11 +109,7 @@ def transposed_convert(
     tile_row = _geometry(replace(turned, dimensions=(rows_of_tile, columns))).nbytes  # (bytes of one tile row)
     tile = _geometry(replace(turned, dimensions=(rows_of_tile, columns_of_tile))).nbytes
     scratch = np.empty((per, min(across, columns)), logical.dtype)
-    streamed = data.nbytes >= run.stream_bytes  # (the slabs: the kernels at any size, the bytes streamed as a whole
-    # would be, and the scratch streamed too: a slab of SLAB_BYTES is read again from memory, not the cache; slabs
-    # of 1 MiB kept in the cache took 4.9-7.4x memcpy, 16 MiB streamed 3.1-3.5)
-    outer = replace(run, numba_bytes=0, stream_bytes=0 if streamed else 1 << 62)
-    inner = replace(run, numba_bytes=0, stream_bytes=0)
+    outer, inner = _slab_runs(run, data)
     for first, left in ((first, left) for first in range(0, rows, per) for left in range(0, columns, across)):
         n, m = min(per, rows - first), min(across, columns - left)
         slab = _geometry(replace(turned, dimensions=(n, m)))
@@ -134,14 +139,12 @@ def _reversed_convert(
     per = max(1, SLAB_BYTES // max(1, one.nbytes))
     count = turned.dimensions[0]
     scratch = np.empty((min(per, count), *inner), logical.dtype)
-    streamed = data.nbytes >= run.stream_bytes
-    outer = replace(run, numba_bytes=0, stream_bytes=0 if streamed else 1 << 62)
-    slab_run = replace(run, numba_bytes=0, stream_bytes=0)
+    outer, scratch_run = _slab_runs(run, data)
     axes = tuple(range(logical.ndim - 1, -1, -1))
     for first in range(0, count, per):
         n = min(per, count - first)
         slab = _geometry(replace(turned, dimensions=(n, *inner)))
         start = first * one.nbytes
-        read(data[start : start + slab.nbytes], slab, scratch[:n], slab_run)
+        read(data[start : start + slab.nbytes], slab, scratch[:n], scratch_run)
         _copy(logical[..., first : first + n].transpose(axes), scratch[:n], outer)
     return True

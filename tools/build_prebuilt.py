@@ -3,16 +3,16 @@
     python tools/build_prebuilt.py                  # every baseline, two at a time
     python tools/build_prebuilt.py --only aarch64   # the named baselines only
 
-For each baseline CPU (``_prebuilt.BASELINES``: x86-64-v4 with and without VBMI, x86-64-v3, 64-bit ARM; Linux), a new
-process compiles every kernel overload that the suite's kernel worker (``tests/kernel_worker.py``: every entry point and
-element width, both directions, one and two threads) and the benchmark's layouts (``benchmarks/bench_physical.py``, at
-1/16 of their size) use, with numba told to build for that CPU (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``) into an
+For each baseline CPU (``_prebuilt.BASELINES``: x86-64-v4 with and without VBMI, x86-64-v3, -v2, 64-bit ARM; Linux), a
+new process compiles every kernel overload that the suite's kernel worker (``tests/kernel_worker.py``: every entry point
+and element width, both directions, one and two threads) and the benchmark's layouts (``benchmarks/bench_physical.py``,
+at 1/16 of their size) use, with numba told to build for that CPU (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``) into an
 empty kernel cache. The kept objects it writes (``_aot.save``) and the kernel modules' constants are then put in one zip
 per baseline, with a manifest naming the kernel sources' digest, the CPU and the features a host needs to run them.
 Run it again whenever a kernel source changes: ``test_physical_prebuilt`` fails until then.
 
 Each build's bytes (every case's digest) must equal this host's NumPy path's. The aarch64 baseline is built under
-QEMU's user-mode emulator (``tools/aarch64_python.py``, which prepares it on first use: apt, as root), ~40 min
+QEMU's user-mode emulator (``tools/aarch64_python.py``, which prepares it on first use: apt, as root), ~10 min
 against ~75 s for an x86-64 one; its archive is then checked there too: every case run from the shipped code in a
 new process with an empty kernel cache, without numba being imported, with the same bytes.
 """
@@ -73,6 +73,17 @@ def work() -> None:
                       "digests": digests}))
 
 
+RUN_VARIABLES = ("XLASHAPES_NO_NUMBA", "XLASHAPES_NO_AOT", _prebuilt.NO_PREBUILT_VARIABLE, "XLASHAPES_WORKER_CASES",
+                 "XLASHAPES_WORKER_PART")  # (this process's choices of path and cases, none of which a run inherits)
+
+
+def environment(**values: str) -> dict[str, str]:
+    """This process's environment for a ``--work`` run: the project on the path, ``values`` set, and none of
+    ``RUN_VARIABLES`` but those given."""
+    env = {key: value for key, value in os.environ.items() if key not in RUN_VARIABLES}
+    return {**env, "PYTHONPATH": os.pathsep.join(sys.path[:4]), **values}
+
+
 def worked(env: dict[str, str], emulated: bool) -> dict[str, Any]:
     """What ``--work`` printed, run with ``env`` on this host or (``emulated``) under the aarch64 emulator."""
     if emulated:
@@ -92,10 +103,7 @@ def worked(env: dict[str, str], emulated: bool) -> dict[str, Any]:
 def host_digests() -> dict[str, str]:
     """The digests of every case's bytes on the NumPy path on this host (the reference each build is checked
     against)."""
-    env = dict(os.environ, XLASHAPES_NO_NUMBA="1", PYTHONPATH=os.pathsep.join(sys.path[:4]))
-    for variable in ("XLASHAPES_WORKER_CASES", "XLASHAPES_WORKER_PART"):
-        env.pop(variable, None)
-    digests: dict[str, str] = worked(env, False)["digests"]
+    digests: dict[str, str] = worked(environment(XLASHAPES_NO_NUMBA="1"), False)["digests"]
     return digests
 
 
@@ -103,11 +111,7 @@ def checked(baseline: _prebuilt.Baseline) -> None:
     """Run every case from the archive just built, under the emulator, in a new process with an empty kernel cache:
     each from the shipped code (numba never imported), with the bytes of this host's NumPy path."""
     with tempfile.TemporaryDirectory(prefix="xlashapes-prebuilt-check-") as cache:
-        env = dict(os.environ, XLASHAPES_CACHE_DIR=cache, PYTHONPATH=os.pathsep.join(sys.path[:4]))
-        for variable in (_prebuilt.NO_PREBUILT_VARIABLE, "XLASHAPES_NO_NUMBA", "XLASHAPES_NO_AOT",
-                         "XLASHAPES_WORKER_CASES", "XLASHAPES_WORKER_PART"):
-            env.pop(variable, None)
-        ran = worked(env, True)
+        ran = worked(environment(XLASHAPES_CACHE_DIR=cache), True)
     if ran["numba"]:
         raise SystemExit(f"{baseline.name}: numba was imported running the shipped code (an overload missing?)")
     if ran["digests"] != host_digests():
@@ -118,11 +122,8 @@ def build(baseline: _prebuilt.Baseline, out_folder: str) -> str:
     """Compile every case for ``baseline`` in a new process and write its zip; returns the zip's path."""
     with tempfile.TemporaryDirectory(prefix="xlashapes-prebuilt-") as cache:
         features = ",".join("+" + feature for feature in baseline.features)
-        env = dict(os.environ, XLASHAPES_CACHE_DIR=cache, NUMBA_CPU_NAME=baseline.cpu, NUMBA_CPU_FEATURES=features,
-                   PYTHONPATH=os.pathsep.join(sys.path[:4]))
-        env[_prebuilt.NO_PREBUILT_VARIABLE] = "1"
-        for variable in ("XLASHAPES_NO_NUMBA", "XLASHAPES_NO_AOT", "XLASHAPES_WORKER_CASES", "XLASHAPES_WORKER_PART"):
-            env.pop(variable, None)  # (every case, compiled and kept)
+        env = environment(XLASHAPES_CACHE_DIR=cache, NUMBA_CPU_NAME=baseline.cpu, NUMBA_CPU_FEATURES=features,
+                          **{_prebuilt.NO_PREBUILT_VARIABLE: "1"})  # (every case, compiled and kept)
         built = worked(env, baseline.machine != platform.machine())
         if built["digests"] != host_digests():
             raise SystemExit(f"{baseline.name}: the compiled kernels' bytes differ from this host's")

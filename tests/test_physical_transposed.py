@@ -81,16 +81,9 @@ def test_sub_tiled_transposes_round_trip_through_slabs(
     p = 4 if bits == 8 else 2
     b += b % p == 0  # (an odd row length for the sub-tiles: the route's layouts)
     shape = xs.parse_shape(f"{etype}[{a},{b}]{{0,1:T({rows},128)({p},1){'E(4)' if bits == 4 else ''}}}")
-    padding = data.draw(padding_values(etype))
     monkeypatch.setattr(_transposed, "SLAB_BYTES", slab)
-    x = random_array(etype, shape.dimensions, seed)
-    expected = numpy_path(monkeypatch, to_physical, x, shape, padding_value=padding)
-    got = to_physical(x, shape, padding_value=padding)
-    assert np.array_equal(got, expected)
-    assert same_bits(from_physical(got, shape), x)
-    noise = np.random.default_rng(seed).integers(0, 256, size=len(expected), dtype=np.uint8)
-    assert same_bits(from_physical(noise, shape), numpy_path(monkeypatch, from_physical, noise, shape))
-    assert len(slabs) == 3  # (laid out, read back twice: each through the slabs)
+    check_both_paths(monkeypatch, shape, data.draw(padding_values(etype)), seed % 2**32, False, seed % 64)
+    assert len(slabs) == 5  # (laid out twice, read back three times: each through the slabs)
 
 
 def test_strided_inputs_and_outputs_take_the_slabs_too(slabs: list[int], monkeypatch: pytest.MonkeyPatch) -> None:

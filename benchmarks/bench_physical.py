@@ -514,6 +514,8 @@ def main() -> None:
     parser.add_argument("--no-prebuilt", action="store_true",
                         help="--cold: without the shipped machine code (every layout compiles)")
     args = parser.parse_args()
+    if args.survey < 0 or args.seed < 0:
+        parser.error("--survey and --seed take numbers from 0")
     if args.quick:
         args.sizes, args.repeat, args.threads = "64", 3, "1"
     # new processes first: a child's peak RSS starts from this process's at the fork (Linux keeps it across exec)

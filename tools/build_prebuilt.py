@@ -19,6 +19,7 @@ new process with an empty kernel cache, without numba being imported, with the s
 
 from __future__ import annotations
 
+import argparse
 import glob
 import json
 import os
@@ -165,10 +166,15 @@ def main() -> None:
     if sys.argv[1:] == ["--work"]:
         work()
         return
-    chosen = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
-    baselines = [b for b in _prebuilt.BASELINES if chosen is None or b.name in chosen]
-    if not baselines:
-        raise SystemExit(f"no baseline named {chosen}: {', '.join(b.name for b in _prebuilt.BASELINES)}")
+    names = [b.name for b in _prebuilt.BASELINES]
+    parser = argparse.ArgumentParser(description="Build the shipped machine code, one zip per baseline CPU.")
+    parser.add_argument("--only", metavar="NAMES", help=f"comma-separated baselines of: {', '.join(names)}")
+    chosen = parser.parse_args().only
+    wanted = names if chosen is None else chosen.split(",")
+    unknown = sorted(set(wanted) - set(names))
+    if unknown:
+        parser.error(f"no baseline named {', '.join(unknown)} (there are: {', '.join(names)})")
+    baselines = [b for b in _prebuilt.BASELINES if b.name in wanted]
     host_digests()
     out_folder = os.path.dirname(_prebuilt.__file__)
     out_folder = os.path.join(out_folder, "prebuilt")

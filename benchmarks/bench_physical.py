@@ -66,6 +66,7 @@ CASES = (
     ("s8 {0,1} transpose", "s8[{N},8192]{{0,1}}", 8192, OTHER),
     ("u8 {0,1} odd sides", "u8[{N},8191]{{0,1}}", 8194, OTHER),
     ("bf16 rank-3 transpose", "bf16[{N},128,256]{{1,2,0}}", 1024, OTHER),
+    ("bf16 batched transposes of 4096 x 2000", "bf16[{N},4096,2000]{{1,2,0}}", 4, OTHER),
     ("f32 rank-6 transpose", "f32[{N},8,8,16,8,16]{{1,3,5,0,2,4}}", 128, OTHER),
     ("u8 3 channels to planes", "u8[{N},224,224,3]{{2,1,3,0}}", 446, OTHER),
     ("u8 12 channels to planes", "u8[{N},224,224,12]{{2,1,3,0}}", 112, OTHER),

@@ -859,6 +859,32 @@ def test_staged_transposes_onto_rows_back_to_back(compiled_everywhere: Counter[s
     assert sum(staged.values()) >= 3, text
 
 
+@pytest.mark.parametrize(("text", "count"), [
+    ("u8[3,128,300]{1,2,0}", 3), ("bf16[5,128,200]{1,2,0}", 5), ("f32[2,3,128,144]{2,3,1,0}", 6),
+    ("s16[9,128,260]{1,2,0}", 9), ("u8[128,3,256]{0,1,2}", 3), ("bf16[2,7,128,136]{2,3,0,1}", 14)])
+@pytest.mark.parametrize("offset", [0, 16])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_batches_of_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str,
+                                      count: int, offset: int, threads: int) -> None:
+    # a batch of long 2-d transposes (batched matrices, attention heads) goes through the staged kernel one
+    # transpose at a time (the walk took 7-60x memcpy on some), the batch over the threads when it has four per
+    # thread or more, else each transpose over them; the batch dim may sit between the transposed ones
+    monkeypatch.setattr(_copy, "STAGE_ROWS", 128)
+    monkeypatch.setattr(_copy, "STAGE_COLS", 256)
+    monkeypatch.setattr(_copy, "BATCH_STAGE_BYTES", 4096)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(physical, "THREADS", threads)
+    staged, shape, x, expected = _spied_round_trip(monkeypatch, "staged_transpose", text, offset)
+    for direction in (lambda: to_physical(x, shape), lambda: from_physical(expected, shape)):
+        staged.clear()
+        direction()
+        assert sum(staged.values()) >= count, text  # (every transpose of the batch)
+    staged.clear()
+    monkeypatch.setattr(_copy, "BATCH_STAGE_BYTES", 1 << 40)  # (smaller than this: the walk, the same bytes)
+    assert np.array_equal(round_trip_off_the_grid(x, shape, offset), expected), text
+    assert not staged, text
+
+
 @pytest.mark.parametrize("text", ["u4[256,768]{0,1:E(4)}", "s4[330,702]{0,1:E(4)}", "u2[512,520]{0,1:E(2)}",
                                   "s2[300,1100]{0,1:E(2)}", "u4[768,256,1]{0,2,1:E(4)}"])
 @pytest.mark.parametrize("offset", [0, 16, 3])

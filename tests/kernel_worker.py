@@ -53,6 +53,8 @@ NEEDED = [
     "s8[8,16,16,256]{3,2,1,0:T(8,128)(4,1)}>{3,0,2,1:T(8,128)(4,1)}",
     "f32[4,16,16,256]{3,2,1,0:T(8,128)(2,1)}>{3,0,2,1:T(8,128)(2,1)}",
     "f64[4,8,16,32]{3,2,1,0:T(8,32)(2,1)}>{3,0,2,1:T(8,32)(2,1)}",
+    # squares over merged axes, every width
+    "u8[24,12,40,5]{0,1,2,3}", "bf16[479,50,7]{0,1,2}", "f32[24,2,38,12,37]{0,1,2,3,4}", "f64[24,12,40,5]{0,1,2,3}",
 ]
 OTHER_PATHS = [
     # other paths of kernels compiled above: stacked columns 1 or 4 KiB apart and rows following the minor dim, rows

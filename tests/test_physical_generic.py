@@ -33,6 +33,7 @@ from xlashapes.physical import (
     _convert,
     _copy,
     _dispatch,
+    _merged,
     _packing,
     _slabbed,
     from_physical,
@@ -883,6 +884,70 @@ def test_batches_of_staged_transposes(compiled_everywhere: Counter[str], monkeyp
     monkeypatch.setattr(_copy, "BATCH_STAGE_BYTES", 1 << 40)  # (smaller than this: the walk, the same bytes)
     assert np.array_equal(round_trip_off_the_grid(x, shape, offset), expected), text
     assert not staged, text
+
+
+MERGED_CASES = ["u8[24,12,233,5]{0,1,2,3}", "pred[3,1165,8,12]{0,1,2,3}", "s32[24,2,38,12,37]{0,1,2,3,4}",
+                "u8[958,50,7]{0,1,2:T(1,256)}", "bf16[479,50,7]{0,1,2}", "f64[24,12,40,5]{0,1,2,3}",
+                "f32[5,11,100,12,12]{0,2,4,3,1}", "u8[7,3,48,5,665]{3,1,0,4,2}"]
+
+
+@pytest.mark.parametrize("text", MERGED_CASES)
+@pytest.mark.parametrize("offset", [0, 16])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_transposes_of_short_blocks_go_as_squares_over_merged_axes(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, offset: int, threads: int
+) -> None:
+    # full reversals with small dims and small minor dims moved outward: the walk's blocks were a few elements
+    # (17-45x memcpy); the axes next to each block axis continue it on its side, merged into rows whose addresses
+    # come from a table, so that whole squares move again; groups cut into blocks past a few elements here, the
+    # last block of a cut axis overlapping the one before, the blocks split over the threads
+    monkeypatch.setattr(_merged, "OUTER_MOST", 256)
+    monkeypatch.setattr(_merged, "INNER_MOST", 64)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(physical, "THREADS", threads)
+    merged, shape, x, expected = _spied_round_trip(monkeypatch, "merged_squares", text, offset)
+    for direction in (lambda: to_physical(x, shape), lambda: from_physical(expected, shape)):
+        merged.clear()
+        direction()
+        assert sum(merged.values()) >= 1, text
+    merged.clear()
+    monkeypatch.setattr(_copy, "MERGED", False)  # (the walk's own blocks: the same bytes)
+    assert np.array_equal(round_trip_off_the_grid(x, shape, offset), expected), text
+    assert not merged, text
+
+
+@FAST
+@given(st.integers(3, 5), st.sampled_from(["u8", "bf16", "f32", "f64", "pred"]), st.data())
+def test_merged_squares_equal_numpy_path(compiled_everywhere: Counter[str], rank: int, etype: str,
+                                         data: st.DataObject) -> None:
+    # any permutation of small dims and one long one, groups cut anywhere: the same bytes as the NumPy path
+    dims = [data.draw(st.integers(1, 9)) for _ in range(rank)]
+    dims[data.draw(st.integers(0, rank - 1))] = data.draw(st.integers(16, 90))
+    order = tuple(data.draw(st.permutations(range(rank))))
+    shape = xs.make_shape(etype, dims, layout=_layout(order))
+    most = data.draw(st.sampled_from([(4096, 1024), (64, 16), (32, 32)]))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_merged, "OUTER_MOST", most[0])
+        patch.setattr(_merged, "INNER_MOST", most[1])
+        x = random_array(etype, dims, sum(dims))
+        expected = numpy_path(to_physical, x, shape)
+        assert np.array_equal(to_physical(x, shape), expected), shape
+        assert same_bits(from_physical(expected, shape), x), shape
+
+
+def test_merged_groups_stop_where_axes_do_not_continue() -> None:
+    # the across group: source-contiguous axes from the minor end; the along group: destination-contiguous ones; an
+    # axis both want goes to the along group unless the across group is a square's side without it
+    route = _merged.merged_route([23301, 12, 5, 24], [288, 24, 6710688, 1], [5, 116505, 1, 1398060], 2, 1, 0, 1)
+    assert route is not None and route.inner_across  # (the across group was cut at 4096: its loop inside, 1024)
+    assert route.along.tolist() == [k * 1398060 + j * 116505 for j in range(12) for k in range(24)]
+    assert route.across[:6].tolist() == [0, 6710688, 13421376, 20132064, 26842752, 288]
+    assert len(route.across) == 1020
+    assert route.outer.tolist() == [[115], [288], [5], [204], [23097]]  # (the last block overlaps the one before)
+    assert _merged.merged_route([64, 64], [1, 64], [64, 1], 0, 1, 0, 1) is None  # (a plain transpose: squares)
+    assert _merged._groups([8, 3], [3, 1], [1, 8], 16, (4096, 4096)) is None  # (24 elements in all: no squares)
+    assert _merged._group([5, 7, 9], [63, 9, 1], 40) == (((2, 9), (1, 4)), True)
+    assert _merged._group([5, 7, 9], [70, 9, 1], 4096) == (((2, 9), (1, 7)), False)  # (a gap after 63: stops)
 
 
 @pytest.mark.parametrize("text", ["u4[256,768]{0,1:E(4)}", "s4[330,702]{0,1:E(4)}", "u2[512,520]{0,1:E(2)}",

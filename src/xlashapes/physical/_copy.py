@@ -11,6 +11,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import _dispatch as dispatch
+from . import _merged
 from ._dispatch import Run
 from ._geometry import _STORAGE, _void
 from ._kinds import (
@@ -232,6 +233,12 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     if unit >= 1 and unit == len(shape) - 2 and _batched_stages(walk, d, s, shape, d_steps, s_steps, run, stream):
         return
     if unit >= 0 and _tile_squares(d, s, shape, d_steps, s_steps, unit, run, stream):
+        return
+    merged = _merged.merged_route(shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width,
+                                  dispatch.address(d), stream) if MERGED else None
+    if merged is not None:
+        _merged.merged_copy(walk, dispatch.address(d), dispatch.address(s), np.zeros(1, _STORAGE[width])[0], merged,
+                            d.nbytes, run)
         return
     if unit >= 0 and d_steps[-1] == 1 and SWEEP_BYTES and lines:
         shape, d_steps, s_steps = _line_sweeps(shape, d_steps, s_steps, width)
@@ -481,6 +488,7 @@ def _staged(
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 
 
+MERGED = True  # transposing walks of short blocks as squares over merged axes (:mod:`._merged`; False: off)
 STAGED_BLOCK = 1 << 14  # bytes of scratch (in L1) a walk's blocks take on their way to a destination off the line grid
 WIDE_ROOM = 1 << 18  # (grouped, wide and quarter-line blocks: the destination rows of a chunk of them staged, in L2)
 SHIFTED_ROWS = 2048  # destination rows a shifted-rows transpose takes at a time, a multiple of 64 (2 lines each

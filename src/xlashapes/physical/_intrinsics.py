@@ -385,6 +385,36 @@ def _prefetch_rows(typingctx: Any, address: Any, step: Any, length: Any, rows: A
     return types.void(types.intp, types.intp, types.intp, types.intp), codegen
 
 
+@_intrinsic
+def _table_entry(typingctx: Any, table: Any, k: Any) -> Any:
+    """Entry ``k`` of the int64 table at address ``table``."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.load(_table_pointer(builder, args[0], args[1]), align=8)
+
+    return types.intp(types.intp, types.intp), codegen
+
+
+def _table_pointer(builder: Any, table: Any, k: Any) -> Any:
+    """A pointer to entry ``k`` (an LLVM integer) of the int64 table at address ``table``."""
+    return _at(builder, builder.add(table, builder.mul(k, ir.Constant(_I64, 8))), _I64)
+
+
+@_intrinsic
+def _prefetch_write(typingctx: Any, address: Any) -> Any:
+    """Hint the cache to fetch the line at ``address`` for writing (its partial stores then find it there)."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        byte = ir.IntType(8).as_pointer()
+        kind = ir.FunctionType(ir.VoidType(), [byte, _I32, _I32, _I32])
+        fetch = builder.module.declare_intrinsic("llvm.prefetch", [byte], kind)
+        hints = [ir.Constant(_I32, 1), ir.Constant(_I32, 3), ir.Constant(_I32, 1)]  # write, keep, data
+        builder.call(fetch, [builder.inttoptr(args[0], byte), *hints])
+        return context.get_dummy_value()
+
+    return types.void(types.intp), codegen
+
+
 def _run_prefetcher(locality: int) -> Any:
     """An intrinsic: hint the cache to fetch ``lines`` lines from ``address`` on, for reading, into the cache level
     of ``locality`` (3: the first level; 2: the second)."""

@@ -10,7 +10,19 @@ from typing import Any
 from llvmlite import ir
 from numba import types
 
-from ._intrinsics import _I32, _I64, _LINE_VECTOR, _at, _concatenated, _element, _intrinsic, _mask, _offset, cgutils
+from ._intrinsics import (
+    _I32,
+    _I64,
+    _LINE_VECTOR,
+    _at,
+    _concatenated,
+    _element,
+    _intrinsic,
+    _mask,
+    _offset,
+    _table_pointer,
+    cgutils,
+)
 from ._kinds import LINE, MOST_PLANES, lanes_of, side_of
 
 
@@ -299,6 +311,29 @@ def _tile_square(typingctx: Any, dst: Any, d_step: Any, dg_step: Any, d_shift: A
         return context.get_dummy_value()
 
     return types.void(*(types.intp,) * 9, witness), codegen
+
+
+@_intrinsic
+def _table_square(typingctx: Any, dst: Any, d_rows: Any, src: Any, s_rows: Any, witness: Any) -> Any:
+    """A square block transposed in registers (``side_of`` its width a side) whose rows are anywhere: source row
+    ``k`` at ``src`` plus entry ``k`` of the int64 table at ``s_rows`` (bytes), destination row ``j`` at ``dst`` plus
+    entry ``j`` of ``d_rows`` (rows of merged axes: :mod:`._merged`); stored plainly."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        element, width = _element(context, signature.args[-1])
+        n = side_of(width)
+        vector = ir.VectorType(element, n)
+
+        def row(base: Any, table: Any, k: int) -> Any:
+            offset = builder.load(_table_pointer(builder, table, ir.Constant(_I64, k)), align=8)
+            return _at(builder, builder.add(base, offset), vector)
+
+        moved = _squares(builder, [builder.load(row(args[2], args[3], k), align=1) for k in range(n)])
+        for j, value in enumerate(moved):
+            _store(builder, value, row(args[0], args[1], j), False)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
 
 
 @_intrinsic

@@ -1,0 +1,162 @@
+"""Transposing copies whose two block axes are short, as squares over merged axes with tables of row addresses.
+
+The generic walk's block is two axes: the destination's most minor one and the source's contiguous one. Where either
+is short (full reversals with small dims, as ``u8[24,12,23301,5]{0,1,2,3}``: blocks of 24 x 5 bytes, each from 24
+source rows 1.4 MB apart; a small minor dim moved outward, as ``u8[9586,500,7]{0,1,2}``), it moved a few elements
+per block at 17-45x memcpy. But the axes next to each block axis often continue it on its side: the source's
+``[..., 23301, 5]`` is one contiguous run of 116505 bytes, the destination's ``[..., 12, 24]`` one of 288. Merged so
+(the *across* group: source-contiguous axes; the *along* group: destination-contiguous ones), the copy is a 2-d
+transpose whose rows sit anywhere on the other side: a table of row addresses per group (offsets in bytes) lets the
+register transposes (:func:`._shuffles._table_square`) move whole squares again (``merged_squares``).
+
+A group stops at the first axis not contiguous with the ones before, or shared with the other group, or that would
+take it past ``OUTER_MOST`` elements (``INNER_MOST`` for the side the inner loop sweeps); that axis is then cut into
+blocks, looped over outside with the other axes, the last block overlapping the one before. The inner loop sweeps the
+group that was cut (else the along group), whose lines must stay cached between squares (measured: cutting the
+other one, or sweeping 4096 rows, was 1.5-2x slower).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _dispatch as dispatch
+from ._dispatch import Run
+from ._kinds import SHORT, SQUARES, side_of, walk_kind
+
+OUTER_MOST = 4096
+"""Most elements of the group the outer loop of a block runs over."""
+
+INNER_MOST = 1024
+"""Most elements of the group its inner loop sweeps (as many lines of rows read or written stay cached: 64 KiB)."""
+
+Group = tuple[tuple[int, int], ...]
+"""(axis, elements taken) of a group's axes, the most minor first."""
+
+
+@dataclass(frozen=True)
+class Merged:
+    """A copy as merged squares: the row tables (byte offsets) of the across group (destination rows) and the along
+    group (source rows), the outer axes (5 x axes, int64: blocks, destination and source steps, block length, last
+    block's start) and which loop is inner."""
+
+    across: np.ndarray[Any, Any]
+    along: np.ndarray[Any, Any]
+    outer: np.ndarray[Any, Any]
+    inner_across: bool
+
+
+def _group(shape: list[int], steps: list[int], most: int) -> tuple[Group, bool]:
+    """The axes contiguous from the minor end of ``steps`` (each step the product of the extents before), at most
+    ``most`` elements, and whether it stopped at an axis it had to cut (or could not take for its length).
+
+    >>> _group([24, 12, 23301, 5], [1398060, 116505, 5, 1], 4096)
+    (((3, 5), (2, 819)), True)
+    """
+    axes: list[tuple[int, int]] = []
+    count = 1
+    for axis in sorted(range(len(shape)), key=lambda a: steps[a]):
+        if steps[axis] != count or shape[axis] == 1:
+            return tuple(axes), False
+        if count * shape[axis] > most:
+            if most // count >= 2:
+                axes.append((axis, most // count))
+            return tuple(axes), True
+        axes.append((axis, shape[axis]))
+        count *= shape[axis]
+    return tuple(axes), False
+
+
+def _before(group: Group, shared: set[int]) -> Group:
+    """The axes of ``group`` before the first of ``shared``."""
+    taken: list[tuple[int, int]] = []
+    for axis, extent in group:
+        if axis in shared:
+            break
+        taken.append((axis, extent))
+    return tuple(taken)
+
+
+def _elements(group: Group) -> int:
+    """The elements a group takes."""
+    return math.prod(extent for _, extent in group)
+
+
+def _groups(shape: list[int], d_steps: list[int], s_steps: list[int], side: int, most: tuple[int, int]) -> tuple[
+        Group, Group, bool, bool] | None:
+    """The across and along groups (at most ``most`` elements each), whether each was cut, or None when the two
+    cannot both take a square's side without sharing an axis."""
+    across, cut_across = _group(shape, s_steps, most[0])
+    along, cut_along = _group(shape, d_steps, most[1])
+    shared = {a for a, _ in across} & {a for a, _ in along}
+    if shared:
+        if _elements(_before(across, shared)) >= side:
+            across, cut_across = _before(across, shared), False
+        else:
+            along, cut_along = _before(along, shared), False
+    if _elements(across) < side or _elements(along) < side:
+        return None
+    return across, along, cut_across, cut_along
+
+
+def _table(group: Group, steps: list[int], width: int) -> np.ndarray[Any, Any]:
+    """The byte offsets of a group's rows on the other side, in the group's order (its most minor axis fastest)."""
+    offsets = np.zeros(1, np.int64)
+    for axis, extent in group:
+        offsets = (np.arange(extent, dtype=np.int64)[:, None] * (steps[axis] * width) + offsets[None, :]).ravel()
+    return offsets
+
+
+def merged_route(
+    shape: list[int], d_steps: list[int], s_steps: list[int], unit: int, width: int, target: int, stream: int
+) -> Merged | None:
+    """The merged squares of a walk (axes in destination order, steps in elements, ``unit`` its source-contiguous
+    axis) whose blocks would be squares with a side shorter than 32 elements (16 of 8 bytes), or fewer than 8 short
+    rows, and whose merged groups are longer; None for any other.
+
+    >>> m = merged_route([23301, 12, 5, 24], [288, 24, 6710688, 1], [5, 116505, 1, 1398060], 2, 1, 0, 1)
+    >>> len(m.across), len(m.along), m.inner_across, m.outer.tolist()
+    (1020, 288, True, [[115], [288], [5], [204], [23097]])
+    """
+    if unit < 0 or width not in (1, 2, 4, 8):
+        return None
+    side = side_of(width)
+    small, big = shape[-1], shape[unit]
+    if min(small, big) >= 2 * min(side, 16):
+        return None
+    kind = walk_kind(shape, d_steps, s_steps, unit, width, target, stream)[0]
+    if kind != SQUARES and not (kind == SHORT and big < 8):  # (8 short rows and more: blocks of 8 x a line)
+        return None
+    found = _groups(shape, d_steps, s_steps, side, (OUTER_MOST, OUTER_MOST))
+    if found is None:
+        return None
+    inner_across = found[2] and not found[3]
+    found = _groups(shape, d_steps, s_steps, side, (INNER_MOST, OUTER_MOST) if inner_across else
+                    (OUTER_MOST, INNER_MOST))
+    if found is None:
+        return None
+    across, along = found[0], found[1]
+    if _elements(across) <= big and _elements(along) <= small:
+        return None
+    taken = dict(across + along)
+    axes = [a for a in sorted(range(len(shape)), key=lambda a: -s_steps[a]) if shape[a] > taken.get(a, 1)]
+    outer = np.array([[-(-shape[a] // taken.get(a, 1)) for a in axes], [d_steps[a] for a in axes],
+                      [s_steps[a] for a in axes], [taken.get(a, 1) for a in axes],
+                      [shape[a] - taken.get(a, 1) for a in axes]], np.int64).reshape(5, len(axes))
+    return Merged(_table(across, d_steps, width), _table(along, s_steps, width), outer, inner_across)
+
+
+def merged_copy(walk: Any, target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run) -> None:
+    """The copy of ``merged`` from ``source`` to ``target`` by ``merged_squares``, its blocks over ``run``'s threads."""
+    blocks = int(np.prod(merged.outer[0]))
+    across, along = merged.across, merged.along
+
+    def part(bounds: tuple[int, int]) -> None:
+        walk.merged_squares(target, source, pad, merged.outer, dispatch.address(across), len(across),
+                            dispatch.address(along), len(along), bounds[0], bounds[1], int(merged.inner_across))
+
+    dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))

@@ -916,6 +916,33 @@ def test_transposes_of_short_blocks_go_as_squares_over_merged_axes(
     assert not merged, text
 
 
+@pytest.mark.parametrize(("text", "offset", "streamed"), [
+    ("s32[24,2,38,12,32]{0,1,2,3,4}", 0, True), ("s32[24,2,38,12,32]{0,1,2,3,4}", 16, False),
+    ("bf16[64,50,7]{0,1,2}", 0, True), ("u8[64,50,7]{0,1,2}", 0, False), ("s32[21,2,38,12,37]{0,1,2,3,4}", 0, False)])
+def test_merged_squares_of_whole_lines_on_the_grid_are_streamed(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, offset: int, streamed: bool
+) -> None:
+    # squares whose destination rows are one line each (2-byte and wider words), every row on the line grid, are
+    # streamed out (s32 [24,2,384,12,37] 'to' 3.2 -> 2.15x memcpy); rows off it (an output 16 bytes past a line,
+    # destination rows 6384 bytes apart) or of 16 bytes (bytes) are stored plainly
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    walk = _dispatch.walker()
+    flags: list[int] = []
+    kernel = walk.merged_squares
+
+    def spy(*args: Any) -> None:
+        flags.append(args[-1])
+        kernel(*args)
+
+    monkeypatch.setattr(walk, "merged_squares", spy)
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 3)
+    out = off_the_grid(shape.byte_size(), offset)
+    assert to_physical(x, shape, out=out) is out
+    assert np.array_equal(out, numpy_path(to_physical, x, shape)), text
+    assert flags and set(flags) == {int(streamed)}, (text, flags)
+
+
 @FAST
 @given(st.integers(3, 5), st.sampled_from(["u8", "bf16", "f32", "f64", "pred"]), st.data())
 def test_merged_squares_equal_numpy_path(compiled_everywhere: Counter[str], rank: int, etype: str,

@@ -238,7 +238,7 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
                                   dispatch.address(d), stream) if MERGED else None
     if merged is not None:
         _merged.merged_copy(walk, dispatch.address(d), dispatch.address(s), np.zeros(1, _STORAGE[width])[0], merged,
-                            d.nbytes, run)
+                            d.nbytes, run, stream)
         return
     if unit >= 0 and d_steps[-1] == 1 and SWEEP_BYTES and lines:
         shape, d_steps, s_steps = _line_sweeps(shape, d_steps, s_steps, width)

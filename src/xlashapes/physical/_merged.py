@@ -26,13 +26,16 @@ import numpy as np
 
 from . import _dispatch as dispatch
 from ._dispatch import Run
-from ._kinds import SHORT, SQUARES, side_of, walk_kind
+from ._kinds import LINE, SHORT, SQUARES, side_of, walk_kind
 
 OUTER_MOST = 4096
 """Most elements of the group the outer loop of a block runs over."""
 
 INNER_MOST = 1024
 """Most elements of the group its inner loop sweeps (as many lines of rows read or written stay cached: 64 KiB)."""
+
+STREAM = True
+"""Squares of whole lines on the line grid streamed out (False: stored plainly, for comparison)."""
 
 Group = tuple[tuple[int, int], ...]
 """(axis, elements taken) of a group's axes, the most minor first."""
@@ -71,16 +74,6 @@ def _group(shape: list[int], steps: list[int], most: int) -> tuple[Group, bool]:
     return tuple(axes), False
 
 
-def _before(group: Group, shared: set[int]) -> Group:
-    """The axes of ``group`` before the first of ``shared``."""
-    taken: list[tuple[int, int]] = []
-    for axis, extent in group:
-        if axis in shared:
-            break
-        taken.append((axis, extent))
-    return tuple(taken)
-
-
 def _elements(group: Group) -> int:
     """The elements a group takes."""
     return math.prod(extent for _, extent in group)
@@ -88,19 +81,30 @@ def _elements(group: Group) -> int:
 
 def _groups(shape: list[int], d_steps: list[int], s_steps: list[int], side: int, most: tuple[int, int]) -> tuple[
         Group, Group, bool, bool] | None:
-    """The across and along groups (at most ``most`` elements each), whether each was cut, or None when the two
-    cannot both take a square's side without sharing an axis."""
+    """The across and along groups (at most ``most`` elements each), whether each was cut, or None when they cannot
+    both take a square's side without sharing an axis.
+
+    Where they would share axes, each keeps a run of its axes from the minor end: of the runs that share none and
+    make a square's side each, the one whose shorter group is longest (then the largest block).
+
+    >>> _groups([50, 7, 64], [64, 3200, 1], [7, 1, 350], 32, (4096, 4096))
+    (((1, 7), (0, 50)), ((2, 64),), False, False)
+    """
     across, cut_across = _group(shape, s_steps, most[0])
     along, cut_along = _group(shape, d_steps, most[1])
-    shared = {a for a, _ in across} & {a for a, _ in along}
-    if shared:
-        if _elements(_before(across, shared)) >= side:
-            across, cut_across = _before(across, shared), False
-        else:
-            along, cut_along = _before(along, shared), False
-    if _elements(across) < side or _elements(along) < side:
+    best: tuple[tuple[int, int], int, int] | None = None
+    for a in range(len(across), 0, -1):
+        for b in range(len(along), 0, -1):
+            if {axis for axis, _ in across[:a]} & {axis for axis, _ in along[:b]}:
+                continue
+            sides = _elements(across[:a]), _elements(along[:b])
+            key = (min(sides), sides[0] * sides[1])
+            if min(sides) >= side and (best is None or key > best[0]):
+                best = (key, a, b)
+    if best is None:
         return None
-    return across, along, cut_across, cut_along
+    _, a, b = best
+    return across[:a], along[:b], cut_across and a == len(across), cut_along and b == len(along)
 
 
 def _table(group: Group, steps: list[int], width: int) -> np.ndarray[Any, Any]:
@@ -150,13 +154,20 @@ def merged_route(
     return Merged(_table(across, d_steps, width), _table(along, s_steps, width), outer, inner_across)
 
 
-def merged_copy(walk: Any, target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run) -> None:
-    """The copy of ``merged`` from ``source`` to ``target`` by ``merged_squares``, its blocks over ``run``'s threads."""
+def merged_copy(
+    walk: Any, target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run, stream: int
+) -> None:
+    """The copy of ``merged`` from ``source`` to ``target`` by ``merged_squares``, its blocks over ``run``'s threads;
+    with ``stream``, squares whose rows are whole lines on the line grid are streamed out."""
+    width = pad.itemsize
+    stream = int(bool(stream) and STREAM and side_of(width) * width == LINE and target % LINE == 0
+                 and not (merged.across % LINE).any() and not (merged.outer[1] * width % LINE).any())
     blocks = int(np.prod(merged.outer[0]))
     across, along = merged.across, merged.along
 
     def part(bounds: tuple[int, int]) -> None:
         walk.merged_squares(target, source, pad, merged.outer, dispatch.address(across), len(across),
-                            dispatch.address(along), len(along), bounds[0], bounds[1], int(merged.inner_across))
+                            dispatch.address(along), len(along), bounds[0], bounds[1], int(merged.inner_across),
+                            stream)
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))

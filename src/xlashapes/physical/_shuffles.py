@@ -314,7 +314,7 @@ def _tile_square(typingctx: Any, dst: Any, d_step: Any, dg_step: Any, d_shift: A
 
 
 @_intrinsic
-def _table_square(typingctx: Any, dst: Any, d_rows: Any, src: Any, s_rows: Any, witness: Any) -> Any:
+def _table_square(typingctx: Any, dst: Any, d_rows: Any, src: Any, s_rows: Any, stream: Any, witness: Any) -> Any:
     """A square block transposed in registers (``side_of`` its width a side) whose rows are anywhere: source row
     ``k`` at ``src`` plus entry ``k`` of the int64 table at ``s_rows`` (bytes), destination row ``j`` at ``dst`` plus
     entry ``j`` of ``d_rows`` (rows of merged axes: :mod:`._merged`); stored plainly."""
@@ -329,11 +329,10 @@ def _table_square(typingctx: Any, dst: Any, d_rows: Any, src: Any, s_rows: Any, 
             return _at(builder, builder.add(base, offset), vector)
 
         moved = _squares(builder, [builder.load(row(args[2], args[3], k), align=1) for k in range(n)])
-        for j, value in enumerate(moved):
-            _store(builder, value, row(args[0], args[1], j), False)
+        _stores(builder, [(value, row(args[0], args[1], j)) for j, value in enumerate(moved)], args[4])
         return context.get_dummy_value()
 
-    return types.void(types.intp, types.intp, types.intp, types.intp, witness), codegen
+    return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
 
 @_intrinsic

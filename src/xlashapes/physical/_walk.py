@@ -884,7 +884,7 @@ def staged_transpose(
 @_jit
 def merged_squares(
     dst: int, src: int, pad: Any, outer: Any, d_rows: int, across: int, s_rows: int, along: int, first: int,
-    last: int, inner_across: int,
+    last: int, inner_across: int, stream: int,
 ) -> None:
     """Squares over merged axes (:mod:`._merged`): for every block ``first <= b < last`` of the outer axes, the
     ``across x along`` transpose whose source rows (``along`` of them, contiguous for ``across`` elements) start at
@@ -919,7 +919,8 @@ def merged_squares(
                     if ahead:
                         for r in range(n):
                             _prefetch_write(d + (i + line) * width + _table_entry(d_rows, u + r))
-                    _table_square(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8, pad)
+                    _table_square(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8,
+                                  stream if i == i0 else 0, pad)
         else:
             for u0 in range(0, across, n):
                 u = min(u0, across - n)
@@ -929,4 +930,7 @@ def merged_squares(
                     if ahead:
                         for r in range(n):
                             _prefetch_run(s + (u + line) * width + _table_entry(s_rows, i + r), _1)
-                    _table_square(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8, pad)
+                    _table_square(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8,
+                                  stream if i == i0 else 0, pad)
+    if stream:
+        _fence()

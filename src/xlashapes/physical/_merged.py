@@ -31,6 +31,10 @@ from ._kinds import LINE, SHORT, SQUARES, side_of, walk_kind
 OUTER_MOST = 4096
 """Most elements of the group the outer loop of a block runs over."""
 
+SHORT_SIDE = 32
+"""Walks with a block side shorter than this (16 for 8-byte words) go as merged squares (where their groups are
+longer)."""
+
 INNER_MOST = 1024
 """Most elements of the group its inner loop sweeps (as many lines of rows read or written stay cached: 64 KiB)."""
 
@@ -130,7 +134,7 @@ def merged_route(
         return None
     side = side_of(width)
     small, big = shape[-1], shape[unit]
-    if min(small, big) >= 2 * min(side, 16):
+    if min(small, big) >= (SHORT_SIDE if width < 8 else SHORT_SIDE // 2):
         return None
     kind = walk_kind(shape, d_steps, s_steps, unit, width, target, stream)[0]
     if kind != SQUARES and not (kind == SHORT and big < 8):  # (8 short rows and more: blocks of 8 x a line)

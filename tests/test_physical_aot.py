@@ -262,7 +262,7 @@ def test_the_kept_objects_share_the_numba_cache_directory() -> None:
 
     assert _cache.kernels_digest() == _intrinsics._SOURCES
     kernels = {"_intrinsics.py", "_kernel_args.py", "_kernels.py", "_kinds.py", "_shuffles.py", "_side_by_side.py",
-               "_stacks.py", "_tile_parts.py", "_walk.py"}
+               "_stacks.py", "_tables.py", "_tile_parts.py", "_walk.py"}
     assert set(_cache.KERNEL_SOURCES) == kernels
     folder = _aot.aot_directory()
     assert folder is not None and folder.startswith(_cache.kernels_directory() + os.sep)
@@ -304,7 +304,7 @@ def test_a_numba_that_cannot_be_imported_or_compile_leaves_the_conversion_to_the
     monkeypatch.setattr(_aot, "load", lambda *args: None)  # nothing kept for these calls
     monkeypatch.setattr(_aot, "numba_module", unimportable)
     monkeypatch.setattr(_aot, "_FAILED", [])
-    kept = {name: _aot.Entries(name) for name in ("_walk", "_kernels", "_stacks")}
+    kept = {name: _aot.Entries(name) for name in ("_walk", "_kernels", "_stacks", "_tables")}
     monkeypatch.setattr(_dispatch, "import_entries", kept.__getitem__)
     monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 0)
     monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)

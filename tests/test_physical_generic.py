@@ -501,14 +501,15 @@ def round_trip_off_the_grid(x: np.ndarray[Any, Any], shape: xs.Shape, offset: in
     return expected
 
 
-def _spied_round_trip(monkeypatch: pytest.MonkeyPatch, entry: str | tuple[str, ...], text: str, offset: int) -> tuple[
+def _spied_round_trip(monkeypatch: pytest.MonkeyPatch, entry: str | tuple[str, ...], text: str, offset: int,
+                      kernel: Callable[[], Any] = _dispatch.walker) -> tuple[
         Counter[int], xs.Shape, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """The calls of the generic kernel's ``entry`` (or entries) during a streamed round trip of a random array of
-    ``text`` through ``out=`` arrays ``offset`` bytes past a line (:func:`round_trip_off_the_grid`; the 2-d kernels
-    left out), the shape, the array and its physical bytes."""
+    """The calls of the generic kernel's ``entry`` (or entries; of ``kernel``'s entry points) during a streamed round
+    trip of a random array of ``text`` through ``out=`` arrays ``offset`` bytes past a line
+    (:func:`round_trip_off_the_grid`; the 2-d kernels left out), the shape, the array and its physical bytes."""
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
-    walk = _dispatch.walker()
+    walk = kernel()
     calls = Counter[int]()
     for name in (entry,) if isinstance(entry, str) else entry:
         monkeypatch.setattr(walk, name, _counting(getattr(walk, name), calls))
@@ -948,7 +949,7 @@ def test_transposes_of_short_blocks_go_as_squares_over_merged_axes(
     monkeypatch.setattr(_merged, "INNER_MOST", 64)
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
     monkeypatch.setattr(physical, "THREADS", threads)
-    merged, shape, x, expected = _spied_round_trip(monkeypatch, "merged_squares", text, offset)
+    merged, shape, x, expected = _spied_round_trip(monkeypatch, "merged_squares", text, offset, _dispatch.tabler)
     for direction in (lambda: to_physical(x, shape), lambda: from_physical(expected, shape)):
         merged.clear()
         direction()
@@ -969,15 +970,15 @@ def test_merged_squares_of_whole_lines_on_the_grid_are_streamed(
     # streamed out (s32 [24,2,384,12,37] 'to' 3.2 -> 2.15x memcpy); rows off it (an output 16 bytes past a line,
     # destination rows 6384 bytes apart) or of 16 bytes (bytes) are stored plainly
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
-    walk = _dispatch.walker()
+    tables = _dispatch.tabler()
     flags: list[int] = []
-    kernel = walk.merged_squares
+    kernel = tables.merged_squares
 
     def spy(*args: Any) -> None:
         flags.append(args[-1])
         kernel(*args)
 
-    monkeypatch.setattr(walk, "merged_squares", spy)
+    monkeypatch.setattr(tables, "merged_squares", spy)
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, 3)
     out = off_the_grid(shape.byte_size(), offset)

@@ -29,8 +29,8 @@ runs: thresholds, threads, the kernel cache), ``_compiled`` (the 2-d kernels' ca
 tiles run across the minor dim, a chunk at a time through a stage), ``_transposed`` (tiled transposes whose ``(p,1)``
 sub-tiles' rows are an odd length, through slabs of the transposed array laid out in order), ``_intrinsics`` (the numba
 building blocks), ``_shuffles`` (register transposes and interleaves), ``_kernels`` / ``_walk`` / ``_side_by_side`` /
-``_stacks`` (the numba kernels), ``_entries`` / ``_aot`` (their machine code kept on disk and loaded without numba),
-``_prebuilt`` (that machine code shipped for baseline CPUs) and ``_reference``.
+``_stacks`` / ``_tables`` (the numba kernels), ``_entries`` / ``_aot`` (their machine code kept on disk and loaded
+without numba), ``_prebuilt`` (that machine code shipped for baseline CPUs) and ``_reference``.
 
 **Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
 environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba and

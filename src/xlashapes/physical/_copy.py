@@ -236,9 +236,8 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
         return
     merged = _merged.merged_route(shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width,
                                   dispatch.address(d), stream) if MERGED else None
-    if merged is not None:
-        _merged.merged_copy(walk, dispatch.address(d), dispatch.address(s), np.zeros(1, _STORAGE[width])[0], merged,
-                            d.nbytes, run, stream)
+    if merged is not None and _merged.merged_copy(dispatch.address(d), dispatch.address(s),
+                                                  np.zeros(1, _STORAGE[width])[0], merged, d.nbytes, run, stream):
         return
     if PLANES_SLAB and _through_planes(d, s, shape, d_steps, s_steps, unit, run):
         return

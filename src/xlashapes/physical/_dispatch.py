@@ -111,6 +111,11 @@ def stacker() -> Any:
     return _entries_of("_stacks")
 
 
+def tabler() -> Any:
+    """The merged squares' kernel entry point (``merged_squares``: :mod:`._tables`), or None (as :func:`kernels`)."""
+    return _entries_of("_tables")
+
+
 def _entries_of(module: str) -> Any:
     """The entry points of kernel module ``module``, or None (as :func:`kernels`)."""
     if not compiled_enabled() or _aot.numba_failed():

@@ -7,7 +7,8 @@ per block at 17-45x memcpy. But the axes next to each block axis often continue 
 ``[..., 23301, 5]`` is one contiguous run of 116505 bytes, the destination's ``[..., 12, 24]`` one of 288. Merged so
 (the *across* group: source-contiguous axes; the *along* group: destination-contiguous ones), the copy is a 2-d
 transpose whose rows sit anywhere on the other side: a table of row addresses per group (offsets in bytes) lets the
-register transposes (:func:`._shuffles._table_square`) move whole squares again (``merged_squares``).
+register transposes (:func:`._shuffles._table_square`) move whole squares again (``merged_squares``,
+:mod:`._tables`).
 
 A group stops at the first axis not contiguous with the ones before, or shared with the other group, or that would
 take it past ``OUTER_MOST`` elements (``INNER_MOST`` for the side the inner loop sweeps); that axis is then cut into
@@ -158,11 +159,13 @@ def merged_route(
     return Merged(_table(across, d_steps, width), _table(along, s_steps, width), outer, inner_across)
 
 
-def merged_copy(
-    walk: Any, target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run, stream: int
-) -> None:
-    """The copy of ``merged`` from ``source`` to ``target`` by ``merged_squares``, its blocks over ``run``'s threads;
-    with ``stream``, squares whose rows are whole lines on the line grid are streamed out."""
+def merged_copy(target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run, stream: int) -> bool:
+    """The copy of ``merged`` from ``source`` to ``target`` by ``merged_squares`` (:mod:`._tables`), its blocks over
+    ``run``'s threads; with ``stream``, squares whose rows are whole lines on the line grid are streamed out. False
+    (nothing done) without the compiled kernels."""
+    kernel = dispatch.tabler()
+    if kernel is None:
+        return False
     width = pad.itemsize
     stream = int(bool(stream) and STREAM and side_of(width) * width == LINE and target % LINE == 0
                  and not (merged.across % LINE).any() and not (merged.outer[1] * width % LINE).any())
@@ -170,8 +173,9 @@ def merged_copy(
     across, along = merged.across, merged.along
 
     def part(bounds: tuple[int, int]) -> None:
-        walk.merged_squares(target, source, pad, merged.outer, dispatch.address(across), len(across),
+        kernel.merged_squares(target, source, pad, merged.outer, dispatch.address(across), len(across),
                             dispatch.address(along), len(along), bounds[0], bounds[1], int(merged.inner_across),
                             stream)
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
+    return True

@@ -43,27 +43,20 @@ def merged_squares(
             start = min(k * outer[3, a], outer[4, a])
             d += start * outer[1, a] * width
             s += start * outer[2, a] * width
-        if inner_across:
-            for i0 in range(0, along, n):
-                i = min(i0, along - n)
-                ahead = i0 % line == 0 and i0 + line < along
-                for u0 in range(0, across, n):
-                    u = min(u0, across - n)
-                    if ahead:
-                        for r in range(n):
+        outer_side, inner_side = (along, across) if inner_across else (across, along)
+        for p0 in range(0, outer_side, n):
+            p = min(p0, outer_side - n)
+            ahead = p0 % line == 0 and p0 + line < outer_side
+            for q0 in range(0, inner_side, n):
+                q = min(q0, inner_side - n)
+                i, u, whole = (p, q, p == p0) if inner_across else (q, p, q == q0)
+                if ahead:
+                    for r in range(n):
+                        if inner_across:
                             _prefetch_write(d + (i + line) * width + _table_entry(d_rows, u + r))
-                    _table_square(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8,
-                                  stream if i == i0 else 0, pad)
-        else:
-            for u0 in range(0, across, n):
-                u = min(u0, across - n)
-                ahead = u0 % line == 0 and u0 + line < across
-                for i0 in range(0, along, n):
-                    i = min(i0, along - n)
-                    if ahead:
-                        for r in range(n):
+                        else:
                             _prefetch_run(s + (u + line) * width + _table_entry(s_rows, i + r), _1)
-                    _table_square(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8,
-                                  stream if i == i0 else 0, pad)
+                _table_square(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8, stream if whole else 0,
+                              pad)
     if stream:
         _fence()

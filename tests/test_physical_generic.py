@@ -930,6 +930,33 @@ def test_back_to_back_blocks_of_fewer_than_16_do_not_go_through_planes(compiled_
         assert (target == 1).all() == taken
 
 
+@pytest.mark.parametrize(("text", "fine"), [
+    ("u8[5,10,50,128]{2,0,1,3:T(8,128)(4,1)}", True), ("bf16[3,20,40,130]{2,0,1,3:T(8,128)(2,1)}", True),
+    ("pred[6,10,30,100]{0,1,2,3:T(8,128)(4,1)}", True), ("u8[6,10,50,128]{2,0,1,3:T(8,128)}", False)])
+@pytest.mark.parametrize("padding", [None, 1])
+def test_padding_in_short_runs_is_written_first_in_one_pass(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, fine: bool, padding: Any
+) -> None:
+    # padding in runs shorter than a line (the rows of (p,1) sub-tiles past a dim that is not a multiple of p: a byte
+    # in every word) is written first over the whole buffer in one pass, the elements then over it: box by box, NumPy
+    # wrote it element by element (u8 [5,100,500,128]{2,0,1,3:T(8,128)(4,1)} 'to' 14 -> 3.5x memcpy); whole rows of
+    # padding are still written box by box. Both give the reference's bytes
+    from xlashapes.physical import _plan as plan_module
+    from xlashapes.physical._reference import _reference_to_physical
+
+    boxed: list[int] = []
+    fill = plan_module._fill_padding
+    monkeypatch.setattr(_convert, "_fill_padding", lambda *args: boxed.append(1) or fill(*args))
+    monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, len(text))
+    expected = _reference_to_physical(x, shape, padding_value=padding)
+    assert np.array_equal(to_physical(x, shape, padding_value=padding), expected), text
+    assert bool(boxed) != fine, text
+    monkeypatch.setattr(plan_module, "FINE_PADDING", 0)  # (box by box: the same bytes)
+    assert np.array_equal(to_physical(x, shape, padding_value=padding), expected), text
+
+
 MERGED_CASES = ["u8[24,12,233,5]{0,1,2,3}", "pred[3,1165,8,12]{0,1,2,3}", "s32[24,2,38,12,37]{0,1,2,3,4}",
                 "u8[958,50,7]{0,1,2:T(1,256)}", "bf16[479,50,7]{0,1,2}", "f64[24,12,40,5]{0,1,2,3}",
                 "f32[5,11,100,12,12]{0,2,4,3,1}", "u8[7,3,48,5,665]{3,1,0,4,2}"]

@@ -28,6 +28,7 @@ from ._plan import (
     _plan,
     _transfer,
     _window,
+    fine_padding,
 )
 from ._reference import _reference_elements, _reference_logical
 from ._stacked import stacked_convert
@@ -80,7 +81,10 @@ def _fill_elements(
     source = x.reshape(x.shape + (1,) * plan.phantoms)
     if run is not None and _padded_transfer(view, plan, source, pad, run):
         return  # (rows that end in padding: laid out with it, in one pass)
-    _fill_padding(view, plan, pad)
+    if run is not None and fine_padding(view, plan):
+        elements[: geometry.count] = pad  # (one pass of streamed stores, then the elements over it)
+    else:
+        _fill_padding(view, plan, pad)
     _transfer(view, plan.chains, source, _plain_chains(plan.extents), plan.extents, run)
 
 

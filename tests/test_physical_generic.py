@@ -946,7 +946,7 @@ def test_padding_in_short_runs_is_written_first_in_one_pass(
 
     boxed: list[int] = []
     fill = plan_module._fill_padding
-    monkeypatch.setattr(_convert, "_fill_padding", lambda *args: boxed.append(1) or fill(*args))
+    monkeypatch.setattr(_convert, "_fill_padding", lambda *args, **kwargs: boxed.append(1) or fill(*args, **kwargs))
     monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, len(text))

@@ -22,6 +22,7 @@ from ._plan import (
     _fine_transfer,
     _outer_rows,
     _padded_transfer,
+    _padding_boxes,
     _physical_view,
     _plain_chains,
     _Plan,
@@ -81,10 +82,11 @@ def _fill_elements(
     source = x.reshape(x.shape + (1,) * plan.phantoms)
     if run is not None and _padded_transfer(view, plan, source, pad, run):
         return  # (rows that end in padding: laid out with it, in one pass)
-    if run is not None and fine_padding(view, plan):
-        elements[: geometry.count] = pad  # (one pass of streamed stores, then the elements over it)
+    boxes = list(_padding_boxes(view, plan))
+    if run is not None and fine_padding(view, boxes):
+        elements[: geometry.count] = pad  # (one pass over the whole buffer, then the elements over it)
     else:
-        _fill_padding(view, plan, pad)
+        _fill_padding(view, plan, pad, boxes=boxes)
     _transfer(view, plan.chains, source, _plain_chains(plan.extents), plan.extents, run)
 
 

@@ -225,19 +225,20 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     shape, d_steps, s_steps, unit = _walk_order(d, s, stream)
     inner = d.ndim - 1
     lines = bool(stream) and _on_lines(d)
-    mode = _stages(dispatch.address(d), shape, d_steps, width, stream) if unit == 0 else 0
+    pad = np.zeros(1, _STORAGE[width])[0]
+    target, source = dispatch.address(d), dispatch.address(s)
+    mode = _stages(target, shape, d_steps, width, stream) if unit == 0 else 0
     if mode:
-        _staged(walk, dispatch.address(d), dispatch.address(s), np.zeros(1, _STORAGE[width])[0], shape, d_steps,
-                s_steps, d.nbytes, run, mode)
+        _staged(walk, target, source, pad, shape, d_steps, s_steps, d.nbytes, run, mode)
         return
-    if unit >= 1 and unit == len(shape) - 2 and _batched_stages(walk, d, s, shape, d_steps, s_steps, run, stream):
+    if unit >= 1 and unit == len(shape) - 2 and _batched_stages(walk, d, s, pad, shape, d_steps, s_steps, run,
+                                                                stream):
         return
     if unit >= 0 and _tile_squares(d, s, shape, d_steps, s_steps, unit, run, stream):
         return
-    merged = _merged.merged_route(shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width,
-                                  dispatch.address(d), stream) if MERGED else None
-    if merged is not None and _merged.merged_copy(dispatch.address(d), dispatch.address(s),
-                                                  np.zeros(1, _STORAGE[width])[0], merged, d.nbytes, run, stream):
+    merged = _merged.merged_route(shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width, target,
+                                  stream) if MERGED else None
+    if merged is not None and _merged.merged_copy(target, source, pad, merged, d.nbytes, run, stream):
         return
     if PLANES_SLAB and _through_planes(d, s, shape, d_steps, s_steps, unit, run):
         return
@@ -246,8 +247,6 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
         inner = len(shape) - 1
         unit = inner - 1
     split = next((k for k in range(inner) if k != unit), -1)
-    pad = np.zeros(1, _STORAGE[width])[0]
-    target, source = dispatch.address(d), dispatch.address(s)
     if len(shape) == 2 and unit == 0 and _shifted(target, shape, d_steps, width, stream):
         _shifted_rows(walk, target, source, pad, shape, d_steps, s_steps, d.nbytes, run)
         return
@@ -411,7 +410,7 @@ Measured, 32 MiB, x memcpy, walked -> staged: f32 ``[2,3000,1024]{1,2,0}`` 'to' 
 
 
 def _batched_stages(
-    walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: np.ndarray[Any, Any],
+    walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pad: Any, shape: np.ndarray[Any, Any],
     d_steps: np.ndarray[Any, Any], s_steps: np.ndarray[Any, Any], run: Run, stream: int,
 ) -> bool:
     """The walk's copy as a batch of 2-d transposes (its last two axes, the source-contiguous one first) that the
@@ -432,7 +431,6 @@ def _batched_stages(
     mode = _stages(target, plane, d_steps[-2:], width, stream)
     if not mode:
         return False
-    pad = np.zeros(1, _STORAGE[width])[0]
     many = count >= 4 * run.threads
     each = Run(run.limit, 1, run.numba_bytes, run.stream_bytes, run.thread_bytes) if many else run
 

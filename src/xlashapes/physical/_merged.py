@@ -174,8 +174,8 @@ def merged_copy(target: int, source: int, pad: Any, merged: Merged, nbytes: int,
 
     def part(bounds: tuple[int, int]) -> None:
         kernel.merged_squares(target, source, pad, merged.outer, dispatch.address(across), len(across),
-                            dispatch.address(along), len(along), bounds[0], bounds[1], int(merged.inner_across),
-                            stream)
+                              dispatch.address(along), len(along), bounds[0], bounds[1], int(merged.inner_across),
+                              stream)
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
     return True

@@ -226,10 +226,14 @@ def _box_slices(parts: Sequence[Box]) -> tuple[Any, ...]:
     return where
 
 
-def _fill_padding(view: np.ndarray[Any, Any], plan: _Plan, pad: np.ndarray[Any, Any], skip: int = -1) -> None:
+def _fill_padding(
+    view: np.ndarray[Any, Any], plan: _Plan, pad: np.ndarray[Any, Any], skip: int = -1,
+    boxes: Sequence[np.ndarray[Any, Any]] | None = None,
+) -> None:
     """Write ``pad`` to every element of the factor view that is outside the logical array; with ``skip``, but
-    the padding of that axis within the other axes' valid ranges (written by the caller)."""
-    for box in _padding_boxes(view, plan, skip):
+    the padding of that axis within the other axes' valid ranges (written by the caller); ``boxes``: those of
+    :func:`_padding_boxes`, found already."""
+    for box in _padding_boxes(view, plan, skip) if boxes is None else boxes:
         np.copyto(box, pad)
 
 
@@ -250,21 +254,24 @@ FINE_PADDING = 64
 """Bytes of padding runs under which padding written box by box is fine-grained (:func:`fine_padding`)."""
 
 
-def fine_padding(view: np.ndarray[Any, Any], plan: _Plan) -> bool:
-    """True when at least an eighth of the factor view is padding in runs shorter than ``FINE_PADDING`` bytes (the
+def fine_padding(view: np.ndarray[Any, Any], boxes: Sequence[np.ndarray[Any, Any]]) -> bool:
+    """True when at least an eighth of the factor view is padding (its ``boxes``, as :func:`_padding_boxes` finds
+    them) in runs shorter than ``FINE_PADDING`` bytes (the
     rows of ``(p,1)`` sub-tiles past a dim that is not a multiple of ``p``, a byte in every word): written box by
     box, such padding takes NumPy element by element (u8 ``[5,100,500,128]{2,0,1,3:T(8,128)(4,1)}``: 30 of 40 ms).
     Less of it is not worth a pass over the whole buffer (legacy padding of one element a row: 1.6 -> 2.5x memcpy).
 
     >>> p = _plan((5, 64), Layout((1, 0), tiles=((8, 64), (4, 1))))
-    >>> fine_padding(_physical_view(np.zeros(8 * 64, np.uint8), p), p)
+    >>> v = _physical_view(np.zeros(8 * 64, np.uint8), p)
+    >>> fine_padding(v, list(_padding_boxes(v, p)))
     True
     >>> p = _plan((5, 64), Layout((1, 0), tiles=((8, 64),)))  # (three whole rows of padding)
-    >>> fine_padding(_physical_view(np.zeros(8 * 64, np.uint8), p), p)
+    >>> v = _physical_view(np.zeros(8 * 64, np.uint8), p)
+    >>> fine_padding(v, list(_padding_boxes(v, p)))
     False
     """
     fine = 0
-    for box in _padding_boxes(view, plan):
+    for box in boxes:
         steps = sorted((abs(stride), n) for n, stride in zip(box.shape, box.strides) if n > 1)
         run = steps[0][1] * box.itemsize if steps and steps[0][0] == box.itemsize else box.itemsize
         fine += box.nbytes if run < FINE_PADDING else 0

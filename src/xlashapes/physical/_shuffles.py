@@ -317,7 +317,8 @@ def _tile_square(typingctx: Any, dst: Any, d_step: Any, dg_step: Any, d_shift: A
 def _table_square(typingctx: Any, dst: Any, d_rows: Any, src: Any, s_rows: Any, stream: Any, witness: Any) -> Any:
     """A square block transposed in registers (``side_of`` its width a side) whose rows are anywhere: source row
     ``k`` at ``src`` plus entry ``k`` of the int64 table at ``s_rows`` (bytes), destination row ``j`` at ``dst`` plus
-    entry ``j`` of ``d_rows`` (rows of merged axes: :mod:`._merged`); stored plainly."""
+    entry ``j`` of ``d_rows`` (rows of merged axes: :mod:`._merged`); streamed out when ``stream`` is nonzero (each
+    destination row then a whole line on a line boundary), else stored plainly."""
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         element, width = _element(context, signature.args[-1])

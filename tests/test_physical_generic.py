@@ -1034,8 +1034,8 @@ def test_merged_squares_equal_numpy_path(compiled_everywhere: Counter[str], rank
 
 
 def test_merged_groups_stop_where_axes_do_not_continue() -> None:
-    # the across group: source-contiguous axes from the minor end; the along group: destination-contiguous ones; an
-    # axis both want goes to the along group unless the across group is a square's side without it
+    # the across group: source-contiguous axes from the minor end; the along group: destination-contiguous ones;
+    # where both want an axis, each keeps the run of its axes that leaves the shorter group longest
     route = _merged.merged_route([23301, 12, 5, 24], [288, 24, 6710688, 1], [5, 116505, 1, 1398060], 2, 1, 0, 1)
     assert route is not None and route.inner_across  # (the across group was cut at 4096: its loop inside, 1024)
     assert route.along.tolist() == [k * 1398060 + j * 116505 for j in range(12) for k in range(24)]
@@ -1046,6 +1046,8 @@ def test_merged_groups_stop_where_axes_do_not_continue() -> None:
     assert _merged._groups([8, 3], [3, 1], [1, 8], 16, (4096, 4096)) is None  # (24 elements in all: no squares)
     assert _merged._group([5, 7, 9], [63, 9, 1], 40) == (((2, 9), (1, 4)), True)
     assert _merged._group([5, 7, 9], [70, 9, 1], 4096) == (((2, 9), (1, 7)), False)  # (a gap after 63: stops)
+    assert _merged._groups([50, 7, 64], [64, 3200, 1], [7, 1, 350], 32, (4096, 4096)) == (
+        ((1, 7), (0, 50)), ((2, 64),), False, False)  # (both want the 50: across keeps it, along its 64 alone)
 
 
 @pytest.mark.parametrize("text", ["u4[256,768]{0,1:E(4)}", "s4[330,702]{0,1:E(4)}", "u2[512,520]{0,1:E(2)}",

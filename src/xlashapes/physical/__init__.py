@@ -119,6 +119,10 @@ logical array); else whole, up to ``FINE_TEMPORARY`` (packed: any size the memor
 
 **Large arrays.** ``out=`` takes preallocated arrays and memory maps; packed layouts, irregular ones and memory
 maps are converted one chunk of slabs at a time (bounded temporaries; pages handed back after each chunk), and
+untiled packed layouts whose slabs would each read all of the array (their most major dim a minor logical one:
+``s4[5,6710886,2]{0,1,2:E(4)}``) one band at a time: rows of a dim further in, a few ranges of fields, unpacked in the
+physical order by the byte kernels and packed into their ranges (``_chunks.bands``; 76 -> 7 x memcpy of the packed
+bytes), and
 :func:`pack_file` / :func:`unpack_file` stream ``.npy`` files larger than memory. ``threads=`` (or
 :data:`THREADS`) splits large compiled conversions over threads.
 """

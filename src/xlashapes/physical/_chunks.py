@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..shape import Shape
+from ..layout import Layout
+from ..shape import Shape, make_shape
 from ..tiling import COMBINE_DIMENSION, tiled_dimensions
 
 
@@ -88,3 +89,77 @@ def slabs(shape: Shape, bits: int) -> Slabs | None:
         if step > 64:
             return None
     return Slabs(shape, axis, weight, outer, elements, bits, step)
+
+
+@dataclass(frozen=True)
+class Bands:
+    """How an untiled packed layout's buffer splits along the physical dim at ``depth`` (logical ``axis``): rows
+    [low, high) of it are ``ranges`` byte ranges, one for each index of the dims outside it, ``inner`` elements of the
+    dims inside it a row; chunks start on multiples of ``step`` rows (whole bytes)."""
+
+    shape: Shape
+    axis: int
+    ranges: int
+    inner: int
+    bits: int
+    step: int
+    rows_per_chunk: int
+
+    @property
+    def extent(self) -> int:
+        """The rows of the cut dim."""
+        return self.shape.dimensions[self.axis]
+
+    def chunks(self) -> list[tuple[int, int]]:
+        """The rows [low, high) of each chunk, covering the dim."""
+        size = self.rows_per_chunk
+        return [(low, min(self.extent, low + size)) for low in range(0, self.extent, size)]
+
+    def starts(self, low: int) -> range:
+        """The first field of each of the ranges of a chunk starting at row ``low``."""
+        band = self.extent * self.inner
+        return range(low * self.inner, self.ranges * band, band)
+
+    def piece(self, low: int, high: int) -> Shape:
+        """The ``u8`` layout of rows [low, high) unpacked: a byte per element, the ranges one after another."""
+        dims = list(self.shape.dimensions)
+        dims[self.axis] = high - low
+        return make_shape("u8", tuple(dims), layout=Layout(self.shape.layout_or_default().minor_to_major))
+
+
+RANGE_COST = 16
+"""What one range of a chunk costs against one run of the logical array read for it: each range is a call of the
+packing kernel (about 12 us, the time memcpy takes for 200 KB), the runs are all read in one call."""
+
+
+def bands(shape: Shape, bits: int, budget: int) -> Bands | None:
+    """How an untiled layout of ``bits``-bit fields splits into chunks of about ``budget`` elements, each a few byte
+    ranges, when that reads the logical array in longer runs than its slabs do; else None.
+
+    A chunk at depth ``t`` of the physical order is ``ranges`` ranges (the product of the dims outside it), and reads
+    the logical rows of its dim: as many runs as the product of the logical dims before it. The depth taken has the
+    fewest of the larger of the two (slabs are depth 0: one range, and runs of whole rows of the most major dim;
+    ``s4[5,6710886,2]{0,1,2:E(4)}``'s slabs are its two planes, each read from all of the array, two bytes apart).
+
+    >>> from xlashapes import parse_shape
+    >>> cut = bands(parse_shape("s4[5,6710886,2]{0,1,2:E(4)}"), 4, 1 << 23)
+    >>> cut.axis, cut.ranges, cut.inner, cut.rows_per_chunk
+    (1, 2, 5, 838860)
+    """
+    layout = shape.layout_or_default()
+    dims = shape.dimensions
+    if layout.tiles or layout.padded_dimensions is not None or math.prod(dims) == 0 or len(dims) < 2:
+        return None
+    order = layout.major_to_minor
+    best: tuple[int, int, Bands] | None = None
+    for depth, axis in enumerate(order):
+        ranges = math.prod(dims[d] for d in order[:depth])
+        inner = math.prod(dims[d] for d in order[depth + 1 :])
+        step = 8 // math.gcd(8, inner * bits)
+        if dims[axis] < 2 * step or ranges * inner * step > budget:
+            continue  # (too few rows to cut, or a step of rows over the budget)
+        cost = max(RANGE_COST * ranges, math.prod(dims[:axis]))
+        if best is None or cost < best[0]:
+            rows = max(step, budget // (ranges * inner) // step * step)
+            best = cost, depth, Bands(shape, axis, ranges, inner, bits, step, rows)
+    return best[2] if best is not None and best[1] > 0 else None

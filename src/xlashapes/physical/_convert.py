@@ -141,8 +141,26 @@ def grouped_route(geometry: _Geometry, nbytes: int, run: Run, to: bool) -> Group
         # they move element by element: s4 T(64,128)(8,1)E(4) 20x / 9x the packed bytes, as bytes T(32,128)(4,1))
     if not to and len(geometry.layout.tiles) == 2 and found.axis == len(geometry.dims) - 1:
         return None
+    if not geometry.layout.tiles and _short_runs(found, geometry.dims):
+        return None
     whole = _grouped_whole(found, run)
     return found if whole or _plan(found.shape.dimensions, found.shape.layout_or_default()) is not None else None
+
+
+def _short_runs(found: Grouping, dims: tuple[int, ...]) -> bool:
+    """True when the ``regroup`` kernel would make the groups in runs of fewer than 64 elements, not whole words (the
+    logical dims after the grouped one, in C order; 1: the grouped dim's own run): one call a run, element by element
+    (``s4[1,500,64,1024,5]{3,4,1,2,0:E(4)}`` 57x memcpy of the packed bytes, grouped in runs of 5; in bands, unpacked
+    and packed, 6.3 / 3.4).
+
+    >>> from ._geometry import _geometry
+    >>> from ..text import parse_shape
+    >>> [_short_runs(grouping(_geometry(parse_shape(t))), parse_shape(t).dimensions)
+    ...  for t in ("s4[64,8,5]{1,2,0:E(4)}", "s4[64,8,16]{1,2,0:E(4)}", "s4[64,8,6]{2,1,0:E(4)}")]
+    [True, False, False]
+    """
+    inner = math.prod(dims[found.axis + 1 :])
+    return 1 < inner < 64 and inner % 8 != 0
 
 
 def _grouped_whole(found: Grouping, run: Run) -> bool:

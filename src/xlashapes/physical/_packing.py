@@ -131,6 +131,54 @@ def _unpack4(data: np.ndarray[Any, Any], elements: np.ndarray[Any, Any], value: 
         elements[-1] = data[pairs] & value & 0x0F
 
 
+def _pack_at(elements: np.ndarray[Any, Any], geometry: _Geometry, out: np.ndarray[Any, Any], first: int,
+             run: Run) -> None:
+    """Pack uint8 element storage into the packed bytes ``out`` from field ``first`` on: the whole bytes by
+    ``_pack``, the fields in bytes shared with others one at a time (those others keep theirs).
+
+    >>> from ._geometry import _geometry
+    >>> from ..text import parse_shape
+    >>> out = np.array([0x21, 0x43], np.uint8)
+    >>> _pack_at(np.array([7, 8], np.uint8), _geometry(parse_shape("u4[4]{0:E(4)}")), out, 1, Run(1 << 30, 1))
+    >>> [hex(v) for v in out]
+    ['0x71', '0x48']
+    """
+    per, n = 8 // geometry.bits, elements.size
+    head = min(n, -first % per)
+    body = (n - head) // per * per
+    start = (first + head) // per
+    if body:
+        _pack(elements[head : head + body], geometry, out[start : start + body // per], run)
+    field = (1 << geometry.bits) - 1
+    for i in (*range(head), *range(head + body, n)):
+        byte, shift = divmod((first + i) * geometry.bits, 8)
+        code = int(_codes(elements[i : i + 1], geometry)[0]) & field
+        out[byte] = (int(out[byte]) & ~(field << shift) & 0xFF) | code << shift
+
+
+def _unpack_at(data: np.ndarray[Any, Any], geometry: _Geometry, elements: np.ndarray[Any, Any], first: int,
+               run: Run) -> None:
+    """Unpack ``elements.size`` fields of the packed bytes ``data`` from field ``first`` on into uint8 element
+    storage: the whole bytes by ``_unpack``, the fields in bytes shared with others one at a time.
+
+    >>> from ._geometry import _geometry
+    >>> from ..text import parse_shape
+    >>> elements, data = np.empty(2, np.uint8), np.array([0x71, 0x48], np.uint8)
+    >>> _unpack_at(data, _geometry(parse_shape("u4[4]{0:E(4)}")), elements, 1, Run(1 << 30, 1))
+    >>> elements.tolist()
+    [7, 8]
+    """
+    per, n = 8 // geometry.bits, elements.size
+    head = min(n, -first % per)
+    body = (n - head) // per * per
+    start = (first + head) // per
+    if body:
+        _unpack(data[start : start + body // per], geometry, elements[head : head + body], run)
+    for i in (*range(head), *range(head + body, n)):
+        byte, shift = divmod((first + i) * geometry.bits, 8)
+        elements[i] = (int(data[byte]) >> shift) & geometry.value_mask
+
+
 def _elements(data: np.ndarray[Any, Any], geometry: _Geometry, run: Run, what: str) -> np.ndarray[Any, Any]:
     """Physical ``data`` as element storage: unpacked into a new array (size checked) when packed, else a view."""
     if not geometry.packed:

@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from ._chunks import Slabs, slabs
+from ._chunks import Bands, Slabs, bands, slabs
 from ._compiled import _compiled_plan
 from ._convert import _read_physical, _write_physical, grouped_route
 from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
+from ._packing import _pack_at, _unpack_at
 from ._plan import _fill_padding, _outer_rows, _physical_view, _plain_chains, _plan, _transfer, _window
 
 CHUNK_BYTES = 8 << 20
@@ -86,6 +87,10 @@ def write_in_slabs(
     progress: Progress | None = None, layout: Slabs | None = None,
 ) -> bool:
     """``_write_physical`` one chunk of slabs at a time; False (nothing done) when the layout has no slabs."""
+    band = _bands(geometry) if layout is None else None
+    if band is not None:
+        write_in_bands(x, geometry, pad, buffer, run, band, progress)
+        return True
     cut = layout or slabs(geometry.shape, geometry.bits)
     if cut is None:
         return False
@@ -108,6 +113,10 @@ def read_in_slabs(
     progress: Progress | None = None, layout: Slabs | None = None,
 ) -> bool:
     """``_read_physical`` one chunk of slabs at a time into the storage array ``result``; False without slabs."""
+    band = _bands(geometry) if layout is None else None
+    if band is not None:
+        read_in_bands(data, geometry, result, run, band, progress)
+        return True
     cut = layout or slabs(geometry.shape, geometry.bits)
     if cut is None:
         return False
@@ -124,6 +133,58 @@ def read_in_slabs(
         if progress is not None:
             progress(end, geometry.nbytes)
     return True
+
+
+def _bands(geometry: _Geometry) -> Bands | None:
+    """The bands a packed layout (without tail padding) is converted in, when they read the logical array in
+    longer runs than its slabs; else None."""
+    whole = geometry.count == geometry.aligned and geometry.nbytes * 8 == geometry.count * geometry.bits
+    return bands(geometry.shape, geometry.bits, CHUNK_BYTES) if geometry.packed and whole else None
+
+
+def write_in_bands(
+    x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], run: Run,
+    cut: Bands, progress: Progress | None = None,
+) -> None:
+    """Lay a packed layout out a chunk of rows at a time: unpacked into a buffer in the physical order of the rows
+    (the byte layout's own route), then each of the chunk's ranges packed into its fields."""
+    inside, out = _as_whole(run, geometry.nbytes, stream=False), _as_whole(run, geometry.nbytes)
+    byte = pad.view(np.uint8)
+    room = np.empty(cut.ranges * cut.inner * min(cut.rows_per_chunk, cut.extent), np.uint8)
+    for low, high in cut.chunks():
+        length = (high - low) * cut.inner
+        unpacked = room[: cut.ranges * length]
+        part = x[_rows(cut.axis, low, high)]
+        _write_physical(part.view(np.uint8), _geometry(cut.piece(low, high)), byte, unpacked, inside)
+        for k, start in enumerate(cut.starts(low)):
+            _pack_at(unpacked[k * length : (k + 1) * length], geometry, buffer, start, out)
+        release(buffer)
+        if part.flags.c_contiguous:
+            release(x)
+        if progress is not None:
+            progress(high * geometry.nbytes // cut.extent, geometry.nbytes)
+
+
+def read_in_bands(
+    data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], run: Run, cut: Bands,
+    progress: Progress | None = None,
+) -> None:
+    """Fill the storage array ``result`` a chunk of rows at a time: each of the chunk's ranges unpacked into a
+    buffer, then read back by the byte layout's own route."""
+    inside, out = _as_whole(run, geometry.nbytes, stream=False), _as_whole(run, result.nbytes)
+    room = np.empty(cut.ranges * cut.inner * min(cut.rows_per_chunk, cut.extent), np.uint8)
+    for low, high in cut.chunks():
+        length = (high - low) * cut.inner
+        unpacked = room[: cut.ranges * length]
+        for k, start in enumerate(cut.starts(low)):
+            _unpack_at(data, geometry, unpacked[k * length : (k + 1) * length], start, inside)
+        target = result[_rows(cut.axis, low, high)]
+        _read_physical(unpacked, _geometry(cut.piece(low, high)), target.view(np.uint8), out)
+        release(data)
+        if target.flags.c_contiguous:
+            release(result)
+        if progress is not None:
+            progress(high * geometry.nbytes // cut.extent, geometry.nbytes)
 
 
 def _as_whole(run: Run, nbytes: int, stream: bool = True) -> Run:

@@ -131,6 +131,35 @@ def test_reversed_layouts_are_read_back_in_order_slab_by_slab(
     assert len(slabs) == 3  # (read back three times; laid out directly, faster so)
 
 
+@pytest.mark.parametrize(("text", "rows"), [("pred[40,24,56,42]{0,1,2,3:T(8,128)(4,1)}", 3),
+                                            ("s8[3,5,7,11,23]{0,1,2,3,4:T(8,128)(4,1)}", 2),
+                                            ("u8[9,40,5,6]{0,1,2,3:T(32,128)(4,1)}", 2)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_reversed_layouts_are_read_back_in_slabs_of_their_second_dim(
+    slabs: list[int], monkeypatch: pytest.MonkeyPatch, text: str, rows: int, threads: int
+) -> None:
+    # slabs of a few indices of the second physical dim, every index of the major one in each (the last slab short):
+    # turned out, whole runs of the logical minor dim
+    shape = xs.parse_shape(text)
+    turned = _transposed.turned_shape(_geometry(shape))
+    assert turned is not None
+    count, _, *rest = turned.dimensions
+    row = _geometry(xs.parse_shape(str(turned).replace(str(list(turned.dimensions)).replace(" ", ""),
+                                                        str([1, 1, *rest]).replace(" ", "")))).nbytes
+    monkeypatch.setattr(_transposed, "SLAB_BYTES", count * row * rows)
+    columns: list[int] = []
+    real = _transposed._reversed_in_columns
+
+    def spy(*args: Any) -> bool:
+        done = real(*args)
+        columns.append(done)
+        return done
+
+    monkeypatch.setattr(_transposed, "_reversed_in_columns", spy)
+    check_both_paths(monkeypatch, shape, 0, 17, True, 5, threads)
+    assert len(slabs) == 3 and columns == [True] * 3
+
+
 def test_reversed_layouts_keep_the_generic_kernel_where_the_route_does_not_pay(
     slabs: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,12 +19,17 @@ with the padding value given; E(n) fields packed as they are laid out. No tempor
 order, and each index of its major dim (the logical minor one) is one run of them. Read back, the generic kernel
 moved the ``(4,1)`` sub-tiles' elements, which no logical dim holds side by side, in squares of 4 x a few (pred
 ``[100,16,436,48]{0,1,2,3:T(8,128)(4,1)}`` 43x memcpy); slabs of that dim are read in order into a scratch array and
-turned out into the logical array (7.8x; u8 ``[64,64,64,128]{0,1,2,3:T(32,128)(4,1)}`` 32 -> 11). Laid out, the
-generic kernel stays (4.7-4.9 against 5.5-6.8 through slabs), as it does for ``(2,1)`` sub-tiles.
+turned out into the logical array (7.8x; u8 ``[64,64,64,128]{0,1,2,3:T(32,128)(4,1)}`` 32 -> 11). Where a slab holds
+fewer than all the indices of that dim, it leaves runs of a few elements of the logical minor dim; at rank 4 and up a
+slab is then a range of the second physical dim with every index of the major one (one run of the bytes each), and
+fills whole runs (x memcpy read back: pred ``[128,24,256,42]{...}`` 18 -> 8.5, ``[100,16,436,48]`` 9.6 -> 6.2, u8
+``[64,64,64,128]`` 11 -> 6.8). Laid out, the generic kernel stays (4.7-4.9 against 5.5-6.8 through slabs), as it
+does for ``(2,1)`` sub-tiles.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -138,6 +143,8 @@ def _reversed_convert(
         return False
     per = max(1, SLAB_BYTES // max(1, one.nbytes))
     count = turned.dimensions[0]
+    if per < count and _reversed_in_columns(logical, turned, one, data, run, read):
+        return True
     scratch = np.empty((min(per, count), *inner), logical.dtype)
     outer, scratch_run = _slab_runs(run, data)
     axes = tuple(range(logical.ndim - 1, -1, -1))
@@ -147,4 +154,34 @@ def _reversed_convert(
         start = first * one.nbytes
         read(data[start : start + slab.nbytes], slab, scratch[:n], scratch_run)
         _copy(logical[..., first : first + n].transpose(axes), scratch[:n], outer)
+    return True
+
+
+def _reversed_in_columns(
+    logical: np.ndarray[Any, Any], turned: Shape, one: _Geometry, data: np.ndarray[Any, Any], run: Run,
+    read: Callable[..., None],
+) -> bool:
+    """Read back a reversed layout of rank 4 and up a slab of its second physical dim at a time, every index of the
+    major dim in each (one run of the bytes for each index, read in order into its place in a scratch array): turned
+    out, the slab then fills whole runs of the logical minor dim (``_reversed_convert``'s slabs of a few indices of
+    that dim left runs of a few elements: pred ``[128,24,256,42]{0,1,2,3:T(8,128)(4,1)}`` 18x memcpy, runs of 21);
+    False where the dims inside the second one are not a whole number of bytes apart."""
+    count, rows, *rest = turned.dimensions
+    if not rest or len(rest) < 2:
+        return False  # (the second dim is tiled: its ranges are not runs of the bytes)
+    row = _geometry(replace(turned, dimensions=(1, 1, *rest))).nbytes
+    if row * rows != one.nbytes:
+        return False
+    per = max(1, SLAB_BYTES // max(1, count * row))
+    room = np.empty(count * min(per, rows) * math.prod(rest), logical.dtype)
+    outer, scratch_run = _slab_runs(run, data)
+    axes = tuple(range(logical.ndim - 1, -1, -1))
+    for low in range(0, rows, per):
+        n = min(per, rows - low)
+        piece = _geometry(replace(turned, dimensions=(1, n, *rest)))
+        scratch = room[: count * n * math.prod(rest)].reshape(count, n, *rest)
+        for index in range(count):
+            start = index * one.nbytes + low * row
+            read(data[start : start + piece.nbytes], piece, scratch[index : index + 1], scratch_run)
+        _copy(logical[..., low : low + n, :].transpose(axes), scratch, outer)
     return True

@@ -181,7 +181,10 @@ def test_grouped_route_equals_numpy_path(shape: xs.Shape, seed: int, threads: in
     ("s4[64,96,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30), ("u2[3,5,96,16]{1,2,3,0:T(8,128)(4,1)E(2)}", 1 << 30),
     ("s4[64,97,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30),  # (an odd dim: three axes)
     # (lines of 8 runs at a time in registers, and the rows after the last whole line)
-    ("u4[24,45,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30), ("s4[8,1003,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30)])
+    ("u4[24,45,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30), ("s4[8,1003,8]{0,1,2:T(8,128)(2,1)E(4)}", 1 << 30),
+    # (runs off whole words: a word and the rest one by one, or all one by one; E(4) and four fields a byte)
+    ("s4[40,16,5,3]{0,1,2,3:T(8,128)(2,1)E(4)}", 1 << 30), ("u2[3,5,96,7]{1,2,3,0:T(8,128)(4,1)E(2)}", 1 << 30),
+    ("u4[300,6,5,3]{2,1,3,0:T(8,128)(2,1)E(4)}", 1 << 10)])
 def test_permuted_fields_go_through_the_regroup_kernel(monkeypatch: pytest.MonkeyPatch, text: str,
                                                        budget: int) -> None:
     # laid out whole (the groups within the budget: one call), or a window of the byte layout at a time (several);
@@ -210,6 +213,7 @@ def test_permuted_fields_go_through_the_regroup_kernel(monkeypatch: pytest.Monke
     "s4[16,40,256]{2,0,1:E(4)}",  # (along the last)
     "u2[8,40,64]{1,0,2:T(8,128)(4,1)E(2)}",  # (four fields a byte, along the first)
     "s4[64,96,8]{0,1,2:T(8,128)(2,1)E(4)}",  # (short runs of groups, 8 at a time in registers)
+    "s4[40,16,5,3]{0,1,2,3:T(8,128)(2,1)E(4)}",  # (runs of 15: a word, then one by one)
 ])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_groups_read_back_are_split_in_the_results_own_bytes(

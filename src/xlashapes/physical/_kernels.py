@@ -655,6 +655,8 @@ def unpack(
     _pad_stream(line, buffer, carry, first, stream, np.uint8(0), _0, _1)
 
 
+_B0, _B4, _B15 = np.uint8(0), np.uint8(4), np.uint8(15)  # (typed byte constants of the regroup loops)
+
 @_inline
 def _regroup_word(grouped: int, fields: int, k: int, member: int, bits: int, mask: int, to: int) -> None:
     """Word ``k`` of groups made from (``to``) or split into their fields (E(4), the common case: straight-line code
@@ -682,13 +684,15 @@ def _regroup_word(grouped: int, fields: int, k: int, member: int, bits: int, mas
 
 
 @_subroutine
-def _regroup_rows(grouped: int, fields: int, words: int, rows: int, g_row: int, f_row: int, member: int, bits: int,
+def _regroup_rows(grouped: int, fields: int, n: int, rows: int, g_row: int, f_row: int, member: int, bits: int,
                   mask: int, to: int) -> None:
-    """``rows`` runs of ``words`` words of groups made from (``to``) or split into their fields, contiguous on both
-    sides, ``g_row`` / ``f_row`` bytes apart: one loop for short runs (a call per run of 8 bytes took s4
-    ``[2048,4096,8]{0,1,2:T(8,128)(2,1)E(4)}`` 10x memcpy) and one run alike."""
+    """``rows`` runs of ``n`` groups made from (``to``) or split into their fields, contiguous on both sides, ``g_row``
+    / ``f_row`` bytes apart, a word at a time and the last ``n % 8`` one by one: one loop for short runs (a call per
+    run of 8 bytes took s4 ``[2048,4096,8]{0,1,2:T(8,128)(2,1)E(4)}`` 10x memcpy; runs of 15 bytes, a call each,
+    s4 ``[34952,128,5,3]{0,1,2,3:T(8,128)(2,1)E(4)}`` 28x) and one run alike."""
+    words = n // 8
     start = 0
-    if bits == 4 and words == 1 and member == 8 and g_row == 8 and f_row == 16:  # (runs of 8 groups back to back, their
+    if bits == 4 and n == 8 and member == 8 and g_row == 8 and f_row == 16:  # (runs of 8 groups back to back, their
         start = rows - rows % 8  # two fields' words too: a line of groups at a time, in registers)
         lanes = _U(mask) * _LOW_BITS
         for r in range(0, start, 8):
@@ -696,10 +700,28 @@ def _regroup_rows(grouped: int, fields: int, words: int, rows: int, g_row: int, 
                 _nibbles_joined(grouped + r * 8, fields + r * 16)
             else:
                 _nibbles_split(grouped + r * 8, fields + r * 16, lanes)
+    per = 8 // bits
+    field = (1 << bits) - 1
     for r in range(start, rows):
         g, f = grouped + r * g_row, fields + r * f_row
         for k in range(words):
             _regroup_word(g, f, k, member, bits, mask, to)
+        for t in range(8 * words, n):
+            if bits == 4 and to:  # (E(4), the common case: two fields, no loop)
+                _put(g + t, 0, np.uint8((_get(f + t, 0, _B0) & _B15) | (_get(f + t + member, 0, _B0) << _B4)))
+            elif bits == 4:
+                value = _get(g + t, 0, _B0)
+                _put(f + t, 0, np.uint8(value & mask))
+                _put(f + t + member, 0, np.uint8((value >> _B4) & mask))
+            elif to:
+                value = 0
+                for q in range(per):
+                    value |= (np.int64(_get(f + t + q * member, 0, _B0)) & field) << (q * bits)
+                _put(g + t, 0, np.uint8(value))
+            else:
+                word = np.int64(_get(g + t, 0, _B0))
+                for q in range(per):
+                    _put(f + t + q * member, 0, np.uint8((word >> (q * bits)) & mask))
 
 
 @_subroutine
@@ -710,7 +732,7 @@ def _regroup_run(grouped: int, fields: int, n: int, g_step: int, f_step: int, me
     field = (1 << bits) - 1
     words = n // 8
     if g_step == 1 and f_step == 1:  # (runs contiguous on both sides: 8 groups a word)
-        _regroup_rows(grouped, fields, words, _1, _0, _0, member, bits, mask, to)
+        _regroup_rows(grouped, fields, 8 * words, _1, _0, _0, member, bits, mask, to)
     elif g_step == 1 and f_step == per and member == 1:  # (a group's fields follow each other)
         if to:
             _pack_words(grouped, fields, words, bits)
@@ -741,10 +763,10 @@ def regroup(grouped: int, fields: int, shape: Any, g_steps: Any, f_steps: Any, m
     index = np.zeros(axes, np.int64)
     index[0] = part[0]
     inner = shape[axes - 1]
-    # short runs of whole words, contiguous on both sides: the axis outside them in one loop (_regroup_rows)
-    short = inner < 64 and inner % 8 == 0 and g_steps[axes - 1] == 1 and f_steps[axes - 1] == 1
+    # short runs contiguous on both sides: the axis outside them in one loop (_regroup_rows)
+    short = inner < 64 and g_steps[axes - 1] == 1 and f_steps[axes - 1] == 1
     if short and axes == 2:  # (that axis is the threads' split)
-        _regroup_rows(grouped + part[0] * g_steps[0], fields + part[0] * f_steps[0], inner // 8, part[1] - part[0],
+        _regroup_rows(grouped + part[0] * g_steps[0], fields + part[0] * f_steps[0], inner, part[1] - part[0],
                       g_steps[0], f_steps[0], member, bits, mask, to)
         return
     rows = shape[axes - 2] if short else 1
@@ -755,7 +777,7 @@ def regroup(grouped: int, fields: int, shape: Any, g_steps: Any, f_steps: Any, m
             g += index[a] * g_steps[a]
             f += index[a] * f_steps[a]
         if rows > 1:
-            _regroup_rows(g, f, inner // 8, rows, g_steps[axes - 2], f_steps[axes - 2], member, bits, mask, to)
+            _regroup_rows(g, f, inner, rows, g_steps[axes - 2], f_steps[axes - 2], member, bits, mask, to)
         else:
             _regroup_run(g, f, inner, g_steps[axes - 1], f_steps[axes - 1], member, bits, mask, to)
         a = outer - 1

@@ -43,24 +43,29 @@ def test_bands_cut_where_both_sides_run_longest() -> None:
 
 
 @FAST
-@given(st.sampled_from([1, 2, 4]), st.integers(0, 200), st.integers(0, 40), st.integers(0, 2**32 - 1),
-       st.booleans())
-def test_fields_packed_and_unpacked_at_any_field(bits: int, n: int, first: int, seed: int, compiled: bool) -> None:
-    # a run of fields written from any field on (bytes shared with fields outside it keep theirs) and read back
+@given(st.sampled_from([("u4", 4), ("u2", 2), ("u1", 1), ("pred", 1), ("s2", 4), ("s4", 4)]), st.integers(0, 200),
+       st.integers(0, 40), st.integers(0, 2**32 - 1), st.booleans())
+def test_fields_packed_and_unpacked_at_any_field(etype: tuple[str, int], n: int, first: int, seed: int,
+                                                 compiled: bool) -> None:
+    # a run of fields written from any field on (bytes shared with fields outside it keep theirs) and read back,
+    # each masked to its field and its value bits (pred: one bit, s2 in E(4): two of four)
+    name, bits = etype
     per = 8 // bits
-    geometry = _geometry(xs.parse_shape(f"u{bits}[{first + n + per}]{{0:E({bits})}}"))
+    geometry = _geometry(xs.parse_shape(f"{name}[{first + n + per}]{{0:E({bits})}}"))
     rng = np.random.default_rng(seed)
-    buffer = rng.integers(0, 256, geometry.nbytes, dtype=np.uint8)
+    reference = _dispatch.Run(1 << 30, 1, numba_bytes=1 << 62)
     fields = np.empty(geometry.nbytes * per, np.uint8)
-    _packing._unpack(buffer, geometry, fields, _dispatch.Run(1 << 30, 1, numba_bytes=1 << 62))
+    _packing._unpack(rng.integers(0, 256, geometry.nbytes, dtype=np.uint8), geometry, fields, reference)
+    buffer = np.empty(geometry.nbytes, np.uint8)
+    _packing._pack(fields, geometry, buffer, reference)  # (canonical fields: s2's sign bits in E(4))
     run = _dispatch.Run(1 << 30, 1, numba_bytes=0 if compiled else 1 << 62)
     if compiled and _dispatch.kernels() is None:
         pytest.skip("numba is not installed")
-    codes = rng.integers(0, 1 << bits, n, dtype=np.uint8)
+    codes = rng.integers(0, 1 << (bits if name != "s2" else 2), n, dtype=np.uint8)
     _packing._pack_at(codes, geometry, buffer, first, run)
     fields[first : first + n] = codes
     expected = np.empty_like(buffer)
-    _packing._pack(fields, geometry, expected, _dispatch.Run(1 << 30, 1, numba_bytes=1 << 62))
+    _packing._pack(fields, geometry, expected, reference)
     assert np.array_equal(buffer, expected)
     back = np.full(n, 99, np.uint8)
     _packing._unpack_at(buffer, geometry, back, first, run)
@@ -70,6 +75,7 @@ def test_fields_packed_and_unpacked_at_any_field(bits: int, n: int, first: int, 
 BAND_CASES = [
     "s4[5,467,2]{0,1,2:E(4)}", "s4[255,12]{0,1:E(4)}", "u4[1,9,6,8,5]{3,4,1,2,0:E(4)}", "pred[1000,3,3]{0,1,2:E(1)}",
     "u2[80,20,3]{1,0,2:E(2)}", "s2[9,80,3]{0,1,2:E(4)}", "u4[250,3,7]{1,0,2:E(4)}", "s4[3,2,401]{2,0,1:E(4)}",
+    "pred[8,4,1821]{1,2,0:E(1)}",  # (ranges of 2 bits: shared bytes at both ends)
 ]
 
 

@@ -174,9 +174,10 @@ def _unpack_at(data: np.ndarray[Any, Any], geometry: _Geometry, elements: np.nda
     start = (first + head) // per
     if body:
         _unpack(data[start : start + body // per], geometry, elements[head : head + body], run)
+    field = (1 << geometry.bits) - 1
     for i in (*range(head), *range(head + body, n)):
         byte, shift = divmod((first + i) * geometry.bits, 8)
-        elements[i] = (int(data[byte]) >> shift) & geometry.value_mask
+        elements[i] = (int(data[byte]) >> shift) & field & geometry.value_mask
 
 
 def _elements(data: np.ndarray[Any, Any], geometry: _Geometry, run: Run, what: str) -> np.ndarray[Any, Any]:

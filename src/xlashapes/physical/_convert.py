@@ -14,8 +14,9 @@ from . import _dispatch as dispatch
 from ._compiled import _compiled_plan, _compiled_read, _compiled_write
 from ._dispatch import Run
 from ._geometry import _canonicalize, _check_size, _Geometry, _geometry
-from ._grouped import Grouping, grouping, pad_byte, regroup
+from ._grouped import Grouping, grouping, pad_byte, regroup, short_runs
 from ._packing import _elements, _pack, _packed_transpose, _unpack
+from ._permuted import permuted_convert
 from ._plan import (
     _common_boundaries,
     _fill_padding,
@@ -42,7 +43,8 @@ def _write_physical(
     """Lay the logical storage array ``x`` out into ``buffer`` (flat uint8 of ``byte_size``)."""
     if _compiled_write(x, geometry, pad, buffer, run) or stacked_convert(x, geometry, pad, buffer, run, True):
         return
-    if transposed_convert(x, geometry, pad, buffer, run, True, _write_physical):
+    if transposed_convert(x, geometry, pad, buffer, run, True, _write_physical) or permuted_convert(
+            x, geometry, pad, buffer, run, True, _write_physical):
         return
     plan = _plan(geometry.dims, geometry.layout)
     if geometry.packed:
@@ -98,7 +100,8 @@ def _read_physical(
         return
     if stacked_convert(result, geometry, None, data, run, False):
         return
-    if transposed_convert(result, geometry, None, data, run, False, _read_physical):
+    if transposed_convert(result, geometry, None, data, run, False, _read_physical) or permuted_convert(
+            result, geometry, None, data, run, False, _read_physical):
         return
     plan = _plan(geometry.dims, geometry.layout)
     if geometry.packed:
@@ -141,26 +144,10 @@ def grouped_route(geometry: _Geometry, nbytes: int, run: Run, to: bool) -> Group
         # they move element by element: s4 T(64,128)(8,1)E(4) 20x / 9x the packed bytes, as bytes T(32,128)(4,1))
     if not to and len(geometry.layout.tiles) == 2 and found.axis == len(geometry.dims) - 1:
         return None
-    if not geometry.layout.tiles and _short_runs(found, geometry.dims):
+    if not geometry.layout.tiles and short_runs(found, geometry.dims):
         return None
     whole = _grouped_whole(found, run)
     return found if whole or _plan(found.shape.dimensions, found.shape.layout_or_default()) is not None else None
-
-
-def _short_runs(found: Grouping, dims: tuple[int, ...]) -> bool:
-    """True when the ``regroup`` kernel would make the groups in runs of fewer than 64 elements, not whole words (the
-    logical dims after the grouped one, in C order; 1: the grouped dim's own run): one call a run, element by element
-    (``s4[1,500,64,1024,5]{3,4,1,2,0:E(4)}`` 57x memcpy of the packed bytes, grouped in runs of 5; in bands, unpacked
-    and packed, 6.3 / 3.4).
-
-    >>> from ._geometry import _geometry
-    >>> from ..text import parse_shape
-    >>> [_short_runs(grouping(_geometry(parse_shape(t))), parse_shape(t).dimensions)
-    ...  for t in ("s4[64,8,5]{1,2,0:E(4)}", "s4[64,8,16]{1,2,0:E(4)}", "s4[64,8,6]{2,1,0:E(4)}")]
-    [True, False, False]
-    """
-    inner = math.prod(dims[found.axis + 1 :])
-    return 1 < inner < 64 and inner % 8 != 0
 
 
 def _grouped_whole(found: Grouping, run: Run) -> bool:

@@ -1,0 +1,149 @@
+"""Sub-tiled layouts whose logical minor dim is a short one outside the tiles, converted in two passes through bands
+of the permuted array: its dims put in the layout's physical order (a copy of the generic kernel), then laid out in
+order by the tiled kernels (or read back in order and copied out).
+
+**Why.** The bytes of a layout are those of the array permuted into its physical order, in the same tiling in order
+(``u8[100,12,5592,5]{0,2,1,3:T(8,128)(4,1)}`` holds the bytes of ``u8[5,12,5592,100]{3,2,1,0:T(8,128)(4,1)}``). Where
+the logical minor dim is short (at most ``SHORT_MINOR`` bytes) and outside the tiles, the generic kernel reads it in
+runs of a few elements, each into a plane of its own, and makes each ``(p,1)`` sub-tile's word from ``p`` of those
+runs: read back, x memcpy, that layout 16x, bf16 ``[2000,100,100,2]{1,2,0,3:T(8,128)(2,1)}`` 27x, s8
+``[64,256,128,4]{1,2,0,3:T(8,128)(4,1)}`` 24x, u8 ``[4,1000,1000,8]{2,1,0,3:...(4,1)}`` 13x.
+
+**How.** A band is a range of rows of one untiled physical dim with every index of the dims outside it: one byte range
+of the buffer for each such index (the tiles of the dims inside it are in order within it). Each band of about
+``BAND_BYTES`` is copied into a scratch array in physical order (the generic kernel, which moves whole runs of the
+logical array's rows there) and each of its ranges laid out by the tiled kernels; read back, the other way round.
+The depth cut is the one with the fewest ranges and the longest runs of the logical array (``_chunks.RANGE_COST``).
+Read back, the layouts above went 3.6, 2.8, 3.7 and 2.6. Laid out, only ``(2,1)`` sub-tiles take the route (bf16
+``[2000,100,100,2]`` 6.3 -> 2.8, ``[100,200,300,5]{2,0,1,3:...}`` 5.2 -> 2.9; ``(4,1)`` ones were slower through it:
+s8 ``[500,64,100,12]{1,2,0,3:...}`` 2.8 -> 3.9). Without sub-tiles the generic kernel was as fast or faster, except
+where the minor dim is not a power of two bytes, and not there either at times (s32 ``[1000,64,64,3]{1,2,0,3:T(8,128)}``
+1.5 / 0.9 against 2.5 / 2.3 through bands): those stay. So do reversed layouts (:mod:`._transposed`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..shape import Shape
+from ..tiling import COMBINE_DIMENSION
+from . import _dispatch as dispatch
+from ._chunks import RANGE_COST
+from ._copy import _copy
+from ._dispatch import Run
+from ._geometry import _Geometry, _geometry
+from ._grouped import grouping, short_runs
+
+BAND_BYTES = 8 << 20  # bytes of the permuted array a band holds (its scratch)
+SHORT_MINOR = 16  # logical minor dims of at most this many bytes, outside the tiles, take the route (48: pred
+# [100,16,436,48]{0,1,2,3:T(8,128)(4,1)} laid out 4.8 -> 8.2 through bands)
+MOST_RANGES = 4096  # bands of more ranges than this are not taken (a call of the tiled kernels each)
+LEAST_RUN = 256  # nor bands whose runs of the logical array are shorter than this many bytes
+
+
+@dataclass(frozen=True)
+class Bands:
+    """The in-order shape a layout's bytes are those of (``turned``), its axes' logical dims (``order``), and the
+    cut: physical ``depth`` (logical dim ``axis``), ``ranges`` byte ranges a band, ``one`` bytes a row of it, ``rows``
+    rows a band."""
+
+    turned: Shape
+    order: tuple[int, ...]
+    depth: int
+    axis: int
+    ranges: int
+    one: int
+    rows: int
+
+
+def permuted_bands(geometry: _Geometry, itemsize: int) -> Bands | None:
+    """How a layout is converted in bands of its permuted array, or None where this route does not apply.
+
+    >>> from xlashapes import parse_shape
+    >>> cut = permuted_bands(_geometry(parse_shape("u8[100,12,5592,5]{0,2,1,3:T(8,128)(4,1)}")), 1)
+    >>> str(cut.turned), cut.axis, cut.ranges, cut.rows
+    ('u8[5,12,5592,100]{3,2,1,0:T(8,128)(4,1)}', 1, 5, 2)
+    """
+    layout, dims = geometry.layout, geometry.dims
+    rank = len(dims)
+    if rank < 3 or not layout.tiles or layout.padded_dimensions is not None:
+        return None
+    if layout.tail_padding_alignment_in_elements != 1 or layout.dynamic_shape_metadata_prefix_bytes:
+        return None
+    tiled = len(layout.tiles[0])
+    if tiled >= rank or any(t == COMBINE_DIMENSION for tile in layout.tiles for t in tile):
+        return None
+    order = tuple(layout.major_to_minor)
+    position = order.index(rank - 1)
+    minor = dims[rank - 1] * itemsize
+    if position >= rank - tiled or minor > SHORT_MINOR or layout.minor_to_major == tuple(range(rank)):
+        return None  # (the logical minor dim in the tiles, long enough for the generic kernel, or reversed)
+    if len(layout.tiles) != 2 or layout.tiles[1] not in ((2, 1), (4, 1)):
+        return None  # (without sub-tiles the generic kernel is as fast or faster, most often)
+    found = grouping(geometry) if geometry.packed else None
+    if found is not None and not short_runs(found, dims):
+        return None  # (E(n) fields whose groups the regroup kernel makes in long runs: the byte kernels' then)
+    turned = Shape(geometry.etype, tuple(dims[a] for a in order),
+                   layout=replace(layout, minor_to_major=tuple(range(rank - 1, -1, -1))))
+    if _geometry(turned).nbytes != geometry.nbytes:
+        return None  # (defensive: not the structure assumed)
+    best: tuple[int, Bands] | None = None
+    for depth in range(rank - tiled):
+        axis = order[depth]
+        ranges = math.prod(turned.dimensions[:depth])
+        one = _geometry(replace(turned, dimensions=(1,) * (depth + 1) + turned.dimensions[depth + 1 :])).nbytes
+        if one > BAND_BYTES or ranges * turned.dimensions[depth] * one != geometry.nbytes:
+            continue  # (a row over the budget; or not whole ranges of bytes: defensive)
+        cost = max(RANGE_COST * ranges, math.prod(dims[:axis]))
+        if best is None or cost < best[0]:
+            rows = max(1, BAND_BYTES // (ranges * one))
+            best = cost, Bands(turned, order, depth, axis, ranges, one, rows)
+    if best is None:
+        return None
+    cut = best[1]
+    run = min(cut.rows, dims[cut.axis]) * math.prod(dims[cut.axis + 1 :]) * itemsize
+    return cut if cut.ranges <= MOST_RANGES and run >= LEAST_RUN else None
+
+
+def permuted_convert(
+    logical: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
+    run: Run, to: bool, convert: Callable[..., None],
+) -> bool:
+    """Lay ``logical`` out into ``data`` (``to``: ``convert(scratch, geometry, pad, bytes, run)`` lays a range out in
+    order) or read it back (``convert(bytes, geometry, scratch, run)``), band by band; False when the route does not
+    apply (or the compiled kernels are not there, or the array is small)."""
+    if logical.nbytes < run.numba_bytes or dispatch.walker() is None:
+        return False
+    cut = permuted_bands(geometry, logical.itemsize)
+    if cut is None or (to and geometry.layout.tiles[1] != (2, 1)):
+        return False  # (laid out in (4,1) sub-tiles, the generic kernel is as fast or faster, most often)
+    turned, count = cut.turned.dimensions, cut.turned.dimensions[cut.depth]
+    rest = turned[cut.depth + 1 :]
+    room = np.empty(cut.ranges * min(cut.rows, count) * math.prod(rest), logical.dtype)
+    pieces = replace(run, numba_bytes=0, stream_bytes=0 if data.nbytes >= run.stream_bytes else 1 << 62)
+    scratch_run = replace(run, numba_bytes=0, stream_bytes=1 << 62)  # (read again at once: not streamed)
+    band = count * cut.one  # (bytes of one range of every row)
+    for low in range(0, count, cut.rows):
+        n = min(cut.rows, count - low)
+        piece = _geometry(replace(cut.turned, dimensions=(1,) * cut.depth + (n, *rest)))
+        scratch = room[: cut.ranges * n * math.prod(rest)].reshape(*turned[: cut.depth], n, *rest)
+        index = [slice(None)] * logical.ndim
+        index[cut.axis] = slice(low, low + n)
+        part = logical[tuple(index)].transpose(cut.order)
+        ranges = scratch.reshape(cut.ranges, *piece.dims)
+        if to:
+            _copy(scratch, part, scratch_run)
+        for k in range(cut.ranges):
+            start = k * band + low * cut.one
+            if to:
+                convert(ranges[k], piece, pad, data[start : start + piece.nbytes], pieces)
+            else:
+                convert(data[start : start + piece.nbytes], piece, ranges[k], scratch_run)
+        if not to:
+            _copy(part, scratch, pieces)
+    return True

@@ -20,19 +20,19 @@ levels at once) is one copy between two strided views of the same factors (``_pl
 inside a dim, or merge ``*`` dims off a factor boundary, use the plain level-by-level path (``_reference``), which
 the tests compare every other path against.
 
-The modules: ``_geometry`` (checked inputs, outputs and the facts about a shape), ``_plan`` (factor views),
-``_copy`` (the copy engine: NumPy, or the generic compiled kernel), ``_packing`` (sub-byte fields), ``_grouped`` (E(n)
-layouts that are byte layouts of grouped elements), ``_convert`` (the two directions and relayout), ``_chunks`` /
-``_slabbed`` (work one slab of the most major dim at a time, or one band of a dim further in), ``_blocks`` (relayouts moving 2 x 2 blocks whole, or
-squares of lines), ``files`` (``.npy`` files through a layout, larger than memory), ``_dispatch`` (when compiled code
-runs: thresholds, threads, the kernel cache), ``_compiled`` (the 2-d kernels' calls), ``_stacked`` (tiled layouts whose
-tiles run across the minor dim, a chunk at a time through a stage), ``_transposed`` (tiled transposes whose ``(p,1)``
-sub-tiles' rows are an odd length, through slabs of the transposed array laid out in order), ``_permuted`` (sub-tiled
-layouts whose short logical minor dim is outside the tiles, through bands of the array permuted into physical
-order), ``_intrinsics`` (the numba
-building blocks), ``_shuffles`` (register transposes and interleaves), ``_kernels`` / ``_walk`` / ``_side_by_side`` /
-``_stacks`` / ``_tables`` (the numba kernels), ``_entries`` / ``_aot`` (their machine code kept on disk and loaded
-without numba), ``_prebuilt`` (that machine code shipped for baseline CPUs) and ``_reference``.
+The modules: ``_geometry`` (checked inputs, outputs and the facts about a shape), ``_plan`` (factor views), ``_copy``
+(the copy engine: NumPy, or the generic compiled kernel), ``_packing`` (sub-byte fields), ``_grouped`` (E(n) layouts
+that are byte layouts of grouped elements), ``_convert`` (the two directions and relayout), ``_chunks`` / ``_slabbed``
+(work one slab of the most major dim at a time, or one band of a dim further in), ``_blocks`` (relayouts moving 2 x 2
+blocks whole, or squares of lines), ``files`` (``.npy`` files through a layout, larger than memory), ``_dispatch`` (when
+compiled code runs: thresholds, threads, the kernel cache), ``_compiled`` (the 2-d kernels' calls), ``_stacked`` (tiled
+layouts whose tiles run across the minor dim, a chunk at a time through a stage), ``_transposed`` (tiled transposes
+whose ``(p,1)`` sub-tiles' rows are an odd length, through slabs of the transposed array laid out in order),
+``_permuted`` (sub-tiled layouts whose short logical minor dim is outside the tiles, through bands of the array permuted
+into physical order), ``_intrinsics`` (the numba building blocks), ``_shuffles`` (register transposes and interleaves),
+``_kernels`` / ``_walk`` / ``_side_by_side`` / ``_stacks`` / ``_tables`` (the numba kernels), ``_entries`` / ``_aot``
+(their machine code kept on disk and loaded without numba), ``_prebuilt`` (that machine code shipped for baseline CPUs)
+and ``_reference``.
 
 **Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
 environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba and

@@ -64,6 +64,8 @@ def test_the_bands_cut_an_untiled_dim_of_the_permuted_array() -> None:
     assert _cut("u8[5592,5]{0,1:T(8,128)(4,1)}") is None  # (rank 2: every dim in the tiles)
     assert _cut("u8[100,12,5592,5]{2,0,1,3:T(8,128)(4,1)}") is not None
     assert _cut("u8[100,3,5,5]{2,0,1,3:T(8,128)(4,1)}") is None  # (bands' runs of the array under LEAST_RUN)
+    assert _cut("u8[12,12,128,256,7]{2,1,4,3,0:T(8,128)(4,1)}") is None  # (the minor dim not the most major one)
+    assert _cut("s8[256,4,256,8,16]{2,0,1,3,4:T(8,128)(4,1)}") is None  # (ranges of 64 KiB, or runs of 16 bytes)
 
 
 @pytest.mark.parametrize(("text", "laid"), [
@@ -75,6 +77,7 @@ def test_the_bands_cut_an_untiled_dim_of_the_permuted_array() -> None:
 def test_layouts_go_in_bands_of_the_permuted_array(bands: list[bool], monkeypatch: pytest.MonkeyPatch, text: str,
                                                     laid: bool, rows: int, threads: int) -> None:
     monkeypatch.setattr(_permuted, "LEAST_RUN", 1)  # (small arrays: runs of a few bytes in bands of a row)
+    monkeypatch.setattr(_permuted, "LEAST_RANGE", 1)
     shape = xs.parse_shape(text)
     cut = _permuted.permuted_bands(_geometry(shape), _geometry(shape).storage.itemsize)
     assert cut is not None and (rows < 2 or cut.turned.dimensions[cut.depth] % rows), text
@@ -86,14 +89,11 @@ def test_layouts_go_in_bands_of_the_permuted_array(bands: list[bool], monkeypatc
 
 @st.composite
 def sub_tiled_shapes(draw: st.DrawFn) -> xs.Shape:
-    """A rank 3-5 layout with (2,1) or (4,1) sub-tiles whose short logical minor dim is outside the tiles."""
+    """A rank 3-5 layout with (2,1) or (4,1) sub-tiles whose short logical minor dim is the most major physical one."""
     rank = draw(st.integers(3, 5))
     dims = [draw(st.integers(1, 9)) for _ in range(rank)]
     dims[draw(st.integers(0, rank - 2))] = draw(st.integers(8, 70))
-    order = list(draw(st.permutations(range(rank))))
-    minor = draw(st.integers(2, rank - 1))  # (the logical minor dim among the untiled physical ones)
-    order.remove(rank - 1)
-    order.insert(minor, rank - 1)
+    order = [*draw(st.permutations(range(rank - 1))), rank - 1]
     etype, sub = draw(st.sampled_from([("u8", (4, 1)), ("pred", (4, 1)), ("bf16", (2, 1)), ("s4", (2, 1))]))
     tile = (draw(st.sampled_from([8, 16])), draw(st.sampled_from([8, 128])))
     bits = {"s4": 4}.get(etype, 0)
@@ -107,4 +107,5 @@ def test_bands_of_the_permuted_array_equal_numpy_path(shape: xs.Shape, seed: int
         compiled_for_any_size(monkeypatch)
         monkeypatch.setattr(_permuted, "BAND_BYTES", band)
         monkeypatch.setattr(_permuted, "LEAST_RUN", 1)
+        monkeypatch.setattr(_permuted, "LEAST_RANGE", 1)
         check_both_paths(monkeypatch, shape, 0, seed % 1000, bool(seed & 1), seed % 64, threads)

@@ -1,10 +1,10 @@
-"""Sub-tiled layouts whose logical minor dim is a short one outside the tiles, converted in two passes through bands
-of the permuted array: its dims put in the layout's physical order (a copy of the generic kernel), then laid out in
-order by the tiled kernels (or read back in order and copied out).
+"""Sub-tiled layouts whose logical minor dim is a short one and the most major physical dim, converted in two passes
+through bands of the permuted array: its dims put in the layout's physical order (a copy of the generic kernel), then
+laid out in order by the tiled kernels (or read back in order and copied out).
 
 **Why.** The bytes of a layout are those of the array permuted into its physical order, in the same tiling in order
 (``u8[100,12,5592,5]{0,2,1,3:T(8,128)(4,1)}`` holds the bytes of ``u8[5,12,5592,100]{3,2,1,0:T(8,128)(4,1)}``). Where
-the logical minor dim is short (at most ``SHORT_MINOR`` bytes) and outside the tiles, the generic kernel reads it in
+the logical minor dim is short (at most ``SHORT_MINOR`` bytes) and the most major one, the generic kernel reads it in
 runs of a few elements, each into a plane of its own, and makes each ``(p,1)`` sub-tile's word from ``p`` of those
 runs: read back, x memcpy, that layout 16x, bf16 ``[2000,100,100,2]{1,2,0,3:T(8,128)(2,1)}`` 27x, s8
 ``[64,256,128,4]{1,2,0,3:T(8,128)(4,1)}`` 24x, u8 ``[4,1000,1000,8]{2,1,0,3:...(4,1)}`` 13x.
@@ -13,10 +13,13 @@ runs: read back, x memcpy, that layout 16x, bf16 ``[2000,100,100,2]{1,2,0,3:T(8,
 of the buffer for each such index (the tiles of the dims inside it are in order within it). Each band of about
 ``BAND_BYTES`` is copied into a scratch array in physical order (the generic kernel, which moves whole runs of the
 logical array's rows there) and each of its ranges laid out by the tiled kernels; read back, the other way round.
-The depth cut is the one with the fewest ranges and the longest runs of the logical array (``_chunks.RANGE_COST``).
+The depth cut is the one with the fewest ranges and the longest runs of the logical array (``_chunks.RANGE_COST``),
+among those whose runs are at least ``LEAST_RUN`` bytes and whose ranges, where there are several, ``LEAST_RANGE``.
 Read back, the layouts above went 3.6, 2.8, 3.7 and 2.6. Laid out, only ``(2,1)`` sub-tiles take the route (bf16
 ``[2000,100,100,2]`` 6.3 -> 2.8, ``[100,200,300,5]{2,0,1,3:...}`` 5.2 -> 2.9; ``(4,1)`` ones were slower through it:
-s8 ``[500,64,100,12]{1,2,0,3:...}`` 2.8 -> 3.9). Without sub-tiles the generic kernel was as fast or faster, except
+s8 ``[500,64,100,12]{1,2,0,3:...}`` 2.8 -> 3.9). Nor do layouts whose minor dim is further in (u8
+``[12,12,128,256,7]{2,1,4,3,0:T(8,128)(4,1)}`` read back 1.2 -> 2.4 through bands: the first pass no faster than the
+one of the generic kernel). Without sub-tiles the generic kernel was as fast or faster, except
 where the minor dim is not a power of two bytes, and not there either at times (s32 ``[1000,64,64,3]{1,2,0,3:T(8,128)}``
 1.5 / 0.9 against 2.5 / 2.3 through bands): those stay. So do reversed layouts (:mod:`._transposed`).
 """
@@ -44,6 +47,8 @@ SHORT_MINOR = 16  # logical minor dims of at most this many bytes, outside the t
 # [100,16,436,48]{0,1,2,3:T(8,128)(4,1)} laid out 4.8 -> 8.2 through bands)
 MOST_RANGES = 4096  # bands of more ranges than this are not taken (a call of the tiled kernels each)
 LEAST_RUN = 256  # nor bands whose runs of the logical array are shorter than this many bytes
+LEAST_RANGE = 1 << 18  # nor bands of several ranges shorter than this (each range a conversion of its own: s8
+# [256,4,256,8,16]{2,0,1,3,4:T(8,128)(4,1)} read back in ranges of 64 KiB, 15x memcpy against 2.8 in one pass)
 
 
 @dataclass(frozen=True)
@@ -81,8 +86,8 @@ def permuted_bands(geometry: _Geometry, itemsize: int) -> Bands | None:
     order = tuple(layout.major_to_minor)
     position = order.index(rank - 1)
     minor = dims[rank - 1] * itemsize
-    if position >= rank - tiled or minor > SHORT_MINOR or layout.minor_to_major == tuple(range(rank)):
-        return None  # (the logical minor dim in the tiles, long enough for the generic kernel, or reversed)
+    if position > 0 or minor > SHORT_MINOR or layout.minor_to_major == tuple(range(rank)):
+        return None  # (the logical minor dim not the most major one, long enough for the generic kernel, or reversed)
     if len(layout.tiles) != 2 or layout.tiles[1] not in ((2, 1), (4, 1)):
         return None  # (without sub-tiles the generic kernel is as fast or faster, most often)
     found = grouping(geometry) if geometry.packed else None
@@ -99,15 +104,14 @@ def permuted_bands(geometry: _Geometry, itemsize: int) -> Bands | None:
         one = _geometry(replace(turned, dimensions=(1,) * (depth + 1) + turned.dimensions[depth + 1 :])).nbytes
         if one > BAND_BYTES or ranges * turned.dimensions[depth] * one != geometry.nbytes:
             continue  # (a row over the budget; or not whole ranges of bytes: defensive)
+        rows = min(dims[axis], max(1, BAND_BYTES // (ranges * one)))
+        run = rows * math.prod(dims[axis + 1 :]) * itemsize  # (bytes of the logical array's runs a band reads)
+        if ranges > MOST_RANGES or run < LEAST_RUN or (ranges > 1 and rows * one < LEAST_RANGE):
+            continue
         cost = max(RANGE_COST * ranges, math.prod(dims[:axis]))
         if best is None or cost < best[0]:
-            rows = max(1, BAND_BYTES // (ranges * one))
             best = cost, Bands(turned, order, depth, axis, ranges, one, rows)
-    if best is None:
-        return None
-    cut = best[1]
-    run = min(cut.rows, dims[cut.axis]) * math.prod(dims[cut.axis + 1 :]) * itemsize
-    return cut if cut.ranges <= MOST_RANGES and run >= LEAST_RUN else None
+    return None if best is None else best[1]
 
 
 def permuted_convert(

@@ -69,10 +69,11 @@ def test_the_bands_cut_an_untiled_dim_of_the_permuted_array() -> None:
 
 
 @pytest.mark.parametrize(("text", "laid"), [
-    ("u8[30,12,57,5]{0,2,1,3:T(8,128)(4,1)}", False), ("bf16[40,10,10,2]{1,2,0,3:T(8,128)(2,1)}", True),
+    ("u8[30,12,57,5]{0,2,1,3:T(8,128)(4,1)}", True), ("bf16[40,10,10,2]{1,2,0,3:T(8,128)(2,1)}", True),
     ("s8[16,25,12,4]{1,2,0,3:T(8,128)(4,1)}", False), ("s4[30,10,10,2]{1,2,0,3:T(8,128)(2,1)E(4)}", True),
-    ("pred[20,10,30,5]{2,0,1,3:T(8,128)(4,1)}", False), ("f16[10,20,30,5]{2,0,1,3:T(16,128)(2,1)}", True),
-])
+    ("pred[20,10,30,5]{2,0,1,3:T(8,128)(4,1)}", True), ("f16[10,20,30,5]{2,0,1,3:T(16,128)(2,1)}", True),
+    ("u8[20,10,30,9]{2,0,1,3:T(8,128)(4,1)}", False), ("s8[20,10,30,2]{2,1,0,3:T(8,128)(4,1)}", True),
+])  # (laid out in (4,1) sub-tiles: from runs of fewer than 8 bytes that are not one word)
 @pytest.mark.parametrize(("rows", "threads"), [(0, 1), (7, 2), (1, 1)])  # (one band; bands of 7 rows, the last short)
 def test_layouts_go_in_bands_of_the_permuted_array(bands: list[bool], monkeypatch: pytest.MonkeyPatch, text: str,
                                                     laid: bool, rows: int, threads: int) -> None:

@@ -15,9 +15,12 @@ of the buffer for each such index (the tiles of the dims inside it are in order 
 logical array's rows there) and each of its ranges laid out by the tiled kernels; read back, the other way round.
 The depth cut is the one with the fewest ranges and the longest runs of the logical array (``_chunks.RANGE_COST``),
 among those whose runs are at least ``LEAST_RUN`` bytes and whose ranges, where there are several, ``LEAST_RANGE``.
-Read back, the layouts above went 3.6, 2.8, 3.7 and 2.6. Laid out, only ``(2,1)`` sub-tiles take the route (bf16
-``[2000,100,100,2]`` 6.3 -> 2.8, ``[100,200,300,5]{2,0,1,3:...}`` 5.2 -> 2.9; ``(4,1)`` ones were slower through it:
-s8 ``[500,64,100,12]{1,2,0,3:...}`` 2.8 -> 3.9). Nor do layouts whose minor dim is further in (u8
+Read back, the layouts above went 3.6, 2.8, 3.7 and 2.6. Laid out, ``(2,1)`` sub-tiles take the route (bf16
+``[2000,100,100,2]`` 6.3 -> 2.8, ``[100,200,300,5]{2,0,1,3:...}`` 5.2 -> 2.9), and ``(4,1)`` ones from runs of fewer
+than 8 bytes that are not one word (u8 ``[4,1000,1000,2]{2,1,0,3:...}`` 35 -> 3.8, s8 ``[500,64,100,3]{1,2,0,3:...}``
+14 -> 3.4, u8 ``[100,12,5592,5]`` 9.7 -> 4.5, ``[4,1000,1000,6]`` 6.4 -> 3.6); from words or longer runs they were
+slower through it (s8 ``[500,64,100,12]`` 2.8 -> 3.9, ``[64,256,128,4]`` 3.6 -> 4.1, u8 ``[4,1000,1000,8]`` 3.1 ->
+5.2). Nor do layouts whose minor dim is further in (u8
 ``[12,12,128,256,7]{2,1,4,3,0:T(8,128)(4,1)}`` read back 1.2 -> 2.4 through bands: the first pass no faster than the
 one of the generic kernel). Without sub-tiles the generic kernel was as fast or faster, except
 where the minor dim is not a power of two bytes, and not there either at times (s32 ``[1000,64,64,3]{1,2,0,3:T(8,128)}``
@@ -124,8 +127,9 @@ def permuted_convert(
     if logical.nbytes < run.numba_bytes or dispatch.walker() is None:
         return False
     cut = permuted_bands(geometry, logical.itemsize)
-    if cut is None or (to and geometry.layout.tiles[1] != (2, 1)):
-        return False  # (laid out in (4,1) sub-tiles, the generic kernel is as fast or faster, most often)
+    minor = logical.shape[-1] * logical.itemsize
+    if cut is None or (to and geometry.layout.tiles[1] == (4, 1) and (minor >= 8 or minor == 4)):
+        return False  # (laid out in (4,1) sub-tiles from runs of whole words, the generic kernel is as fast or faster)
     turned, count = cut.turned.dimensions, cut.turned.dimensions[cut.depth]
     rest = turned[cut.depth + 1 :]
     room = np.empty(cut.ranges * min(cut.rows, count) * math.prod(rest), logical.dtype)

@@ -121,11 +121,10 @@ def permuted_convert(
     logical: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
     run: Run, to: bool, convert: Callable[..., None],
 ) -> bool:
-    """Lay ``logical`` out into ``data`` (``to``: ``convert(scratch, geometry, pad, bytes, run)`` lays a range out in
-    order) or read it back (``convert(bytes, geometry, scratch, run)``), band by band; False when the route does not
-    apply (or the compiled kernels are not there, or the array is small)."""
+    """:func:`._transposed.transposed_convert`'s conversion (the same arguments) a band at a time, each range of a band
+    laid out or read back in order by ``convert``; False where this route is not taken."""
     if logical.nbytes < run.numba_bytes or dispatch.walker() is None:
-        return False
+        return False  # (the compiled kernels are not there, or the array is small)
     cut = permuted_bands(geometry, logical.itemsize)
     minor = logical.shape[-1] * logical.itemsize
     if cut is None or (to and geometry.layout.tiles[1] == (4, 1) and (minor >= 8 or minor == 4)):

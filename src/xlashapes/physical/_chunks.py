@@ -128,8 +128,19 @@ class Bands:
 
 
 RANGE_COST = 16
-"""What one range of a chunk costs against one run of the logical array read for it: each range is a call of the
-packing kernel (about 12 us, the time memcpy takes for 200 KB), the runs are all read in one call."""
+"""What one range of a band costs against one run of the logical array read for it: each range is a kernel call of
+its own (packing: about 12 us, the time memcpy takes for 200 KB; or the tiled kernels', :mod:`._permuted`), the runs
+are all read in one call."""
+
+
+def band_cost(dims: tuple[int, ...], order: tuple[int, ...], depth: int) -> int:
+    """What a band at physical ``depth`` (``order``: the dims major to minor) costs: the larger of its ranges, weighed
+    by ``RANGE_COST``, and the runs of the logical array (C order) it reads, the product of the dims before its own.
+
+    >>> band_cost((5, 6710886, 2), (2, 1, 0), 1), band_cost((5, 6710886, 2), (2, 1, 0), 0)
+    (32, 33554430)
+    """
+    return max(RANGE_COST * math.prod(dims[d] for d in order[:depth]), math.prod(dims[: order[depth]]))
 
 
 def bands(shape: Shape, bits: int, budget: int) -> Bands | None:
@@ -150,7 +161,7 @@ def bands(shape: Shape, bits: int, budget: int) -> Bands | None:
     dims = shape.dimensions
     if layout.tiles or layout.padded_dimensions is not None or math.prod(dims) == 0 or len(dims) < 2:
         return None
-    order = layout.major_to_minor
+    order = tuple(layout.major_to_minor)
     best: tuple[int, int, Bands] | None = None
     for depth, axis in enumerate(order):
         ranges = math.prod(dims[d] for d in order[:depth])
@@ -158,7 +169,7 @@ def bands(shape: Shape, bits: int, budget: int) -> Bands | None:
         step = 8 // math.gcd(8, inner * bits)
         if dims[axis] < 2 * step or ranges * inner * step > budget:
             continue  # (too few rows to cut, or a step of rows over the budget)
-        cost = max(RANGE_COST * ranges, math.prod(dims[:axis]))
+        cost = band_cost(dims, order, depth)
         if best is None or cost < best[0]:
             rows = max(step, budget // (ranges * inner) // step * step)
             best = cost, depth, Bands(shape, axis, ranges, inner, bits, step, rows)

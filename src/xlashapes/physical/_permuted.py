@@ -13,7 +13,7 @@ runs: read back, x memcpy, that layout 16x, bf16 ``[2000,100,100,2]{1,2,0,3:T(8,
 of the buffer for each such index (the tiles of the dims inside it are in order within it). Each band of about
 ``BAND_BYTES`` is copied into a scratch array in physical order (the generic kernel, which moves whole runs of the
 logical array's rows there) and each of its ranges laid out by the tiled kernels; read back, the other way round.
-The depth cut is the one with the fewest ranges and the longest runs of the logical array (``_chunks.RANGE_COST``),
+The depth cut is the one with the fewest ranges and the longest runs of the logical array (``_chunks.band_cost``),
 among those whose runs are at least ``LEAST_RUN`` bytes and whose ranges, where there are several, ``LEAST_RANGE``.
 Read back, the layouts above went 3.6, 2.8, 3.7 and 2.6. Laid out, ``(2,1)`` sub-tiles take the route (bf16
 ``[2000,100,100,2]`` 6.3 -> 2.8, ``[100,200,300,5]{2,0,1,3:...}`` 5.2 -> 2.9), and ``(4,1)`` ones from runs of fewer
@@ -39,7 +39,7 @@ import numpy as np
 from ..shape import Shape
 from ..tiling import COMBINE_DIMENSION
 from . import _dispatch as dispatch
-from ._chunks import RANGE_COST
+from ._chunks import band_cost
 from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
@@ -55,7 +55,7 @@ LEAST_RANGE = 1 << 18  # nor bands of several ranges shorter than this (each ran
 
 
 @dataclass(frozen=True)
-class Bands:
+class PermutedBands:
     """The in-order shape a layout's bytes are those of (``turned``), its axes' logical dims (``order``), and the
     cut: physical ``depth`` (logical dim ``axis``), ``ranges`` byte ranges a band, ``one`` bytes a row of it, ``rows``
     rows a band."""
@@ -69,7 +69,7 @@ class Bands:
     rows: int
 
 
-def permuted_bands(geometry: _Geometry, itemsize: int) -> Bands | None:
+def permuted_bands(geometry: _Geometry, itemsize: int) -> PermutedBands | None:
     """How a layout is converted in bands of its permuted array, or None where this route does not apply.
 
     >>> from xlashapes import parse_shape
@@ -100,7 +100,7 @@ def permuted_bands(geometry: _Geometry, itemsize: int) -> Bands | None:
                    layout=replace(layout, minor_to_major=tuple(range(rank - 1, -1, -1))))
     if _geometry(turned).nbytes != geometry.nbytes:
         return None  # (defensive: not the structure assumed)
-    best: tuple[int, Bands] | None = None
+    best: tuple[int, PermutedBands] | None = None
     for depth in range(rank - tiled):
         axis = order[depth]
         ranges = math.prod(turned.dimensions[:depth])
@@ -111,9 +111,9 @@ def permuted_bands(geometry: _Geometry, itemsize: int) -> Bands | None:
         run = rows * math.prod(dims[axis + 1 :]) * itemsize  # (bytes of the logical array's runs a band reads)
         if ranges > MOST_RANGES or run < LEAST_RUN or (ranges > 1 and rows * one < LEAST_RANGE):
             continue
-        cost = max(RANGE_COST * ranges, math.prod(dims[:axis]))
+        cost = band_cost(dims, order, depth)
         if best is None or cost < best[0]:
-            best = cost, Bands(turned, order, depth, axis, ranges, one, rows)
+            best = cost, PermutedBands(turned, order, depth, axis, ranges, one, rows)
     return None if best is None else best[1]
 
 

@@ -167,7 +167,7 @@ def _reversed_in_columns(
     that dim left runs of a few elements: pred ``[128,24,256,42]{0,1,2,3:T(8,128)(4,1)}`` 18x memcpy, runs of 21);
     False where the dims inside the second one are not a whole number of bytes apart."""
     count, rows, *rest = turned.dimensions
-    if not rest or len(rest) < 2:
+    if len(rest) < 2:
         return False  # (the second dim is tiled: its ranges are not runs of the bytes)
     row = _geometry(replace(turned, dimensions=(1, 1, *rest))).nbytes
     if row * rows != one.nbytes:

@@ -129,11 +129,21 @@ def permuted_convert(
     minor = logical.shape[-1] * logical.itemsize
     if cut is None or (to and geometry.layout.tiles[1] == (4, 1) and (minor >= 8 or minor == 4)):
         return False  # (laid out in (4,1) sub-tiles from runs of whole words, the generic kernel is as fast or faster)
+    pieces = replace(run, numba_bytes=0, stream_bytes=0 if data.nbytes >= run.stream_bytes else 1 << 62)
+    scratch_run = replace(run, numba_bytes=0, stream_bytes=1 << 62)  # (read again at once: not streamed)
+    convert_bands(logical, cut, pad, data, to, convert, pieces, scratch_run)
+    return True
+
+
+def convert_bands(
+    logical: np.ndarray[Any, Any], cut: PermutedBands, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
+    to: bool, convert: Callable[..., None], pieces: Run, scratch_run: Run,
+) -> None:
+    """Convert band by band as ``cut`` says: the ranges' bytes with the run ``pieces``, the scratch array's copies
+    (laid out: from the logical array; read back: ranges read into it) with ``scratch_run``."""
     turned, count = cut.turned.dimensions, cut.turned.dimensions[cut.depth]
     rest = turned[cut.depth + 1 :]
     room = np.empty(cut.ranges * min(cut.rows, count) * math.prod(rest), logical.dtype)
-    pieces = replace(run, numba_bytes=0, stream_bytes=0 if data.nbytes >= run.stream_bytes else 1 << 62)
-    scratch_run = replace(run, numba_bytes=0, stream_bytes=1 << 62)  # (read again at once: not streamed)
     band = count * cut.one  # (bytes of one range of every row)
     for low in range(0, count, cut.rows):
         n = min(cut.rows, count - low)
@@ -153,4 +163,3 @@ def permuted_convert(
                 convert(data[start : start + piece.nbytes], piece, ranges[k], scratch_run)
         if not to:
             _copy(part, scratch, pieces)
-    return True

@@ -29,7 +29,6 @@ does for ``(2,1)`` sub-tiles.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -41,6 +40,7 @@ from . import _dispatch as dispatch
 from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
+from ._permuted import PermutedBands, convert_bands
 
 SLAB_BYTES = 1 << 24  # bytes of the transposed array a slab holds (at least one tile row; its scratch)
 MOST_SLAB = 1 << 26  # bytes of one index of a reversed layout's major dim past which it is not read in slabs
@@ -172,16 +172,8 @@ def _reversed_in_columns(
     row = _geometry(replace(turned, dimensions=(1, 1, *rest))).nbytes
     if row * rows != one.nbytes:
         return False
-    per = max(1, SLAB_BYTES // max(1, count * row))
-    room = np.empty(count * min(per, rows) * math.prod(rest), logical.dtype)
+    order = tuple(range(logical.ndim - 1, -1, -1))
+    cut = PermutedBands(turned, order, 1, logical.ndim - 2, count, row, max(1, SLAB_BYTES // max(1, count * row)))
     outer, scratch_run = _slab_runs(run, data)
-    axes = tuple(range(logical.ndim - 1, -1, -1))
-    for low in range(0, rows, per):
-        n = min(per, rows - low)
-        piece = _geometry(replace(turned, dimensions=(1, n, *rest)))
-        scratch = room[: count * n * math.prod(rest)].reshape(count, n, *rest)
-        for index in range(count):
-            start = index * one.nbytes + low * row
-            read(data[start : start + piece.nbytes], piece, scratch[index : index + 1], scratch_run)
-        _copy(logical[..., low : low + n, :].transpose(axes), scratch, outer)
+    convert_bands(logical, cut, None, data, False, read, outer, scratch_run)
     return True

@@ -131,6 +131,17 @@ def _unpack4(data: np.ndarray[Any, Any], elements: np.ndarray[Any, Any], value: 
         elements[-1] = data[pairs] & value & 0x0F
 
 
+def _whole_bytes(first: int, n: int, per: int) -> tuple[int, int, int]:
+    """For ``n`` fields from field ``first`` on, ``per`` a byte: (the fields before the first whole byte, the fields in
+    whole bytes after them, that first whole byte).
+
+    >>> _whole_bytes(1, 10, 2)
+    (1, 8, 1)
+    """
+    head = min(n, -first % per)
+    return head, (n - head) // per * per, (first + head) // per
+
+
 def _pack_at(elements: np.ndarray[Any, Any], geometry: _Geometry, out: np.ndarray[Any, Any], first: int,
              run: Run) -> None:
     """Pack uint8 element storage into the packed bytes ``out`` from field ``first`` on: the whole bytes by
@@ -143,12 +154,10 @@ def _pack_at(elements: np.ndarray[Any, Any], geometry: _Geometry, out: np.ndarra
     >>> [hex(v) for v in out]
     ['0x71', '0x48']
     """
-    per, n = 8 // geometry.bits, elements.size
-    head = min(n, -first % per)
-    body = (n - head) // per * per
-    start = (first + head) // per
+    head, body, start = _whole_bytes(first, elements.size, 8 // geometry.bits)
+    n = elements.size
     if body:
-        _pack(elements[head : head + body], geometry, out[start : start + body // per], run)
+        _pack(elements[head : head + body], geometry, out[start : start + body * geometry.bits // 8], run)
     field = (1 << geometry.bits) - 1
     for i in (*range(head), *range(head + body, n)):
         byte, shift = divmod((first + i) * geometry.bits, 8)
@@ -168,12 +177,10 @@ def _unpack_at(data: np.ndarray[Any, Any], geometry: _Geometry, elements: np.nda
     >>> elements.tolist()
     [7, 8]
     """
-    per, n = 8 // geometry.bits, elements.size
-    head = min(n, -first % per)
-    body = (n - head) // per * per
-    start = (first + head) // per
+    head, body, start = _whole_bytes(first, elements.size, 8 // geometry.bits)
+    n = elements.size
     if body:
-        _unpack(data[start : start + body // per], geometry, elements[head : head + body], run)
+        _unpack(data[start : start + body * geometry.bits // 8], geometry, elements[head : head + body], run)
     field = (1 << geometry.bits) - 1
     for i in (*range(head), *range(head + body, n)):
         byte, shift = divmod((first + i) * geometry.bits, 8)

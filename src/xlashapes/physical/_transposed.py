@@ -40,7 +40,7 @@ from . import _dispatch as dispatch
 from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
-from ._permuted import PermutedBands, convert_bands
+from ._permuted import PermutedBands, band_runs, convert_bands
 
 SLAB_BYTES = 1 << 24  # bytes of the transposed array a slab holds (at least one tile row; its scratch)
 MOST_SLAB = 1 << 26  # bytes of one index of a reversed layout's major dim past which it is not read in slabs
@@ -80,9 +80,7 @@ def _slab_runs(run: Run, data: np.ndarray[Any, Any]) -> tuple[Run, Run]:
     """(the run for a slab's bytes, the run for its scratch array): the kernels at any size; the bytes streamed as a
     whole would be, the scratch always (a slab of ``SLAB_BYTES`` is read again from memory, not the cache: slabs of
     1 MiB kept in the cache took 4.9-7.4x memcpy, 16 MiB streamed 3.1-3.5)."""
-    streamed = data.nbytes >= run.stream_bytes
-    return replace(run, numba_bytes=0, stream_bytes=0 if streamed else 1 << 62), replace(run, numba_bytes=0,
-                                                                                          stream_bytes=0)
+    return band_runs(run, data, True)
 
 
 def transposed_convert(

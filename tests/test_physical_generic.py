@@ -861,6 +861,28 @@ def test_staged_transposes_onto_rows_back_to_back(compiled_everywhere: Counter[s
     assert sum(staged.values()) >= 3, text
 
 
+@pytest.mark.parametrize("text", ["u8[150,524]{0,1}", "u8[130,576]{0,1}", "bf16[140,270]{0,1}", "f32[200,140]{0,1}",
+                                  "s16[200,257]{0,1}"])
+@pytest.mark.parametrize("offset", [0, 16])
+def test_staged_rows_a_little_longer_than_a_block_go_whole(compiled_everywhere: Counter[str],
+                                                           monkeypatch: pytest.MonkeyPatch, text: str,
+                                                           offset: int) -> None:
+    # destination rows back to back and off the line grid, up to a line longer than a block's STAGE_ROWS bytes, go
+    # whole into each block (rather than a block and a last one of a few rows): the rows of a band are then one run,
+    # the block's last partial band of squares reading staged rows past its end
+    blocks: list[tuple[int, int]] = []
+    block = _copy._stage_block
+    monkeypatch.setattr(_copy, "_stage_block", lambda *args: blocks.append(block(*args)) or blocks[-1])
+    staged, shape, x, expected = _spied_round_trip(monkeypatch, "staged_transpose", text, offset)
+    on_lines = offset == 0 and x.shape[1] * x.dtype.itemsize % 64 == 0
+    assert any(rows == x.shape[1] for rows, _ in blocks) != on_lines, (text, blocks)
+    assert sum(staged.values()) >= 2, text
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    assert np.array_equal(to_physical(x, shape, threads=2), expected), text
+    back = off_the_grid(x.nbytes, offset).view(x.dtype).reshape(x.shape)
+    assert same_bits(from_physical(expected, shape, out=back, threads=2), x), text
+
+
 @pytest.mark.parametrize(("text", "count"), [
     ("u8[3,128,300]{1,2,0}", 3), ("bf16[5,128,200]{1,2,0}", 5), ("f32[2,3,128,144]{2,3,1,0}", 6),
     ("s16[9,128,260]{1,2,0}", 9), ("u8[128,3,256]{0,1,2}", 3), ("bf16[2,7,128,136]{2,3,0,1}", 14)])

@@ -119,7 +119,7 @@ def test_packed_fields_laid_out_from_long_rows_keep_the_packed_transpose(
     assert slabs == [_transposed.PACKED_ROWS + 1]  # (read back: the slabs)
 
 
-@pytest.mark.parametrize("text", ["pred[40,24,56,42]{0,1,2,3:T(8,128)(4,1)}", "u8[30,17,20]{0,1,2:T(32,128)(4,1)}",
+@pytest.mark.parametrize("text", ["pred[40,6,56,42]{0,1,2,3:T(8,128)(4,1)}", "u8[30,17,20]{0,1,2:T(32,128)(4,1)}",
                                   "s8[3,5,7,11,23]{0,1,2,3,4:T(8,128)(4,1)}"])  # (minor dims over 16: not stacked)
 @pytest.mark.parametrize(("slab", "threads"), [(1 << 24, 1), (1, 2)])  # (one slab, or one index of the dim a slab)
 def test_reversed_layouts_are_read_back_in_order_slab_by_slab(
@@ -131,9 +131,9 @@ def test_reversed_layouts_are_read_back_in_order_slab_by_slab(
     assert len(slabs) == 3  # (read back three times; laid out directly, faster so)
 
 
-@pytest.mark.parametrize(("text", "rows"), [("pred[40,24,56,42]{0,1,2,3:T(8,128)(4,1)}", 3),
+@pytest.mark.parametrize(("text", "rows"), [("pred[40,6,56,42]{0,1,2,3:T(8,128)(4,1)}", 3),
                                             ("s8[3,5,7,11,23]{0,1,2,3,4:T(8,128)(4,1)}", 2),
-                                            ("u8[9,40,5,6]{0,1,2,3:T(32,128)(4,1)}", 2)])
+                                            ("u8[9,7,5,6,40]{0,1,2,3,4:T(32,128)(4,1)}", 2)])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_reversed_layouts_are_read_back_in_slabs_of_their_second_dim(
     slabs: list[int], monkeypatch: pytest.MonkeyPatch, text: str, rows: int, threads: int
@@ -165,6 +165,10 @@ def test_reversed_layouts_keep_the_generic_kernel_where_the_route_does_not_pay(
 ) -> None:
     check_both_paths(monkeypatch, xs.parse_shape("bf16[40,24,56,42]{0,1,2,3:T(8,128)(2,1)}"), 0, 13, False, 0)
     assert not slabs  # ((2,1) sub-tiles)
+    for text in ("pred[40,24,56,42]{0,1,2,3:T(8,128)(4,1)}", "u8[9,40,5,6]{0,1,2,3:T(32,128)(4,1)}",
+                 f"s8[3,{_transposed.FEW_ROWS},7,11,23]{{0,1,2,3,4:T(8,128)(4,1)}}"):
+        check_both_paths(monkeypatch, xs.parse_shape(text), 0, 13, False, 0)
+        assert not slabs, text  # (rank 4 and up, second dim of FEW_ROWS and more: merged squares, groups)
     monkeypatch.setattr(_transposed, "MOST_SLAB", 1024)
-    check_both_paths(monkeypatch, xs.parse_shape("pred[40,24,56,42]{0,1,2,3:T(8,128)(4,1)}"), 0, 13, False, 0)
+    check_both_paths(monkeypatch, xs.parse_shape("pred[40,6,56,42]{0,1,2,3:T(8,128)(4,1)}"), 0, 13, False, 0)
     assert not slabs  # (one index of the major dim more than MOST_SLAB)

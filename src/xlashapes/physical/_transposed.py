@@ -23,8 +23,10 @@ turned out into the logical array (7.8x; u8 ``[64,64,64,128]{0,1,2,3:T(32,128)(4
 fewer than all the indices of that dim, it leaves runs of a few elements of the logical minor dim; at rank 4 and up a
 slab is then a range of the second physical dim with every index of the major one (one run of the bytes each), and
 fills whole runs (x memcpy read back: pred ``[128,24,256,42]{...}`` 18 -> 8.5, ``[100,16,436,48]`` 9.6 -> 6.2, u8
-``[64,64,64,128]`` 11 -> 6.8). Laid out, the generic kernel stays (4.7-4.9 against 5.5-6.8 through slabs), as it
-does for ``(2,1)`` sub-tiles.
+``[64,64,64,128]`` 11 -> 6.8). Since the generic kernel gained merged squares and groups, it reads back the layouts
+of rank 4 and up faster still wherever their second logical dim fills the sub-tiles' groups (``FEW_ROWS``); the slabs
+stay for rank 3 and for the others. Laid out, the generic kernel stays (4.7-4.9 against 5.5-6.8 through slabs), as
+it does for ``(2,1)`` sub-tiles.
 """
 
 from __future__ import annotations
@@ -44,6 +46,14 @@ from ._permuted import PermutedBands, band_runs, convert_bands
 
 SLAB_BYTES = 1 << 24  # bytes of the transposed array a slab holds (at least one tile row; its scratch)
 MOST_SLAB = 1 << 26  # bytes of one index of a reversed layout's major dim past which it is not read in slabs
+FEW_ROWS = 8
+"""Reversed ``(4,1)``-tiled layouts of rank 4 and up read back in slabs only where their second logical dim (the
+tiles' rows) is shorter than this; longer, the generic kernel (merged squares, groups) was faster (x memcpy, slabs ->
+generic, ~32 MiB and up): u8 ``[64,64,64,128]{0,1,2,3:T(32,128)(4,1)}`` 7.3 -> 2.6, s8 ``[100,256,5,262]{...T(8,128)
+(4,1)}`` 21 -> 4.4, s8 ``[1024,128,2,100]{...T(32,128)(4,1)}`` 12.7 -> 3.4, pred ``[128,24,256,42]`` 8.7 -> 5.6, pred
+``[300,20,30,170]`` 10.5 -> 3.4, u8 ``[100,10,100,300]`` 13.7 -> 8.0, s8 ``[64,8,256,300]{...T(32,128)(4,1)}`` 12.8
+-> 1.5 (u8 ``[1000,8,100,40]`` 5.3 -> 6.6); shorter, not: u8 ``[1000,3,100,100]`` 5.5 against 25, pred
+``[1000,5,60,100]`` 6.3 against 17. At rank 3 the slabs stay (u8 ``[1000,300,100]`` 4.0 against 14)."""
 PACKED_ROWS = 1024  # E(n) fields laid out from logical rows this long and longer keep the packed transpose (x memcpy
 # of the logical bytes, s4 [A,B]{0,1:T(8,128)(2,1)E(4)} 'to', it -> slabs: B = 16383 2.3 -> 3.4, 4095 2.6 -> 3.1, 333
 # 4.1 -> 3.6, 33 12 -> 4.5, 5 52 -> 4.8; read back, slabs everywhere: 30-49 -> 3.3-5.5)
@@ -95,9 +105,12 @@ def transposed_convert(
         return False
     if logical.ndim > 2:  # (read back, (4,1) sub-tiles: x memcpy, pred [128,24,256,42]{0,1,2,3:T(8,128)(4,1)} 37
         # -> 20, pred [100,16,436,48]{...} 43 -> 7.8; (2,1) ones lost, bf16 [64,100,200,24]{0,1,2,3:T(8,128)(2,1)} 10
-        # -> 14)
+        # -> 14; at rank 4 and up, the generic kernel's merged squares and groups do better where the second logical
+        # dim fills the sub-tiles' groups: see ``FEW_ROWS``)
         sub = turned.layout_or_default().tiles[1][0]
-        return not to and sub == 4 and _reversed_convert(logical, turned, data, run, convert)
+        if to or sub != 4 or (logical.ndim > 3 and geometry.dims[1] >= FEW_ROWS):
+            return False
+        return _reversed_convert(logical, turned, data, run, convert)
     if logical.strides[0] % (turned.layout_or_default().tiles[1][0] * logical.itemsize) == 0:
         return False  # (logical rows of whole words, the sub-tiles' words: the generic kernel's)
     if to and geometry.packed and geometry.dims[1] >= PACKED_ROWS:

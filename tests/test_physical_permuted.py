@@ -68,20 +68,40 @@ def test_the_bands_cut_an_untiled_dim_of_the_permuted_array() -> None:
     assert _cut("s8[256,4,256,8,16]{2,0,1,3,4:T(8,128)(4,1)}") is None  # (ranges of 64 KiB, or runs of 16 bytes)
 
 
+def test_bands_of_2_d_tiles_cut_whole_tile_rows_of_their_first_dim() -> None:
+    # rank 3, the minor dim the physical major one and the others both in the tiles: a band is some tile rows of the
+    # first tiled dim, one range for each index of the minor dim; read back, minor dims of up to 48 bytes
+    shape = xs.parse_shape("bf16[1000,699,24]{1,0,2:T(16,128)(2,1)}")
+    geometry = _geometry(shape)
+    assert _permuted.permuted_bands(geometry, 2, to=True) is None  # (laid out: 48 bytes, more than SHORT_MINOR)
+    cut = _permuted.permuted_bands(geometry, 2, to=False)
+    assert cut is not None and (str(cut.turned), cut.axis, cut.ranges, cut.step) == (
+        "bf16[24,1000,699]{2,1,0:T(16,128)(2,1)}", 0, 24, 16)
+    assert cut.one == 16 * 768 * 2 and cut.rows % 16 == 0  # (a tile row: 16 rows of 699 padded to 768)
+    assert _cut("bf16[1000,699,4]{1,0,2:T(16,128)(2,1)}") is not None  # (8 bytes: laid out so too)
+    assert _cut("u8[1000,1000,8]{1,0,2:T(8,128)(4,1)}") is None  # ((4,1) sub-tiles: no tile-row bands)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(_permuted, "TILE_ROWS", False)
+        assert _permuted.permuted_bands(geometry, 2, to=False) is None
+
+
 @pytest.mark.parametrize(("text", "laid"), [
     ("u8[30,12,57,5]{0,2,1,3:T(8,128)(4,1)}", True), ("bf16[40,10,10,2]{1,2,0,3:T(8,128)(2,1)}", True),
     ("s8[16,25,12,4]{1,2,0,3:T(8,128)(4,1)}", False), ("s4[30,10,10,2]{1,2,0,3:T(8,128)(2,1)E(4)}", True),
     ("pred[20,10,30,5]{2,0,1,3:T(8,128)(4,1)}", True), ("f16[10,20,30,5]{2,0,1,3:T(16,128)(2,1)}", True),
     ("u8[20,10,30,9]{2,0,1,3:T(8,128)(4,1)}", False), ("s8[20,10,30,2]{2,1,0,3:T(8,128)(4,1)}", True),
-])  # (laid out in (4,1) sub-tiles: from runs of fewer than 8 bytes that are not one word)
+    ("bf16[60,37,20]{1,0,2:T(8,128)(2,1)}", False), ("bf16[60,37,17]{1,0,2:T(16,128)(2,1)}", False),
+    ("s8[16,25,12,24]{1,2,0,3:T(8,128)(4,1)}", False),
+])  # (laid out in (4,1) sub-tiles: from runs of fewer than 8 bytes that are not one word; bands of tile rows, of 8
+# and 16, the last band's last one short; minor dims over 16 bytes read back only)
 @pytest.mark.parametrize(("rows", "threads"), [(0, 1), (7, 2), (1, 1)])  # (one band; bands of 7 rows, the last short)
 def test_layouts_go_in_bands_of_the_permuted_array(bands: list[bool], monkeypatch: pytest.MonkeyPatch, text: str,
                                                     laid: bool, rows: int, threads: int) -> None:
     monkeypatch.setattr(_permuted, "LEAST_RUN", 1)  # (small arrays: runs of a few bytes in bands of a row)
     monkeypatch.setattr(_permuted, "LEAST_RANGE", 1)
     shape = xs.parse_shape(text)
-    cut = _permuted.permuted_bands(_geometry(shape), _geometry(shape).storage.itemsize)
-    assert cut is not None and (rows < 2 or cut.turned.dimensions[cut.depth] % rows), text
+    cut = _permuted.permuted_bands(_geometry(shape), _geometry(shape).storage.itemsize, laid)
+    assert cut is not None and (rows < 2 or -(-cut.turned.dimensions[cut.depth] // cut.step) % rows), text
     if rows:
         monkeypatch.setattr(_permuted, "BAND_BYTES", rows * cut.ranges * cut.one)
     check_both_paths(monkeypatch, shape, 1, 19, True, 3, threads)

@@ -24,9 +24,12 @@ fewer than all the indices of that dim, it leaves runs of a few elements of the 
 slab is then a range of the second physical dim with every index of the major one (one run of the bytes each), and
 fills whole runs (x memcpy read back: pred ``[128,24,256,42]{...}`` 18 -> 8.5, ``[100,16,436,48]`` 9.6 -> 6.2, u8
 ``[64,64,64,128]`` 11 -> 6.8). Since the generic kernel gained merged squares and groups, it reads back the layouts
-of rank 4 and up faster still wherever their second logical dim fills the sub-tiles' groups (``FEW_ROWS``); the slabs
-stay for rank 3 and for the others. Laid out, the generic kernel stays (4.7-4.9 against 5.5-6.8 through slabs), as
-it does for ``(2,1)`` sub-tiles.
+of rank 4 and up faster still wherever their second logical dim is long (``FEW_ROWS``); where it is shorter, slabs of
+whole indices of the major dim are faster than both where a slab holds enough of them (``LEAST_INDICES``), the slabs
+of the second dim staying for the others. Laid out, the generic kernel stays (4.7-4.9 against 5.5-6.8 through slabs),
+as it does for ``(2,1)`` sub-tiles and at rank 3, but where the second logical dim leaves 2 or 3 elements of each
+last ``(4,1)`` word padding: then the slabs of whole indices, laid out in order (``LAID_INDICES``; u8
+``[500,2,100,300]{0,1,2,3:T(8,128)(4,1)}`` 27 -> 2.0x memcpy).
 """
 
 from __future__ import annotations
@@ -46,14 +49,30 @@ from ._permuted import PermutedBands, band_runs, convert_bands
 
 SLAB_BYTES = 1 << 24  # bytes of the transposed array a slab holds (at least one tile row; its scratch)
 MOST_SLAB = 1 << 26  # bytes of one index of a reversed layout's major dim past which it is not read in slabs
-FEW_ROWS = 8
-"""Reversed ``(4,1)``-tiled layouts of rank 4 and up read back in slabs only where their second logical dim (the
+FEW_ROWS = 24
+"""Reversed ``(4,1)``-tiled layouts of rank 4 and up are read back in slabs only where their second logical dim (the
 tiles' rows) is shorter than this; longer, the generic kernel (merged squares, groups) was faster (x memcpy, slabs ->
-generic, ~32 MiB and up): u8 ``[64,64,64,128]{0,1,2,3:T(32,128)(4,1)}`` 7.3 -> 2.6, s8 ``[100,256,5,262]{...T(8,128)
-(4,1)}`` 21 -> 4.4, s8 ``[1024,128,2,100]{...T(32,128)(4,1)}`` 12.7 -> 3.4, pred ``[128,24,256,42]`` 8.7 -> 5.6, pred
-``[300,20,30,170]`` 10.5 -> 3.4, u8 ``[100,10,100,300]`` 13.7 -> 8.0, s8 ``[64,8,256,300]{...T(32,128)(4,1)}`` 12.8
--> 1.5 (u8 ``[1000,8,100,40]`` 5.3 -> 6.6); shorter, not: u8 ``[1000,3,100,100]`` 5.5 against 25, pred
-``[1000,5,60,100]`` 6.3 against 17. At rank 3 the slabs stay (u8 ``[1000,300,100]`` 4.0 against 14)."""
+generic, ~32 MiB and up): pred ``[128,24,256,42]{0,1,2,3:T(8,128)(4,1)}`` 17 -> 6.0, u8 ``[64,64,64,128]{...T(32,128)
+(4,1)}`` 10.5 -> 2.4, s8 ``[100,256,5,262]`` 4.4 -> 4.3. Shorter, slabs of whole indices of the major dim (at least
+``LEAST_INDICES`` of them) were faster than it: u8 ``[100,10,100,300]`` 8.0 -> 3.0, ``[200,14,100,100]`` 13.5 -> 4.2,
+``[100,16,100,300]`` 6.5 -> 4.6, s8 ``[100,22,100,128]`` 6.3 -> 5.1 (not u8 ``[300,20,50,100]``, 3.3 -> 5.1, nor
+``[300,12,50,200]{...T(32,128)(4,1)}``, 2.3 -> 4.2)."""
+LEAST_INDICES = 16
+"""Read back, slabs of whole indices of the major dim where a slab holds at least this many (or all of them); fewer
+leave runs of a few elements of the logical minor dim: then slabs of the second physical dim (``_reversed_in_columns``)
+where the second logical dim is shorter than ``COLUMN_ROWS``, else the generic kernel. Against those slabs, x memcpy:
+u8 ``[500,2,100,300]{0,1,2,3:T(8,128)(4,1)}`` 12.5 -> 1.7, ``[128,2,128,1000]`` 37 -> 2.7, ``[1000,3,100,100]`` 5.2 ->
+2.6, pred ``[1000,5,60,100]`` 6.0 -> 3.4, u8 ``[64,5,2,300,128]`` 6.4 -> 3.5; with 4 indices a slab, u8
+``[64,3,64,64,24]`` 3.0 -> 8.0."""
+COLUMN_ROWS = 8
+LAID_INDICES = 4
+"""Laid out, the same slabs of whole indices of the major dim (at least this many a slab) where the second logical dim
+leaves 2 or 3 elements of each last ``(4,1)`` word padding: the generic kernel moved those words' elements a few at a
+time (x memcpy, generic -> slabs: u8 ``[500,2,100,300]{0,1,2,3:T(8,128)(4,1)}`` 27 -> 2.0, ``[128,2,128,1000]`` 34 ->
+2.3, ``[300,6,100,100]`` 14.5 -> 3.1, ``[200,14,100,100]`` 12.6 -> 4.6, pred ``[500,3,128,128]`` 20 -> 3.7,
+``[100,7,300,128]`` 19.5 -> 5.4, ``[200,6,256,100]`` 21 -> 5.9, s8 ``[2000,2,50,150]{...T(32,128)(4,1)}`` 4.5 -> 1.8).
+With one padding element the generic kernel was faster (u8 ``[50,5,500,256]`` 1.8 against 3.7, ``[50,9,300,256]`` 1.5
+against 3.7), as it was with none (s8 ``[1000,4,100,80]`` 1.5 against 3.1, u8 ``[100,12,100,300]`` 2.6 against 3.7)."""
 PACKED_ROWS = 1024  # E(n) fields laid out from logical rows this long and longer keep the packed transpose (x memcpy
 # of the logical bytes, s4 [A,B]{0,1:T(8,128)(2,1)E(4)} 'to', it -> slabs: B = 16383 2.3 -> 3.4, 4095 2.6 -> 3.1, 333
 # 4.1 -> 3.6, 33 12 -> 4.5, 5 52 -> 4.8; read back, slabs everywhere: 30-49 -> 3.3-5.5)
@@ -105,12 +124,10 @@ def transposed_convert(
         return False
     if logical.ndim > 2:  # (read back, (4,1) sub-tiles: x memcpy, pred [128,24,256,42]{0,1,2,3:T(8,128)(4,1)} 37
         # -> 20, pred [100,16,436,48]{...} 43 -> 7.8; (2,1) ones lost, bf16 [64,100,200,24]{0,1,2,3:T(8,128)(2,1)} 10
-        # -> 14; at rank 4 and up, the generic kernel's merged squares and groups do better where the second logical
-        # dim fills the sub-tiles' groups: see ``FEW_ROWS``)
-        sub = turned.layout_or_default().tiles[1][0]
-        if to or sub != 4 or (logical.ndim > 3 and geometry.dims[1] >= FEW_ROWS):
+        # -> 14; at rank 4 and up, when each way: ``FEW_ROWS``, ``LEAST_INDICES``, ``LAID_INDICES``)
+        if turned.layout_or_default().tiles[1][0] != 4 or (to and logical.ndim == 3):
             return False
-        return _reversed_convert(logical, turned, data, run, convert)
+        return _reversed_convert(logical, turned, pad, data, run, to, convert)
     if logical.strides[0] % (turned.layout_or_default().tiles[1][0] * logical.itemsize) == 0:
         return False  # (logical rows of whole words, the sub-tiles' words: the generic kernel's)
     if to and geometry.packed and geometry.dims[1] >= PACKED_ROWS:
@@ -142,29 +159,27 @@ def transposed_convert(
 
 
 def _reversed_convert(
-    logical: np.ndarray[Any, Any], turned: Shape, data: np.ndarray[Any, Any], run: Run, read: Callable[..., None],
+    logical: np.ndarray[Any, Any], turned: Shape, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
+    run: Run, to: bool, convert: Callable[..., None],
 ) -> bool:
-    """Read back a layout of rank 3 and up whose dims are all reversed (``{0,1,2,...}``), slab by slab of its
-    physical major dim (the logical minor one): each slab read in order (``read(bytes, geometry, scratch, run)``)
-    into a scratch array, then turned out into the logical array; False where one index of that dim is more than
-    ``MOST_SLAB`` bytes."""
-    inner = turned.dimensions[1:]
+    """Lay out (``to``) or read back a layout of rank 3 and up whose dims are all reversed (``{0,1,2,...}``), slab
+    by slab of its physical major dim (the logical minor one), each slab converted in order by ``convert`` in a
+    scratch array and turned between it and the logical array; False where the route does not pay (``FEW_ROWS``,
+    ``LEAST_INDICES``, ``LAID_INDICES``) or one index of that dim is more than ``MOST_SLAB`` bytes."""
+    count, *inner = turned.dimensions
     one = _geometry(replace(turned, dimensions=(1, *inner)))  # (the bytes of one index of the major dim)
     if one.nbytes > MOST_SLAB:
         return False
     per = max(1, SLAB_BYTES // max(1, one.nbytes))
-    count = turned.dimensions[0]
-    if per < count and _reversed_in_columns(logical, turned, one, data, run, read):
-        return True
-    scratch = np.empty((min(per, count), *inner), logical.dtype)
+    rows = logical.shape[1]
+    if to and (rows % 4 < 2 or per < min(count, LAID_INDICES)):
+        return False
+    if not to and logical.ndim > 3 and (rows >= FEW_ROWS or per < min(count, LEAST_INDICES)):
+        return rows < COLUMN_ROWS and _reversed_in_columns(logical, turned, one, data, run, convert)
+    order = tuple(range(logical.ndim - 1, -1, -1))
+    cut = PermutedBands(turned, order, 0, logical.ndim - 1, 1, one.nbytes, per)
     outer, scratch_run = _slab_runs(run, data)
-    axes = tuple(range(logical.ndim - 1, -1, -1))
-    for first in range(0, count, per):
-        n = min(per, count - first)
-        slab = _geometry(replace(turned, dimensions=(n, *inner)))
-        start = first * one.nbytes
-        read(data[start : start + slab.nbytes], slab, scratch[:n], scratch_run)
-        _copy(logical[..., first : first + n].transpose(axes), scratch[:n], outer)
+    convert_bands(logical, cut, pad, data, to, convert, outer, scratch_run)
     return True
 
 

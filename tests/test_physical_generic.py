@@ -910,15 +910,18 @@ def test_batches_of_staged_transposes(compiled_everywhere: Counter[str], monkeyp
 
 
 @pytest.mark.parametrize("text", ["u8[5,1000,7]{0,1,2}", "bf16[5,16,100,12]{0,2,1,3}", "bf16[1000,2,16]{1,2,0}",
-                                  "s8[958,5,7]{1,2,0}", "f32[3,1000,5]{0,1,2}", "u8[1000,4,4]{1,2,0}"])
+                                  "s8[958,5,7]{1,2,0}", "f32[3,1000,5]{0,1,2}", "u8[1000,4,4]{1,2,0}",
+                                  "s32[3,3,1000,8]{1,2,3,0}", "u8[2,3,700,12]{1,2,3,0}"])
 @pytest.mark.parametrize("offset", [0, 16])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_tiny_blocks_go_through_planes(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str,
                                        offset: int, threads: int) -> None:
     # walks whose two block sides are both tiny (a full reversal of [5,N,7], 2 x 16 matrices turned around) go in two
     # passes through slabs of planes: each plane's rows transposed, then the planes interleaved (bf16 [5,256000,12]
-    # 7.9 -> 3.6x memcpy, u8 [5,1000000,7] 16 -> 3.0); several slabs here, the last one short
+    # 7.9 -> 3.6x memcpy, u8 [5,1000000,7] 16 -> 3.0); several slabs here, the last one short; axes outside the
+    # planes' (s32 [3,3,N,8]{1,2,3,0}: three full reversals) an index at a time
     monkeypatch.setattr(_copy, "PLANES_SLAB", 4096)
+    monkeypatch.setattr(_copy, "PIECE_BYTES", 0)
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
     monkeypatch.setattr(physical, "THREADS", threads)
     taken: list[bool] = []
@@ -938,6 +941,24 @@ def test_tiny_blocks_go_through_planes(compiled_everywhere: Counter[str], monkey
     monkeypatch.setattr(_copy, "PLANES_SLAB", 0)  # (the walk's own blocks: the same bytes)
     assert np.array_equal(round_trip_off_the_grid(x, shape, offset), expected), text
     assert True not in taken, text
+
+
+def test_walks_of_many_small_pieces_do_not_go_through_planes(compiled_everywhere: Counter[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # axes outside the planes' go an index at a time: not where each index holds fewer than PIECE_BYTES, nor where
+    # there are more than PLANE_PIECES indices
+    run = _dispatch.Run(1 << 40, 1)
+    for pieces, n, most, taken in ((2, 1 << 14, 1024, True), (2, 1 << 13, 1024, False), (4, 1 << 14, 4, True),
+                                   (4, 1 << 14, 3, False)):
+        monkeypatch.setattr(_copy, "PLANE_PIECES", most)
+        source = np.ones((pieces, 3, n, 8), np.float32)
+        target = np.zeros((pieces, 8, n, 3), np.float32)
+        d, s = _copy._normalized(target, source.transpose(0, 3, 2, 1))
+        shape, d_steps, s_steps, unit = _copy._walk_order(d, s, 0)
+        assert shape.tolist() == [pieces, n, 8, 3] and unit == 2
+        assert (n * 24 * 4 >= _copy.PIECE_BYTES) == (n == 1 << 14)
+        assert _copy._through_planes(d, s, shape, d_steps, s_steps, unit, run) == taken, (pieces, n)
+        assert (target == 1).all() == taken
 
 
 def test_back_to_back_blocks_of_fewer_than_16_do_not_go_through_planes(compiled_everywhere: Counter[str]) -> None:

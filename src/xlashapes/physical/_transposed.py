@@ -49,14 +49,14 @@ from ._permuted import PermutedBands, band_runs, convert_bands
 
 SLAB_BYTES = 1 << 24  # bytes of the transposed array a slab holds (at least one tile row; its scratch)
 MOST_SLAB = 1 << 26  # bytes of one index of a reversed layout's major dim past which it is not read in slabs
-FEW_ROWS = 24
+FEW_ROWS = 16
 """Reversed ``(4,1)``-tiled layouts of rank 4 and up are read back in slabs only where their second logical dim (the
 tiles' rows) is shorter than this; longer, the generic kernel (merged squares, groups) was faster (x memcpy, slabs ->
 generic, ~32 MiB and up): pred ``[128,24,256,42]{0,1,2,3:T(8,128)(4,1)}`` 17 -> 6.0, u8 ``[64,64,64,128]{...T(32,128)
-(4,1)}`` 10.5 -> 2.4, s8 ``[100,256,5,262]`` 4.4 -> 4.3. Shorter, slabs of whole indices of the major dim (at least
+(4,1)}`` 10.5 -> 2.4, pred ``[100,16,436,48]`` 8.6 -> 5.3, u8 ``[300,20,50,100]`` 5.1 -> 3.3 (but u8 ``[200,18,100,100]``
+4.8 against 8.1, ``[100,16,100,300]`` 4.6 against 6.2). Shorter, slabs of whole indices of the major dim (at least
 ``LEAST_INDICES`` of them) were faster than it: u8 ``[100,10,100,300]`` 8.0 -> 3.0, ``[200,14,100,100]`` 13.5 -> 4.2,
-``[100,16,100,300]`` 6.5 -> 4.6, s8 ``[100,22,100,128]`` 6.3 -> 5.1 (not u8 ``[300,20,50,100]``, 3.3 -> 5.1, nor
-``[300,12,50,200]{...T(32,128)(4,1)}``, 2.3 -> 4.2)."""
+``[50,9,300,256]`` 5.2 -> 2.7 (not ``[300,12,50,200]{...T(32,128)(4,1)}``, 2.3 -> 4.2)."""
 LEAST_INDICES = 16
 """Read back, slabs of whole indices of the major dim where a slab holds at least this many (or all of them); fewer
 leave runs of a few elements of the logical minor dim: then slabs of the second physical dim (``_reversed_in_columns``)

@@ -883,6 +883,20 @@ def test_staged_rows_a_little_longer_than_a_block_go_whole(compiled_everywhere: 
     assert same_bits(from_physical(expected, shape, out=back, threads=2), x), text
 
 
+@pytest.mark.parametrize("text", ["s4[64,575]{0,1:E(4)}", "u4[330,1100]{0,1:E(4)}", "u2[96,1150]{0,1:E(2)}",
+                                  "s4[575,64]{0,1:E(4)}"])
+@pytest.mark.parametrize("offset", [0, 3])
+def test_packed_staged_transposes_keep_their_blocks_of_whole_bytes(compiled_everywhere: Counter[str],
+                                                                   monkeypatch: pytest.MonkeyPatch, text: str,
+                                                                   offset: int) -> None:
+    # E(n) fields packed or unpacked on the way keep blocks of STAGE_ROWS (whole rows of up to DENSE_ROWS bytes
+    # read s4 [64,575]{0,1:E(4)} back wrong); the same bytes as the NumPy path, both ways
+    staged, shape, x, expected = _spied_round_trip(monkeypatch, "staged_transpose", text, offset)
+    assert sum(staged.values()) >= 1, text
+    noise = np.random.default_rng(offset).integers(0, 256, size=len(expected), dtype=np.uint8)
+    assert same_bits(from_physical(noise, shape), numpy_path(from_physical, noise, shape)), text
+
+
 @pytest.mark.parametrize(("text", "count"), [
     ("u8[3,128,300]{1,2,0}", 3), ("bf16[5,128,200]{1,2,0}", 5), ("f32[2,3,128,144]{2,3,1,0}", 6),
     ("s16[9,128,260]{1,2,0}", 9), ("u8[128,3,256]{0,1,2}", 3), ("bf16[2,7,128,136]{2,3,0,1}", 14)])

@@ -520,7 +520,7 @@ def _staged(
     """
     big, small, du, si = int(shape[0]), int(shape[1]), int(d_steps[0]), int(s_steps[1])
     width = pad.itemsize
-    rows, cols = _stage_block(small, du, width, mode)
+    rows, cols = _stage_block(small, du, width, mode if bits == 8 and not packs else 1)
     line = LINE // width
     staged = -(-rows // line) * line * (cols * width + LINE)  # (a partial band's squares read whole lines of rows)
     ring = LINE * (rows * width + LINE) + cols * LINE  # a band's rows (up to a line's bytes), then a line per row
@@ -546,8 +546,9 @@ each source row per block, were slower: ``u8[16000,2000]`` 1.7 -> 2.1x)."""
 
 def _stage_block(small: int, du: int, width: int, mode: int) -> tuple[int, int]:
     """The staged kernel's block (source rows, words of each): ``STAGE_ROWS`` x ``STAGE_COLS`` bytes, or every row
-    when the destination rows are back to back, off the line grid (``mode`` 2), and at most ``DENSE_ROWS`` bytes
-    (as many bytes in all, in whole lines of each row).
+    when the destination rows are back to back, off the line grid (``mode`` 2; not for E(n) fields packed or
+    unpacked on the way, whose blocks keep whole bytes of fields), and at most ``DENSE_ROWS`` bytes (as many bytes in
+    all, in whole lines of each row).
 
     >>> _stage_block(524, 524, 1, 2), _stage_block(524, 524, 1, 1), _stage_block(700, 700, 1, 2)
     ((524, 448), (512, 512), (512, 512))

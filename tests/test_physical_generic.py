@@ -891,7 +891,7 @@ def test_packed_staged_transposes_keep_their_blocks_of_whole_bytes(compiled_ever
                                                                    offset: int) -> None:
     # E(n) fields packed or unpacked on the way keep blocks of STAGE_ROWS (whole rows of up to DENSE_ROWS bytes
     # read s4 [64,575]{0,1:E(4)} back wrong); the same bytes as the NumPy path, both ways
-    staged, shape, x, expected = _spied_round_trip(monkeypatch, "staged_transpose", text, offset)
+    staged, shape, _, expected = _spied_round_trip(monkeypatch, "staged_transpose", text, offset)
     assert sum(staged.values()) >= 1, text
     noise = np.random.default_rng(offset).integers(0, 256, size=len(expected), dtype=np.uint8)
     assert same_bits(from_physical(noise, shape), numpy_path(from_physical, noise, shape)), text

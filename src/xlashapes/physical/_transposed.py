@@ -53,10 +53,11 @@ FEW_ROWS = 16
 """Reversed ``(4,1)``-tiled layouts of rank 4 and up are read back in slabs only where their second logical dim (the
 tiles' rows) is shorter than this; longer, the generic kernel (merged squares, groups) was faster (x memcpy, slabs ->
 generic, ~32 MiB and up): pred ``[128,24,256,42]{0,1,2,3:T(8,128)(4,1)}`` 17 -> 6.0, u8 ``[64,64,64,128]{...T(32,128)
-(4,1)}`` 10.5 -> 2.4, pred ``[100,16,436,48]`` 8.6 -> 5.3, u8 ``[300,20,50,100]`` 5.1 -> 3.3 (but u8 ``[200,18,100,100]``
-4.8 against 8.1, ``[100,16,100,300]`` 4.6 against 6.2). Shorter, slabs of whole indices of the major dim (at least
-``LEAST_INDICES`` of them) were faster than it: u8 ``[100,10,100,300]`` 8.0 -> 3.0, ``[200,14,100,100]`` 13.5 -> 4.2,
-``[50,9,300,256]`` 5.2 -> 2.7 (not ``[300,12,50,200]{...T(32,128)(4,1)}``, 2.3 -> 4.2)."""
+(4,1)}`` 10.5 -> 2.4, pred ``[100,16,436,48]`` 8.6 -> 5.3, u8 ``[300,20,50,100]`` 5.1 -> 3.3 (but u8
+``[200,18,100,100]`` 4.8 against 8.1, ``[100,16,100,300]`` 4.6 against 6.2). Shorter, slabs of whole indices of the
+major dim (at least ``LEAST_INDICES`` of them) were faster than it: u8 ``[100,10,100,300]`` 8.0 -> 3.0,
+``[200,14,100,100]`` 13.5 -> 4.2, ``[50,9,300,256]`` 5.2 -> 2.7 (not ``[300,12,50,200]{...T(32,128)(4,1)}``, 2.3 ->
+4.2)."""
 LEAST_INDICES = 16
 """Read back, slabs of whole indices of the major dim where a slab holds at least this many (or all of them); fewer
 leave runs of a few elements of the logical minor dim: then slabs of the second physical dim (``_reversed_in_columns``)

@@ -413,6 +413,26 @@ def test_byte_squares_from_rows_4_kib_apart_go_a_chunk_of_columns_at_a_time(
     assert calls["walk"] >= 1  # (reading back; laying out 17 to 32 channels takes the planes walk)
 
 
+@pytest.mark.parametrize("text", ["u8[200,16,640]{0,1,2}", "u8[100,16,200]{0,1,2}", "pred[200,16,5,128]{0,1,2,3}",
+                                  "bf16[48,20,2,256]{0,1,2,3}", "f32[36,16,130]{0,1,2}", "u8[72,32,100]{0,1,2}",
+                                  "s16[36,16,260]{0,1,2}"])
+@pytest.mark.parametrize("offset", [0, 8])
+def test_squares_whose_columns_are_off_the_line_grid_stream_their_whole_lines(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, offset: int) -> None:
+    # a full reversal laid out: each block's destination columns (200 bytes of rows on the line grid, the blocks of
+    # the next dim back to back) start at any offset in a line; the whole lines between a head and a tail are
+    # streamed, the head and tail (any width: 8, 16, 56 bytes; none at all where a block starts on the grid) moved
+    # plainly, the next block's head finishing the line the tail began
+    calls = Counter[str]()
+    real = _dispatch.walker().walk_squares
+    monkeypatch.setattr(_dispatch.walker(), "walk_squares", lambda *args: calls.update(["walk"]) or real(*args))
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
+    assert np.array_equal(round_trip_off_the_grid(x, shape, offset), numpy_path(to_physical, x, shape))
+    assert calls["walk"] >= 1, text
+
+
 @pytest.mark.parametrize("text", ["bf16[544,576]{0,1}", "f32[160,272]{0,1}", "f64[80,136]{0,1}",
                                   "f32[2,272,160]{1,2,0}", "f32[128,640]{0,1:T(8,128)}", "s16[36,1000]{0,1}",
                                   "s16[96,1024]{0,1}"])
@@ -881,6 +901,25 @@ def test_staged_rows_a_little_longer_than_a_block_go_whole(compiled_everywhere: 
     assert np.array_equal(to_physical(x, shape, threads=2), expected), text
     back = off_the_grid(x.nbytes, offset).view(x.dtype).reshape(x.shape)
     assert same_bits(from_physical(expected, shape, out=back, threads=2), x), text
+
+
+@pytest.mark.parametrize("run", [5, 6, 7, 9, 10, 15, 16, 17, 24, 31, 32, 33])  # (4 and 8: words)
+@pytest.mark.parametrize("offset", [0, 3])
+def test_short_runs_go_as_words_that_may_overlap(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
+                                                 run: int, offset: int) -> None:
+    # runs of 4 to 32 bytes (a minor dim carried whole past a transpose of the dims outside it) are moved as 4- or
+    # 8-byte words, the last one ending with the run (overlapping the one before): every byte of each run and none
+    # past it, at any alignment, both ways
+    shape = shape_of(f"u8[5,{17 + run % 3},11,{run}]{{3,1,2,0}}")
+    x = random_array("u8", shape.dimensions, run + offset)
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    expected = round_trip_off_the_grid(x, shape, offset)
+    assert compiled_everywhere["walk_runs"] >= 2, (run, compiled_everywhere)
+    room = np.full((*x.shape[:-1], run + 5), 0xAB, np.uint8)  # (runs 5 bytes apart: nothing may land between them)
+    assert from_physical(expected, shape, out=room[..., :run]).base is not None
+    assert np.array_equal(room[..., :run], x) and (room[..., run:] == 0xAB).all(), run
+    wide = xs.parse_shape(f"bf16[7,9,{(run + 1) // 2}]{{2,0,1}}")  # (2-byte elements: runs of 2 to 32 bytes)
+    round_trip_off_the_grid(random_array("bf16", wide.dimensions, run), wide, offset)
 
 
 @pytest.mark.parametrize("text", ["s4[64,575]{0,1:E(4)}", "u4[330,1100]{0,1:E(4)}", "u2[96,1150]{0,1:E(2)}",

@@ -1,28 +1,19 @@
 """The generic compiled kernel: one strided copy that walks the factor views of any layout (numba).
 
-Every layout the factor plan covers (any tiling: tiled transposes, rank-1 and multi-level tiles, partial-rank tiles,
-``*`` dims on factor boundaries, legacy padding; relayout between two of them) is one copy between two strided views
-of the same factors. This kernel does that copy in destination order. Its innermost work is a block of two axes: the
-destination's most minor one and the one that is contiguous in the source. Depending on their sizes and strides the
-block is a plain run (``memcpy``), a 2- to 8-way (de)interleave of rows, 9 or more rows (planes) interleaved a
-16-byte lane's worth at a time, or a transpose in registers of 16x16 (or 8x8) squares; with line-aligned destination
-rows, squares whose rows are one line (32x32 for 2-byte words), and 8-row blocks of one line per row (when the other
-side is shorter than a line, or two, four or eight blocks side by side whose rows are a half, a quarter or an eighth
-of a line), are streamed; anything else is moved element by element. Each transposing block prefetches the source of
-the next one while it moves its own.
+Every layout the factor plan covers (any tiling, legacy padding, relayouts between two of them) is one copy between two
+strided views of the same factors, done here in destination order. Its innermost work is a block of two axes, the
+destination's most minor one and the source's contiguous one: by their sizes and strides a run (short ones as words,
+else ``memcpy``), a 2- to 8-way (de)interleave of rows, 9 or more rows (planes) interleaved a 16-byte lane at a time,
+or register transposes of squares (16x16 or 8x8; of one line a side, streamed, on line-aligned destination rows; 8-row
+blocks of a line a row, alone or side by side); anything else element by element. Transposing blocks prefetch the
+source of the next one while they move their own.
 
-The kind of block is the same for every step of one copy, so it is chosen in Python (:mod:`._kinds`) and each kind is an
-entry point of its own (``walk_runs``, ``walk_groups``, ``walk_wide``, ``walk_quarters``, ``walk_rows``,
-``walk_squares``, ``walk_planes``, ``walk_short``, ``walk_turns``), made by :func:`_walker` from one walk with the kind
-a constant of the closure: numba prunes the other kinds' branches before typing, so a first use compiles the code of its
-kind only (``_kinds`` gives the measured first-use times). Row (de)interleaves are loops of their own
-(:func:`_interleaved`, :func:`_deinterleaved`): inside the block subroutine LLVM made the byte de-interleaves up to 1.6x
-slower.
-
-The blocks that sit side by side in the destination (grouped squares, wide and quarter-line blocks) have their
-subroutines in :mod:`._side_by_side`. Long 2-d transposes have a kernel of their own, ``staged_transpose`` (blocks of
-source rows copied into the cache first, then transposed out), and so do long rows at different offsets in their lines,
-``shifted_rows``.
+A copy's block kind is chosen in Python (:mod:`._kinds`); each kind is an entry point of its own (``_kinds.WALKS``),
+made by :func:`_walker` with the kind a constant of the closure, so numba prunes the other kinds' branches and a first
+use compiles its own kind's code only. Row (de)interleaves are loops of their own (:func:`_interleaved`,
+:func:`_deinterleaved`): inside the block subroutine LLVM made the byte ones up to 1.6x slower. Blocks side by side in
+the destination are in :mod:`._side_by_side`; long 2-d transposes (``staged_transpose``: source rows staged in the
+cache, then transposed out) and long rows at different offsets in their lines (``shifted_rows``) have kernels here.
 """
 
 from __future__ import annotations
@@ -100,7 +91,7 @@ from ._side_by_side import _gather_lines, _grouped_block, _quarter_block, _wide_
 
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1, _2, _3 = np.int64(0), np.int64(1), np.int64(2), np.int64(3)
-_WORD = np.uint16(0)  # the witness of 2-byte words
+_WORD, _U32, _U64 = np.uint16(0), np.uint32(0), np.uint64(0)  # the witnesses of 2-, 4- and 8-byte words
 
 
 @_jit
@@ -137,12 +128,11 @@ def shifted_rows(
     rows that sit at different offsets in their lines (legacy padding), 2-, 4- or 8-byte words; the part ending at
     ``big`` also does the rows after the last whole square. ``scratch``: ``block * 2`` lines, aligned.
 
-    Squares of one line a side are transposed into a scratch that keeps the last two of each destination row;
-    each row's next whole line (at its own offset) is then streamed out of it. The rows are taken ``block`` at a
-    time (a multiple of a line's elements), the squares across them one line's worth of source rows at a time (a
-    few long source streams); a block's rows go out once the next block's square is stored (reading a line just
-    stored at another offset would wait for the store). The rows' partial first and last lines, and the rows and
-    columns left over, are stored plainly.
+    Squares of one line a side are transposed into a scratch that keeps the last two of each destination row, whose
+    next whole line (at its own offset) is then streamed out of it. Rows go ``block`` at a time (whole lines of
+    elements), squares across them a line's worth of source rows at a time; a block's rows go out once the next
+    block's square is stored (a line just stored read at another offset would wait for the store). Partial first
+    and last lines, and the rows and columns left over, are stored plainly.
     """
     width = _width(pad)
     line = LINE // width
@@ -354,53 +344,73 @@ def _block_of(kind: int) -> Any:
         if kind == SHORT:  # 4 (2) x line blocks
             _short_rows(dst, src, pad, big, small, du, si, ahead)
             return
-        side = _side(pad)
-        if width == 1 and rows_aligned and big >= LINE and small >= LINE:  # bytes: squares of whole lines, streamed
-            side = LINE
-        if side > 16 and not rows_aligned:  # squares of whole lines only pay off when streamed
-            side = 16
-        if big < side or small < side:
-            side = 16 if side > 16 and big >= 16 and small >= 16 else 8
-        if big < side or small < side:
-            _scalar(dst, src, pad, big, small, du, di, si, _0, _0)
+        head = (-dst) % LINE // width  # (elements before the first line boundary of each destination row)
+        if stream and head and (du * width) % LINE == 0 and (small - head) * width >= LINE:
+            # rows on the line grid, the block's columns not (u8[200,256,640]{0,1,2} laid out, 200 bytes a block):
+            # the whole lines between a thin head and tail streamed, not all in plain squares of 16 (7.1 -> 4.9x)
+            body = (small - head) - (small - head) * width % LINE // width
+            for low, high, on in ((_0, head, _0), (head, head + body, stream), (head + body, small, _0)):
+                if high > low:
+                    _squares(dst + low * width, src + low * si * width, pad, big, high - low, du, si, on,
+                             ahead + low * si * width if ahead else _0)
             return
-        if width == 1 and side == 16 and di == 1 and small > side and si % 4096 == 0:
-            _chunked_squares(dst, src, pad, big, small, du, si)  # (planes 4 KiB apart read back: 256 x 256 x 96
-            # channels 2.8 -> 2.1x memcpy)
-            return
-        # the rows and columns a whole number of squares leaves: one more square each way, overlapping the last
-        # (the same values again; off the line grid, so not streamed)
-        end_u, end_i = _squares_end(big, side), _squares_end(small, side)
-        streamed = rows_aligned and side == _side(pad) and side * width == LINE
-        if side == LINE and width == 1 and big > side and big % side >= 8:
-            # bytes, the rows past the last whole square: blocks of 8 (whole destination lines, streamed once;
-            # an overlapping square would stream the rows it shares twice: 96 channels to planes)
-            end_u = big - big % side
-            for uu in range(end_u, big, 8):
-                u = min(uu, big - 8)
-                for ii in range(0, end_i, side):
-                    i = min(ii, small - side)
-                    _byte_rows8(dst + (u * du + i) * width, du, src + (u + i * si) * width, LINE // 2 * si * width,
-                                 si, _1 if i == ii else _0, pad)
-        for uu in range(0, end_u, side):
-            u = min(uu, big - side)
-            for ii in range(0, end_i, side):
-                i = min(ii, small - side)
-                on_lines = i == ii
-                d, s = dst + (u * du + i) * width, src + (u + i * si) * width
-                if ahead:  # the same square of the next block: its source lines on the way while this one moves
-                    _prefetch_rows(ahead + (u + i * si) * width, si * width, side * width, side)
-                if side == LINE and width == 1:
-                    _transpose_bytes(d, du, s, si, _1 if on_lines else _0, pad)
-                elif side == _side(pad):
-                    _transpose(d, du, s, si, streamed and on_lines, pad)
-                elif side == 8:
-                    _transpose8(d, du, s, si, streamed and on_lines, pad)
-                else:
-                    _transpose16(d, du, s, si, streamed and on_lines, pad)
+        _squares(dst, src, pad, big, small, du, si, stream, ahead)
 
     block.__name__ = block.__qualname__ = {ROWS: "_rows_block", SQUARES: "_squares_block", SHORT: "_short_block"}[kind]
     return _subroutine(block)
+
+
+@_subroutine
+def _squares(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, stream: int, ahead: int) -> None:
+    """``dst[u*du + i] = src[u + i*si]`` for ``u < big``, ``i < small`` in squares (of whole lines, streamed, where
+    the rows are on the line grid; else of 16 or 8 elements; else one element at a time)."""
+    width = _width(pad)
+    aligned = stream and dst % LINE == 0
+    rows_aligned = aligned and (du * width) % LINE == 0
+    side = _side(pad)
+    if width == 1 and rows_aligned and big >= LINE and small >= LINE:  # bytes: squares of whole lines, streamed
+        side = LINE
+    if side > 16 and not rows_aligned:  # squares of whole lines only pay off when streamed
+        side = 16
+    if big < side or small < side:
+        side = 16 if side > 16 and big >= 16 and small >= 16 else 8
+    if big < side or small < side:
+        _scalar(dst, src, pad, big, small, du, _1, si, _0, _0)
+        return
+    if width == 1 and side == 16 and small > side and si % 4096 == 0:
+        _chunked_squares(dst, src, pad, big, small, du, si)  # (planes 4 KiB apart read back: 256 x 256 x 96
+        # channels 2.8 -> 2.1x memcpy)
+        return
+    # the rows and columns a whole number of squares leaves: one more square each way, overlapping the last
+    # (the same values again; off the line grid, so not streamed)
+    end_u, end_i = _squares_end(big, side), _squares_end(small, side)
+    streamed = rows_aligned and side == _side(pad) and side * width == LINE
+    if side == LINE and width == 1 and big > side and big % side >= 8:
+        # bytes, the rows past the last whole square: blocks of 8 (whole destination lines, streamed once;
+        # an overlapping square would stream the rows it shares twice: 96 channels to planes)
+        end_u = big - big % side
+        for uu in range(end_u, big, 8):
+            u = min(uu, big - 8)
+            for ii in range(0, end_i, side):
+                i = min(ii, small - side)
+                _byte_rows8(dst + (u * du + i) * width, du, src + (u + i * si) * width, LINE // 2 * si * width,
+                             si, _1 if i == ii else _0, pad)
+    for uu in range(0, end_u, side):
+        u = min(uu, big - side)
+        for ii in range(0, end_i, side):
+            i = min(ii, small - side)
+            on_lines = i == ii
+            d, s = dst + (u * du + i) * width, src + (u + i * si) * width
+            if ahead:  # the same square of the next block: its source lines on the way while this one moves
+                _prefetch_rows(ahead + (u + i * si) * width, si * width, side * width, side)
+            if side == LINE and width == 1:
+                _transpose_bytes(d, du, s, si, _1 if on_lines else _0, pad)
+            elif side == _side(pad):
+                _transpose(d, du, s, si, streamed and on_lines, pad)
+            elif side == 8:
+                _transpose8(d, du, s, si, streamed and on_lines, pad)
+            else:
+                _transpose16(d, du, s, si, streamed and on_lines, pad)
 
 
 _rows_block = _block_of(ROWS)
@@ -435,6 +445,19 @@ def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int
     n = length * width
     ahead = RUNS_AHEAD // n if 0 < n < RUNS_AHEAD else 0  # (runs ahead: :data:`._kinds.RUNS_AHEAD`)
     lines = (n + LINE - 1) // LINE + 1
+    if 4 <= n <= 32:  # (short runs: words that may overlap, not a call of memcpy each: u8 [256,1560,12,7]{3,1,2,0},
+        # runs of 7 bytes, 6.3 / 7.5 -> 4.0 / 5.9x memcpy)
+        for r in range(rows):
+            d, s = dst + r * dr * width, src + r * sr * width
+            if ahead != 0:
+                _prefetch_run(s + ahead * sr * width, lines)
+            if n < 8:
+                _put(d, _0, _get(s, _0, _U32))
+                _put(d + n - 4, _0, _get(s + n - 4, _0, _U32))
+                continue
+            for k in range(0, n, 8):  # (the last word ending with the run)
+                _put(d + min(k, n - 8), _0, _get(s + min(k, n - 8), _0, _U64))
+        return
     for r in range(rows):
         d, s = dst + r * dr * width, src + r * sr * width
         if ahead != 0:
@@ -567,9 +590,8 @@ def _walker(kind: int) -> Any:
         groups, dg = 0, 0
         if kind == RUNS:  # the innermost outer axis loops inside one call
             rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
-            # runs that follow each other in the destination, not whole lines: plain stores (streamed, each run's
-            # partial lines stored plainly read those lines first: rows of 500 bytes read back from tiles of 512
-            # went 2.1x memcpy; staged in scratch and streamed in whole lines 1.4; plain 1.1)
+            # runs back to back in the destination, not whole lines: plain stores (streamed, rows of 500 bytes read
+            # back from tiles of 512 went 2.1x memcpy, their partial lines read first; staged and streamed 1.4; 1.1)
             if dr == small and (small * width) % LINE != 0:
                 runs_stream = _0
             if m == 1:  # no other axis: the runs [first, last) (the threads' split)

@@ -907,9 +907,9 @@ def test_staged_rows_a_little_longer_than_a_block_go_whole(compiled_everywhere: 
 @pytest.mark.parametrize("offset", [0, 3])
 def test_short_runs_go_as_words_that_may_overlap(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
                                                  run: int, offset: int) -> None:
-    # runs of 4 to 32 bytes (a minor dim carried whole past a transpose of the dims outside it) are moved as 4- or
+    # runs of 4 to 24 bytes (a minor dim carried whole past a transpose of the dims outside it) are moved as 4- or
     # 8-byte words, the last one ending with the run (overlapping the one before): every byte of each run and none
-    # past it, at any alignment, both ways
+    # past it, at any alignment, both ways (and longer ones as before)
     shape = shape_of(f"u8[5,{17 + run % 3},11,{run}]{{3,1,2,0}}")
     x = random_array("u8", shape.dimensions, run + offset)
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)

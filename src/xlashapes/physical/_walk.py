@@ -445,8 +445,8 @@ def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int
     n = length * width
     ahead = RUNS_AHEAD // n if 0 < n < RUNS_AHEAD else 0  # (runs ahead: :data:`._kinds.RUNS_AHEAD`)
     lines = (n + LINE - 1) // LINE + 1
-    if 4 <= n <= 32:  # (short runs: words that may overlap, not a call of memcpy each: u8 [256,1560,12,7]{3,1,2,0},
-        # runs of 7 bytes, 6.3 / 7.5 -> 4.0 / 5.9x memcpy)
+    if 4 <= n <= 24:  # (short runs: words that may overlap, not a call of memcpy each: u8 [256,1560,12,7]{3,1,2,0},
+        # 6.3 / 7.5 -> 3.4 / 4.7x memcpy; runs of 32 bytes went slower, f16 [21845,48,16]{2,0,1} 'from' 6.0 -> 9.0)
         for r in range(rows):
             d, s = dst + r * dr * width, src + r * sr * width
             if ahead != 0:

@@ -922,6 +922,28 @@ def test_short_runs_go_as_words_that_may_overlap(compiled_everywhere: Counter[st
     round_trip_off_the_grid(random_array("bf16", wide.dimensions, run), wide, offset)
 
 
+@pytest.mark.parametrize("text", ["f16[4373,48,16]{2,0,1}", "u8[4373,3,10]{2,0,1}", "bf16[9000,2,8]{2,0,1}",
+                                  "f32[3000,5,3]{2,0,1}", "u8[700,9,33]{2,0,1}"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_runs_of_streams_far_apart_are_read_on_a_chunk_at_a_time(compiled_everywhere: Counter[str],
+                                                                 monkeypatch: pytest.MonkeyPatch, text: str,
+                                                                 threads: int) -> None:
+    # read back, the runs of one logical row come from planes far apart (one source stream each) and go back to back
+    # into the row: a chunk of rows at a time, each stream read on along it (f16 [21845,48,16]{2,0,1} 6.0 -> 2.6x
+    # memcpy); chunks cut the rows anywhere and the threads split them; nothing lands between the rows or past them
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, threads + len(text))
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(physical, "THREADS", threads)
+    expected = round_trip_off_the_grid(x, shape, 3)
+    assert compiled_everywhere["walk_runs"] >= 1, text
+    rows, run = x.shape[1], x.shape[2]
+    room = np.full((x.shape[0] + 1, rows + 1, run), 7, x.dtype)  # (logical rows a run apart, one row more)
+    from_physical(expected, shape, out=room[:-1, :rows])
+    assert same_bits(room[:-1, :rows], x) and (room[:, rows:] == 7).all() and (room[-1] == 7).all(), text
+
+
 @pytest.mark.parametrize("text", ["s4[64,575]{0,1:E(4)}", "u4[330,1100]{0,1:E(4)}", "u2[96,1150]{0,1:E(2)}",
                                   "s4[575,64]{0,1:E(4)}"])
 @pytest.mark.parametrize("offset", [0, 3])

@@ -39,7 +39,7 @@ from ._intrinsics import (
     _subroutine,
     _width,
 )
-from ._kernels import _copy_out, _emit, _scalar
+from ._kernels import _chunked_runs, _copy_out, _emit, _runs, _scalar
 from ._kinds import (
     ALIASED_CHUNK,
     GATHER_BYTES,
@@ -49,7 +49,7 @@ from ._kinds import (
     QUARTERS,
     ROWS,
     RUNS,
-    RUNS_AHEAD,
+    RUNS_APART,
     SHORT,
     SQUARES,
     TURNS,
@@ -91,7 +91,7 @@ from ._side_by_side import _gather_lines, _grouped_block, _quarter_block, _wide_
 
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1, _2, _3 = np.int64(0), np.int64(1), np.int64(2), np.int64(3)
-_WORD, _U32, _U64 = np.uint16(0), np.uint32(0), np.uint64(0)  # the witnesses of 2-, 4- and 8-byte words
+_WORD = np.uint16(0)  # the witness of 2-byte words
 
 
 @_jit
@@ -438,36 +438,6 @@ def _turned_block(dst: int, src: int, pad: Any, p: int, length: int, du: int, si
             _put(dst + j * du * width, c, _get(src + k * si * width, c - k + j, pad))
 
 
-@_subroutine
-def _runs(dst: int, src: int, pad: Any, rows: int, length: int, dr: int, sr: int, stream: int) -> None:
-    """``rows`` contiguous runs of ``length`` elements, ``dr`` / ``sr`` elements apart (one call for many runs)."""
-    width = _width(pad)
-    n = length * width
-    ahead = RUNS_AHEAD // n if 0 < n < RUNS_AHEAD else 0  # (runs ahead: :data:`._kinds.RUNS_AHEAD`)
-    lines = (n + LINE - 1) // LINE + 1
-    if 4 <= n <= 24:  # (short runs: words that may overlap, not a call of memcpy each: u8 [256,1560,12,7]{3,1,2,0},
-        # 6.3 / 7.5 -> 3.4 / 4.7x memcpy; runs of 32 bytes went slower, f16 [21845,48,16]{2,0,1} 'from' 6.0 -> 9.0)
-        for r in range(rows):
-            d, s = dst + r * dr * width, src + r * sr * width
-            if ahead != 0:
-                _prefetch_run(s + ahead * sr * width, lines)
-            if n < 8:
-                _put(d, _0, _get(s, _0, _U32))
-                _put(d + n - 4, _0, _get(s + n - 4, _0, _U32))
-                continue
-            for k in range(0, n, 8):  # (the last word ending with the run)
-                _put(d + min(k, n - 8), _0, _get(s + min(k, n - 8), _0, _U64))
-        return
-    for r in range(rows):
-        d, s = dst + r * dr * width, src + r * sr * width
-        if ahead != 0:
-            _prefetch_run(s + ahead * sr * width, lines)
-        if stream:
-            _copy_out(d, s, n, _1)
-        else:
-            _copy(d, s, n)
-
-
 def _any_block_of(kind: int) -> Any:
     """The block subroutine of ``kind`` (``ROWS``, ``SQUARES``, ``SHORT``: :func:`_block_of`); a streamed block whose
     rows continue each other (one contiguous run) goes through ``scratch`` (on a line, ``room`` bytes) instead,
@@ -598,6 +568,12 @@ def _walker(kind: int) -> Any:
                 if first < last:
                     _runs(dst + first * dr * width, src + first * sr * width, pad, last - first, small, dr, sr,
                           runs_stream)
+                if stream:
+                    _fence()
+                return
+            if m == 2 and rows >= 2 and sr * width >= RUNS_APART and dr == small and s_strides[axes[0]] <= 4 * small:
+                _chunked_runs(dst, src, pad, first, last, rows, small, d_strides[axes[0]], s_strides[axes[0]], dr, sr,
+                              runs_stream)  # (streams far apart, each read on a chunk at a time)
                 if stream:
                     _fence()
                 return

@@ -252,6 +252,30 @@ def test_rows_that_end_in_padding_are_laid_out_with_it(monkeypatch: pytest.Monke
     assert (calls["rows"] > 0) == taken
 
 
+@pytest.mark.parametrize("text", ["u8[3,16500]{1,0:T(1,256)}", "bf16[2,8200]{1,0:T(1,128)}",
+                                  "u8[2,3,40000]{2,1,0:T(1,512)}"])
+def test_padded_rows_longer_than_the_scratch_never_reach_the_kernel(monkeypatch: pytest.MonkeyPatch,
+                                                                    text: str) -> None:
+    # the padded_rows kernel stages whole physical rows in STAGED_BLOCK bytes of scratch: a longer row overran it
+    # (heap corruption, then a crash, for u8[12,2796202]{1,0:T(1,256)}); such rows go the plain way
+    walk = _dispatch.walker()
+    if walk is None:
+        pytest.skip("numba is not installed")
+    rows = []
+    kernel = walk.padded_rows
+    monkeypatch.setattr(walk, "padded_rows", lambda *args: (rows.append(args[4] * args[2].itemsize),
+                                                            kernel(*args))[1])
+    monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 0)
+    monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, len(text))
+    assert np.array_equal(to_physical(x, shape, padding_value=5), numpy_path(to_physical, x, shape, padding_value=5))
+    assert all(row <= _copy.STAGED_BLOCK for row in rows), rows
+    short = xs.parse_shape("u8[3,16000]{1,0:T(1,256)}")  # (rows that fit still take the kernel)
+    to_physical(random_array("u8", short.dimensions, 1), short)
+    assert rows and all(row <= _copy.STAGED_BLOCK for row in rows)
+
+
 @pytest.mark.parametrize("stream", [True, False])
 def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
                                                    stream: bool) -> None:

@@ -272,9 +272,10 @@ def padded_rows(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pitch: int, pa
                 run: Run) -> bool:
     """``d[...] = s`` for 2-d views whose destination rows are ``pitch`` elements apart and end in padding (the
     elements up to the next row), the padding written too, by the ``padded_rows`` kernel over ``run``'s threads;
-    False (nothing written) without the compiled kernels or below their size."""
+    False (nothing written) without the compiled kernels, below their size, or for rows longer than the kernel's
+    scratch (``STAGED_BLOCK``: it stages whole rows)."""
     walk = dispatch.walker() if d.nbytes >= run.numba_bytes and d.itemsize in _STORAGE else None
-    if walk is None or s.strides[0] < 0:
+    if walk is None or s.strides[0] < 0 or pitch * d.itemsize > STAGED_BLOCK:
         return False
     width = d.itemsize
     rows, length = d.shape

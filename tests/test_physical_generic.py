@@ -36,6 +36,7 @@ from xlashapes.physical import (
     _merged,
     _packing,
     _slabbed,
+    _tuned,
     from_physical,
     relayout,
     to_physical,
@@ -1169,10 +1170,60 @@ def test_merged_squares_equal_numpy_path(compiled_everywhere: Counter[str], rank
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_merged, "OUTER_MOST", most[0])
         patch.setattr(_merged, "INNER_MOST", most[1])
+        patch.setattr(_merged, "SPAN_FAR", data.draw(st.sampled_from([0, 1 << 20])))  # (either group swept)
         x = random_array(etype, dims, sum(dims))
         expected = numpy_path(to_physical, x, shape)
         assert np.array_equal(to_physical(x, shape), expected), shape
         assert same_bits(from_physical(expected, shape), x), shape
+
+
+@pytest.mark.parametrize("text", ["u8[3,40,7,200]{0,1,2,3}", "s32[24,2,38,12,37]{0,1,2,3,4}",
+                                  "bf16[479,50,7]{0,1,2}"])
+def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    # where both groups could be swept, calls with the same walk take the two plans in turn ROUNDS times each, then
+    # keep the one that took least time; every call writes the same bytes
+    tables = _dispatch.tabler()
+    sweeps: list[int] = []
+    kernel = tables.merged_squares
+    monkeypatch.setattr(tables, "merged_squares", lambda *args: (sweeps.append(args[10]), kernel(*args))[1])
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    clock = iter(range(1000))
+    monkeypatch.setattr(_merged.time, "perf_counter", lambda: float(next(clock)))
+    _tuned.forget()
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 7)
+    expected = numpy_path(to_physical, x, shape)
+    plans = []
+    for _ in range(2 * _tuned.ROUNDS + 2):
+        sweeps.clear()
+        assert np.array_equal(to_physical(x, shape), expected), text
+        plans.append(set(sweeps))
+    first, second = plans[0], plans[1]
+    assert len(first) == len(second) == 1 and first != second, plans  # (the rule's plan, then the other)
+    assert plans[: 2 * _tuned.ROUNDS] == [first, second] * _tuned.ROUNDS
+    assert plans[-1] == plans[-2]  # (then one plan for good)
+    _tuned.forget()
+
+
+def test_timed_choices_keep_the_fastest_plan_after_their_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each plan in turn ROUNDS times (the rule's first), then the least time of any call; a slow first call
+    # (page faults on a fresh output) does not settle it; at most KEPT keys, the least recently used dropped
+    _tuned.forget()
+    assert [_tuned.plan_for("walk", 2) for _ in range(2)] == [0, 0]  # (nothing timed: the rule's plan)
+    for plan, seconds in [(0, 9.0), (1, 2.0), (0, 1.0), (1, 2.5)]:
+        assert _tuned.plan_for("walk", 2) == plan
+        _tuned.timed("walk", 2, plan, seconds)
+    assert _tuned.plan_for("walk", 2) == 0  # (plan 0's best, 1.0, beats plan 1's 2.0)
+    _tuned.timed("walk", 2, 1, 0.5)  # (a later faster call of plan 1 counts too)
+    _tuned.timed("walk", 2, 0, 0.7)
+    assert _tuned.plan_for("walk", 2) == 1
+    monkeypatch.setattr(_tuned, "KEPT", 3)
+    for key in range(4):
+        _tuned.timed(("other", key), 2, 0, 1.0)
+    assert len(_tuned._TIMES) == 3 and "walk" not in _tuned._TIMES and ("other", 0) not in _tuned._TIMES
+    _tuned.forget()
+    assert not _tuned._TIMES
 
 
 def test_merged_groups_stop_where_axes_do_not_continue() -> None:
@@ -1190,6 +1241,26 @@ def test_merged_groups_stop_where_axes_do_not_continue() -> None:
     assert _merged._group([5, 7, 9], [70, 9, 1], 4096) == (((2, 9), (1, 7)), False)  # (a gap after 63: stops)
     assert _merged._groups([50, 7, 64], [64, 3200, 1], [7, 1, 350], 32, (4096, 4096)) == (
         ((1, 7), (0, 50)), ((2, 64),), False, False)  # (both want the 50: across keeps it, along its 64 alone)
+
+
+def test_merged_squares_sweep_the_group_whose_rows_lie_closer() -> None:
+    # where both groups were cut (or neither), the inner loop sweeps the one whose rows lie in a span at least
+    # SPAN_FACTOR times narrower, once the other's spans more than SPAN_FAR elements: u8[3,128,7,24966]{0,1,2,3}
+    # 'to' swept 768 source rows spread over the whole array (6.3x memcpy), now 1024 destination rows 2688 bytes
+    # apart (3.3x)
+    wide = _merged.merged_route([7, 128, 24966, 3], [384, 3, 2688, 1], [24966, 174762, 1, 22369536], 2, 1, 0, 1)
+    assert wide is not None and wide.inner_across and len(wide.across) == _merged.INNER_MOST
+    assert len(wide.along) == 3 * 128 * 7 and max(wide.along) == 2 * 22369536 + 127 * 174762 + 6 * 24966
+    back = _merged.merged_route([7, 128, 3, 24966], [24966, 174762, 22369536, 1], [384, 3, 1, 2688], 2, 1, 0, 1)
+    assert back is not None and not back.inner_across  # ('from': the source rows are the close ones)
+    groups = (((2, 4096),), ((3, 3), (1, 128), (0, 7)), True, True)
+    steps = [384, 3, 2688, 1], [24966, 174762, 1, 22369536]
+    assert _merged._sweeps_across(groups, *steps)
+    near = (((2, 4096),), ((3, 3), (1, 128), (0, 7)), True, True)
+    assert not _merged._sweeps_across(near, [384, 3, 16000, 1], steps[1])  # (spans within 4x: the along group)
+    assert not _merged._sweeps_across(groups, steps[0], [24, 174, 1, 2236])  # (both spans small: cached anyway)
+    assert _merged._sweeps_across((*groups[:2], True, False), steps[0], [24, 174, 1, 2236])  # (only across cut)
+    assert not _merged._sweeps_across((*groups[:2], False, True), *steps)  # (only along cut)
 
 
 @pytest.mark.parametrize("text", ["u4[256,768]{0,1:E(4)}", "s4[330,702]{0,1:E(4)}", "u2[512,520]{0,1:E(2)}",

@@ -13,19 +13,28 @@ register transposes (:func:`._shuffles._table_square`) move whole squares again 
 A group stops at the first axis not contiguous with the ones before, or shared with the other group, or that would
 take it past ``OUTER_MOST`` elements (``INNER_MOST`` for the side the inner loop sweeps); that axis is then cut into
 blocks, looped over outside with the other axes, the last block overlapping the one before. The inner loop sweeps the
-group that was cut (else the along group), whose lines must stay cached between squares (measured: cutting the
-other one, or sweeping 4096 rows, was 1.5-2x slower).
+group that was cut, whose lines must stay cached between squares (measured: cutting the other one, or sweeping 4096
+rows, was 1.5-2x slower). Where both were cut (or neither), it sweeps the along group unless the across group's rows
+lie in a far narrower span (``SPAN_FACTOR``, ``SPAN_FAR``): sweeping 768 source rows spread over 64 MiB cost
+``u8[3,128,7,24966]{0,1,2,3}`` 'to' 6.3x memcpy, sweeping 1024 destination rows 2688 bytes apart 3.3x; where the
+spans were within 4x of each other, the along group was as fast or faster. No rule read from the groups picks the
+faster sweep well (see :mod:`._tuned`), so copies of ``TUNE_BYTES`` and more time both and keep the faster: over
+199 random layouts that go through merged squares, the sum of their to / from times x memcpy went 1460 -> 1387,
+those over 5x 41 -> 32 (``s8[1024,32,7,48,3]{1,4,2,0,3}`` 'from' 7.4 -> 3.4, ``s4[12,113,48,64,16]{0,1,2,3,4:E(4)}``
+6.9 -> 2.4).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from . import _dispatch as dispatch
+from . import _tuned
 from ._dispatch import Run
 from ._kinds import LINE, SHORT, SQUARES, side_of, walk_kind
 
@@ -39,6 +48,17 @@ longer)."""
 INNER_MOST = 1024
 """Most elements of the group its inner loop sweeps (as many lines of rows read or written stay cached: 64 KiB)."""
 
+SPAN_FACTOR = 4
+"""Where both groups were cut (or neither), the inner loop sweeps the across group when its rows lie in a span this
+many times narrower than the along group's rows do (and the latter's is past ``SPAN_FAR``)."""
+
+SPAN_FAR = 1 << 20
+"""Elements the along group's rows must span before the narrower across group is swept instead (below it, both
+sides' lines stay in L2: ``f32[100,24,218,16]{2,1,3,0:T(8,128)}`` 'from' was 1.18 -> 1.27x memcpy swept across)."""
+
+PAGE = 4096
+"""Bytes of a memory page (the offsets of a copy's ends in theirs are part of what its timings are kept under)."""
+
 STREAM = True
 """Squares of whole lines on the line grid streamed out (False: stored plainly, for comparison)."""
 
@@ -50,12 +70,15 @@ Group = tuple[tuple[int, int], ...]
 class Merged:
     """A copy as merged squares: the row tables (byte offsets) of the across group (destination rows) and the along
     group (source rows), the outer axes (5 x axes, int64: blocks, destination and source steps, block length, last
-    block's start) and which loop is inner."""
+    block's start) and which loop is inner; ``other``, the same copy with the other loop inner, chosen by timing
+    (:mod:`._tuned`) under ``key``."""
 
     across: np.ndarray[Any, Any]
     along: np.ndarray[Any, Any]
     outer: np.ndarray[Any, Any]
     inner_across: bool
+    other: Merged | None = None
+    key: tuple[Any, ...] = ()
 
 
 def _group(shape: list[int], steps: list[int], most: int) -> tuple[Group, bool]:
@@ -112,6 +135,27 @@ def _groups(shape: list[int], d_steps: list[int], s_steps: list[int], side: int,
     return across[:a], along[:b], cut_across and a == len(across), cut_along and b == len(along)
 
 
+def _span(group: Group, steps: list[int]) -> int:
+    """Elements between a group's first row and its last on the other side (``steps``)."""
+    return sum((extent - 1) * steps[axis] for axis, extent in group)
+
+
+def _sweeps_across(found: tuple[Group, Group, bool, bool], d_steps: list[int], s_steps: list[int]) -> bool:
+    """Whether the inner loop sweeps the across group (its rows on the destination side): the group that was cut
+    where only one was; else the one whose rows lie closer together (the other's sweep would touch rows over more
+    pages).
+
+    >>> _sweeps_across((((2, 4096),), ((3, 3), (1, 128), (0, 2)), True, True), [384, 3, 2688, 1],
+    ...                [24966, 174762, 1, 22369536])
+    True
+    """
+    across, along, cut_across, cut_along = found
+    if cut_across != cut_along:
+        return cut_across
+    far = _span(along, s_steps)
+    return far > SPAN_FAR and _span(across, d_steps) * SPAN_FACTOR <= far
+
+
 def _table(group: Group, steps: list[int], width: int) -> np.ndarray[Any, Any]:
     """The byte offsets of a group's rows on the other side, in the group's order (its most minor axis fastest)."""
     offsets = np.zeros(1, np.int64)
@@ -143,13 +187,25 @@ def merged_route(
     found = _groups(shape, d_steps, s_steps, side, (OUTER_MOST, OUTER_MOST))
     if found is None:
         return None
-    inner_across = found[2] and not found[3]
-    found = _groups(shape, d_steps, s_steps, side, (INNER_MOST, OUTER_MOST) if inner_across else
+    inner_across = _sweeps_across(found, d_steps, s_steps)
+    first = _swept(shape, d_steps, s_steps, unit, width, inner_across)
+    if first is None:
+        return None
+    other = _swept(shape, d_steps, s_steps, unit, width, not inner_across)
+    key = (tuple(shape), tuple(d_steps), tuple(s_steps), width)
+    return first if other is None else replace(first, other=other, key=key)
+
+
+def _swept(shape: list[int], d_steps: list[int], s_steps: list[int], unit: int, width: int,
+           inner_across: bool) -> Merged | None:
+    """The merged squares whose inner loop sweeps the across group (``inner_across``) or the along group, or None
+    where their groups would not make squares or would be no longer than the walk's own block axes."""
+    found = _groups(shape, d_steps, s_steps, side_of(width), (INNER_MOST, OUTER_MOST) if inner_across else
                     (OUTER_MOST, INNER_MOST))
     if found is None:
         return None
     across, along = found[0], found[1]
-    if _elements(across) <= big and _elements(along) <= small:
+    if _elements(across) <= shape[unit] and _elements(along) <= shape[-1]:
         return None
     taken = dict(across + along)
     axes = [a for a in sorted(range(len(shape)), key=lambda a: -s_steps[a]) if shape[a] > taken.get(a, 1)]
@@ -161,11 +217,27 @@ def merged_route(
 
 def merged_copy(target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run, stream: int) -> bool:
     """The copy of ``merged`` from ``source`` to ``target`` by ``merged_squares`` (:mod:`._tables`), its blocks over
-    ``run``'s threads; with ``stream``, squares whose rows are whole lines on the line grid are streamed out. False
-    (nothing done) without the compiled kernels."""
+    ``run``'s threads; with ``stream``, squares whose rows are whole lines on the line grid are streamed out. Where
+    the other loop could be inner (``merged.other``) and the copy is ``TUNE_BYTES`` or more, the plan is the one
+    :mod:`._tuned` picks for this walk, its threads and the offsets of both ends in their pages. False (nothing
+    done) without the compiled kernels."""
     kernel = dispatch.tabler()
     if kernel is None:
         return False
+    if merged.other is None or nbytes < _tuned.TUNE_BYTES:
+        _squares(kernel, target, source, pad, merged, nbytes, run, stream)
+        return True
+    key = (*merged.key, target % PAGE, source % PAGE, run.threads, stream)
+    plan = _tuned.plan_for(key, 2)
+    start = time.perf_counter()
+    _squares(kernel, target, source, pad, merged.other if plan else merged, nbytes, run, stream)
+    _tuned.timed(key, 2, plan, time.perf_counter() - start)
+    return True
+
+
+def _squares(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run,
+             stream: int) -> None:
+    """The ``merged_squares`` kernel over ``merged``'s blocks, split over ``run``'s threads."""
     width = pad.itemsize
     stream = int(bool(stream) and STREAM and side_of(width) * width == LINE and target % LINE == 0
                  and not (merged.across % LINE).any() and not (merged.outer[1] * width % LINE).any())
@@ -178,4 +250,3 @@ def merged_copy(target: int, source: int, pad: Any, merged: Merged, nbytes: int,
                               stream)
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
-    return True

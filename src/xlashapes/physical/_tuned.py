@@ -10,12 +10,13 @@ The generic kernel itself (:mod:`._copy`) is not always faster than NumPy's stri
 a survey of 920 random ones found over 6x memcpy, NumPy was faster (``s32[1024,3,64,24,1]{1,3,0,4,2}`` 19x against
 3.2x; ``f16[2,3,7,2048,195]{0,2,3,4,1}`` 'to' 44x against 11.5x), so a large copy times both as well.
 
-So a copy of at least ``TUNE_BYTES`` takes its plans in turn on its first calls with the same key (the rule's plan
-first), ``ROUNDS`` each unless the first round already set one ``DECISIVE`` times apart, and from then on the plan
-with the least time on any call. Taking each plan more than once keeps a first call's page faults on a fresh
-output from settling the choice. The bytes written never depend on the plan: only the time does. At most ``KEPT``
-keys are remembered, the least recently used dropped; keys of copies that repeat within one call (the slabs and
-boxes of a large conversion) settle within that call.
+So a copy of at least ``TUNE_BYTES`` takes its plans in turn on its calls with the same key after the first (the
+rule's plan first), ``ROUNDS`` each unless the first round already set one ``DECISIVE`` times apart, and from then
+on the plan with the least time on any call. The first call is not timed: it loads the kernels' machine code and
+faults in a fresh output's pages (counted, they made NumPy look 3x faster than the kernel on
+``s32[384,200,3,1,48]{0,1,2,3,4:T(8,128)}``, which then stayed at 15x memcpy instead of 1.6x). The bytes written
+never depend on the plan: only the time does. At most ``KEPT`` keys are remembered, the least recently used
+dropped; keys of copies that repeat within one call (the slabs and boxes of a large conversion) settle within it.
 """
 
 from __future__ import annotations
@@ -69,19 +70,21 @@ def _settled(times: list[list[float]]) -> bool:
 
 
 def timed(key: Hashable, count: int, plan: int, seconds: float) -> None:
-    """Keep the time a call with ``key`` took on ``plan`` (the first ``ROUNDS`` of each plan, then each plan's best).
+    """Keep the time a call with ``key`` took on ``plan`` (the first ``ROUNDS`` of each plan, then each plan's best;
+    not the first call's).
 
-    >>> forget(); timed("k", 2, 0, 2.0); plan_for("k", 2)
+    >>> forget(); timed("k", 2, 0, 9.0); timed("k", 2, 0, 2.0); plan_for("k", 2)
     1
-    >>> timed("k", 2, 1, 1.0); timed("k", 2, 0, 3.0); timed("k", 2, 1, 1.5); plan_for("k", 2)
+    >>> timed("k", 2, 1, 1.5); timed("k", 2, 0, 3.0); timed("k", 2, 1, 1.0); plan_for("k", 2)
     1
     """
     with _LOCK:
         times = _TIMES.get(key)
-        if times is None:
-            times = _TIMES[key] = [[] for _ in range(count)]
+        if times is None:  # (the first call: kernels loaded, a fresh output's pages faulted in; not counted)
+            _TIMES[key] = [[] for _ in range(count)]
             while len(_TIMES) > KEPT:
                 _TIMES.popitem(last=False)
+            return
         kept = times[plan]
         if len(kept) < ROUNDS:
             kept.append(seconds)

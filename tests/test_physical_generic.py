@@ -1273,6 +1273,18 @@ def test_timed_choices_keep_the_fastest_plan_after_their_rounds(monkeypatch: pyt
     assert not _tuned._TIMES
 
 
+@pytest.mark.parametrize(("value", "tuned"), [("1", False), ("0", True), ("", True)])
+def test_no_tuning_variable_makes_every_copy_take_the_rules_plan(value: str, tuned: bool) -> None:
+    # XLASHAPES_NO_TUNING=1 (read when the module loads): no plan is chosen by timing, at any size
+    import subprocess
+    import sys
+
+    script = "from xlashapes.physical import _tuned; print(_tuned.TUNE_BYTES)"
+    env = {**os.environ, _tuned.NO_TUNING_VARIABLE: value}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert (int(out.stdout) == 4 << 20) == tuned, out.stdout
+
+
 def test_merged_groups_stop_where_axes_do_not_continue() -> None:
     # the across group: source-contiguous axes from the minor end; the along group: destination-contiguous ones;
     # where both want an axis, each keeps the run of its axes that leaves the shorter group longest

@@ -21,11 +21,15 @@ dropped; keys of copies that repeat within one call (the slabs and boxes of a la
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 
-TUNE_BYTES = 4 << 20
+NO_TUNING_VARIABLE = "XLASHAPES_NO_TUNING"
+"""Set to anything but ``0`` or empty, every copy takes the rule's plan (times that do not depend on earlier calls)."""
+
+TUNE_BYTES = 1 << 62 if os.environ.get(NO_TUNING_VARIABLE, "").strip() not in ("", "0") else 4 << 20
 """Copies of at least this many bytes choose their plan by timing it (smaller ones: the rule's plan)."""
 
 ROUNDS = 2

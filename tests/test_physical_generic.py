@@ -1191,7 +1191,7 @@ def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
     plan_for = _tuned.plan_for  # (the copies themselves stay on the kernel: the test after this one times those)
     monkeypatch.setattr(_tuned, "plan_for", lambda key, count: 0 if key[0] == "copy" else plan_for(key, count))
     clock = iter(range(1000))
-    monkeypatch.setattr(_merged.time, "perf_counter", lambda: float(next(clock)))
+    monkeypatch.setattr(_tuned.time, "perf_counter", lambda: float(next(clock)))
     _tuned.forget()
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, 7)
@@ -1219,7 +1219,7 @@ def test_large_copies_take_the_kernel_or_numpy_whichever_took_less_time(
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
     numpy_ticks, kernel_ticks = (1, 5) if numpy_faster else (5, 1)
     state = {"now": 0.0}  # (a clock that a copy by NumPy moves numpy_ticks, one by the kernel kernel_ticks)
-    monkeypatch.setattr(_copy.time, "perf_counter", lambda: state["now"])
+    monkeypatch.setattr(_tuned.time, "perf_counter", lambda: state["now"])
     real_numpy, real_kernel = _copy._numpy_copy, _copy._compiled_copy
 
     def timed_numpy(d: Any, s: Any) -> None:

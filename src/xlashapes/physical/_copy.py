@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from itertools import product
 from typing import Any
@@ -64,16 +63,16 @@ def _copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run | None 
         if not _compiled_copy(d, s, run):
             _numpy_copy(d, s)
         return
-    key = ("copy", d.shape, d.strides, s.strides, d.itemsize, dispatch.address(d) % _merged.PAGE,
-           dispatch.address(s) % _merged.PAGE, run.threads, d.nbytes >= run.stream_bytes)
-    plan = _tuned.plan_for(key, 2)  # (large copies: the kernel or NumPy, whichever took less time on this copy)
-    start = time.perf_counter()
-    if plan == 1:
-        _numpy_copy(d, s)
-    elif not _compiled_copy(d, s, run):
-        _numpy_copy(d, s)
-        return  # (no kernel for it: nothing to choose)
-    _tuned.timed(key, 2, plan, time.perf_counter() - start)
+    key = ("copy", d.shape, d.strides, s.strides, d.itemsize, dispatch.address(d) % _tuned.PAGE,
+           dispatch.address(s) % _tuned.PAGE, run.threads, d.nbytes >= run.stream_bytes)
+    if not _tuned.run_fastest(key, [lambda: _compiled_copy(d, s, run), lambda: _numpy_copied(d, s)]):
+        _numpy_copy(d, s)  # (no kernel for it: nothing to choose)
+
+
+def _numpy_copied(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any]) -> bool:
+    """:func:`_numpy_copy`, True (done) as a plan of :func:`._tuned.run_fastest` returns."""
+    _numpy_copy(d, s)
+    return True
 
 
 def _numpy_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any]) -> None:

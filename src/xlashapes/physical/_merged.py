@@ -27,8 +27,8 @@ those over 5x 41 -> 32 (``s8[1024,32,7,48,3]{1,4,2,0,3}`` 'from' 7.4 -> 3.4, ``s
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -55,9 +55,6 @@ many times narrower than the along group's rows do (and the latter's is past ``S
 SPAN_FAR = 1 << 20
 """Elements the along group's rows must span before the narrower across group is swept instead (below it, both
 sides' lines stay in L2: ``f32[100,24,218,16]{2,1,3,0:T(8,128)}`` 'from' was 1.18 -> 1.27x memcpy swept across)."""
-
-PAGE = 4096
-"""Bytes of a memory page (the offsets of a copy's ends in theirs are part of what its timings are kept under)."""
 
 STREAM = True
 """Squares of whole lines on the line grid streamed out (False: stored plainly, for comparison)."""
@@ -225,19 +222,15 @@ def merged_copy(target: int, source: int, pad: Any, merged: Merged, nbytes: int,
     if kernel is None:
         return False
     if merged.other is None or nbytes < _tuned.TUNE_BYTES:
-        _squares(kernel, target, source, pad, merged, nbytes, run, stream)
-        return True
-    key = (*merged.key, target % PAGE, source % PAGE, run.threads, stream)
-    plan = _tuned.plan_for(key, 2)
-    start = time.perf_counter()
-    _squares(kernel, target, source, pad, merged.other if plan else merged, nbytes, run, stream)
-    _tuned.timed(key, 2, plan, time.perf_counter() - start)
-    return True
+        return _squares(kernel, target, source, pad, merged, nbytes, run, stream)
+    key = (*merged.key, target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
+    return _tuned.run_fastest(key, [partial(_squares, kernel, target, source, pad, plan, nbytes, run, stream)
+                                    for plan in (merged, merged.other)])
 
 
 def _squares(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run,
-             stream: int) -> None:
-    """The ``merged_squares`` kernel over ``merged``'s blocks, split over ``run``'s threads."""
+             stream: int) -> bool:
+    """The ``merged_squares`` kernel over ``merged``'s blocks, split over ``run``'s threads (True: done)."""
     width = pad.itemsize
     stream = int(bool(stream) and STREAM and side_of(width) * width == LINE and target % LINE == 0
                  and not (merged.across % LINE).any() and not (merged.outer[1] * width % LINE).any())
@@ -250,3 +243,4 @@ def _squares(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nb
                               stream)
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
+    return True

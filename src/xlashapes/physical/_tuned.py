@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Sequence
 
 NO_TUNING_VARIABLE = "XLASHAPES_NO_TUNING"
 """Set to anything but ``0`` or empty, every copy takes the rule's plan (times that do not depend on earlier calls)."""
@@ -42,8 +43,28 @@ that is far slower, say the NumPy copy beside a fast kernel, costs one call, not
 KEPT = 512
 """Most keys whose timings are kept."""
 
+PAGE = 4096
+"""Bytes of a memory page (keys hold the offsets of a copy's ends in theirs: the same walk at other offsets meets
+the cache otherwise)."""
+
 _LOCK = threading.Lock()
 _TIMES: OrderedDict[Hashable, list[list[float]]] = OrderedDict()
+
+
+def run_fastest(key: Hashable, plans: Sequence[Callable[[], bool]]) -> bool:
+    """Run the plan that ``key``'s timings pick (:func:`plan_for`) and keep its time; False (nothing done, nothing
+    kept) where that plan cannot run.
+
+    >>> forget(); ran = []
+    >>> [run_fastest("k", [lambda: ran.append(0) or True, lambda: ran.append(1) or True]) for _ in range(3)], ran
+    ([True, True, True], [0, 0, 1])
+    """
+    plan = plan_for(key, len(plans))
+    start = time.perf_counter()
+    if not plans[plan]():
+        return False
+    timed(key, len(plans), plan, time.perf_counter() - start)
+    return True
 
 
 def plan_for(key: Hashable, count: int) -> int:

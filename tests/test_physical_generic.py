@@ -358,8 +358,12 @@ def test_streamed_transposes_of_the_generic_kernel(compiled_everywhere: Counter[
 @pytest.mark.parametrize("text", ["bf16[4,96,200]{0,1,2}", "bf16[4,300,200]{0,1,2}", "f32[2,64,300]{0,1,2}",
                                   "bf16[256,520]{0,1:T(8,128)(2,1)}", "f32[200,300]{0,1:T(4,128)}",
                                   "f32[130,300]{0,1:T(2,128)}", "u8[300,256]{0,1:T(4,128)}",
-                                  "u8[200,300]{0,1:T(2,128)}"])
-@pytest.mark.parametrize("offset", [16, 4])
+                                  "u8[200,300]{0,1:T(2,128)}",
+                                  # blocks of 5 or 7 source elements (3 of 2-byte words): the last group of rows
+                                  # overlapping the one before
+                                  "pred[300,8,3,7]{0,1,2,3:T(8,128)(4,1)}", "s8[200,16,64,5]{0,1,2,3:T(8,128)(4,1)}",
+                                  "bf16[64,4,8,72,3]{0,1,4,2,3:T(16,128)(2,1)}"])
+@pytest.mark.parametrize("offset", [0, 16, 4])
 def test_rows_of_two_or_four_off_the_line_grid(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
                                                 text: str, offset: int) -> None:
     # destination rows of 2 or 4 elements, blocks side by side filling lines, when the destination is off the line
@@ -407,7 +411,9 @@ def test_grouped_squares_onto_rows_apart(compiled_everywhere: Counter[str], monk
 
 @pytest.mark.parametrize("text", ["u8[16,64,200]{0,1,2}", "u8[8,64,200]{0,1,2}", "f32[8,64,100]{0,1,2}",
                                   "bf16[24,40,100]{0,1,2}", "u8[200,300]{0,1:T(8,128)}", "u8[24,70,300]{0,1,2}",
-                                  "f32[12,40,100]{0,1,2}", "u8[40,64,4096]{0,1,2}"])
+                                  "f32[12,40,100]{0,1,2}", "u8[40,64,4096]{0,1,2}",
+                                  # rows of 8 to 16 bytes whose blocks and rows are both 4 KiB apart: gathered too
+                                  "u8[16,8,4096]{0,1,2}", "u8[8,8,4096]{0,1,2}", "u8[12,8,4096]{0,1,2}"])
 @pytest.mark.parametrize("offset", [0, 16, 4])
 def test_wide_blocks_side_by_side_on_and_off_the_line_grid(compiled_everywhere: Counter[str],
                                                             monkeypatch: pytest.MonkeyPatch, text: str,

@@ -73,17 +73,19 @@ def _quarter_block(
                 if staged:
                     for r in range(side):
                         _copy_out(dst + ((u + r) * du + f0 * small) * width, scratch + r * (span + LINE), span, _1)
+        end_u = full_u + small if full_u < big else full_u  # (the rows after full_u: one more group of rows,
+        # overlapping the one before, as the squares do; element by element, pred [N,48,3,7]{0,1,2,3:T(8,128)(4,1)}
+        # 'to' took 11x memcpy)
         for f in range(0, grouped, group):
-            for u in range(squares, full_u, small):
+            for uu in range(squares, end_u, small):
+                u = min(uu, big - small)
                 d, s = dst + (u * du + f * small) * width, src + (f * fs + u) * width
                 if small == 4:
                     _side_by_side4(d, du, s, fs * width, si, lined, pad)
                 else:
                     _side_by_side2(d, du, s, fs * width, si, lined, pad)
-        for f in range(count):
-            if f >= grouped or full_u < big:
-                first = _0 if f >= grouped else full_u  # (whole blocks left over, or the rows after full_u)
-                _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, first, small)
+        for f in range(grouped, count):  # (whole blocks left over)
+            _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, small)
         return
     for f in range(count):  # (the walk's kind gives these only rows of 2 or 4)
         _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
@@ -164,9 +166,12 @@ def _wide_block_of(lines: bool) -> Any:
         # -> 2.6, bf16 R=24 5.5 -> 2.6; u8 R=32 not 4 KiB apart: 3.2-3.7 -> 2.2-2.3. Costs more than it saves (shorter
         # destination runs) with 16 rows and fewer (4 KiB apart: u8 16 2.3 -> 2.9, 8 2.0 -> 3.2, bf16 16 2.0 -> 2.6, f32
         # 12 2.3 -> 2.75, 8 1.8 -> 3.0) and for rows of other lengths not 4 KiB apart (bf16 24 1.5 -> 2.4, u8 48 2.4 ->
-        # 2.6)
-        gathered = small > 16 and ((si * width) % 4096 == 0 or group > 1) and big * width > LINE and (
-            small * width * group <= LINE)
+        # 2.6). Byte rows of 16 and fewer whose blocks are a multiple of 4 KiB apart too (every line of a chunk in one
+        # cache set) are gathered as well: 'to', 32 MiB, u8 [16,256,8192]{0,1,2} 7.4-7.9 -> 3.5, [8,512,8192] 5.3 -> 4.4
+        # (2-byte words of 8 went 2.5 -> 3.9: left as they were)
+        aliased = (si * width) % 4096 == 0 and (fs * width) % 4096 == 0
+        gathered = (small > 16 or (width == 1 and aliased)) and ((si * width) % 4096 == 0 or group > 1) and (
+            big * width > LINE and small * width * group <= LINE)
         gather = scratch + room + LINE
         blocks = WIDE_BLOCKS
         if gathered:

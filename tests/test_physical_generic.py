@@ -1171,6 +1171,10 @@ def test_merged_squares_equal_numpy_path(compiled_everywhere: Counter[str], rank
         patch.setattr(_merged, "OUTER_MOST", most[0])
         patch.setattr(_merged, "INNER_MOST", most[1])
         patch.setattr(_merged, "SPAN_FAR", data.draw(st.sampled_from([0, 1 << 20])))  # (either group swept)
+        pick = data.draw(st.sampled_from([0, 1, -1]))  # (walks of other kinds: their own blocks or merged squares,
+        # either sweep, as timing would pick them)
+        patch.setattr(_tuned, "TUNE_BYTES", 0)
+        patch.setattr(_tuned, "run_fastest", lambda key, plans: plans[pick if key[0] == "walk" else 0]())
         x = random_array(etype, dims, sum(dims))
         expected = numpy_path(to_physical, x, shape)
         assert np.array_equal(to_physical(x, shape), expected), shape
@@ -1209,6 +1213,46 @@ def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
     _tuned.forget()
 
 
+@pytest.mark.parametrize("text", ["u8[8,48,2,300]{0,1,2,3}", "pred[7,5,50,9,200]{3,1,2,0,4}",
+                                  "u8[3,8,2,6990]{1,2,0,3}"])
+@pytest.mark.parametrize("merged_faster", [True, False])
+def test_walks_of_short_blocks_time_merged_squares_beside_their_own(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, merged_faster: bool) -> None:
+    # walks of other kinds than squares whose blocks have a short side (rows of 8 bytes side by side: u8
+    # [8,48,2,43690]{0,1,2,3} 'to' 8.4x memcpy walked, 3.2x as merged squares) time merged squares (either sweep)
+    # beside their own blocks and keep the fastest; every call writes the same bytes
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    plan_for = _tuned.plan_for  # (the copies themselves stay on the kernel)
+    monkeypatch.setattr(_tuned, "plan_for", lambda key, count: 0 if key[0] == "copy" else plan_for(key, count))
+    walk_ticks, merged_ticks = (5, 1) if merged_faster else (1, 5)
+    state = {"now": 0.0}  # (a clock that a walk moves walk_ticks, merged squares merged_ticks, twice that when they
+    # sweep the along group)
+    monkeypatch.setattr(_tuned.time, "perf_counter", lambda: state["now"])
+    ran: list[str] = []
+    walk, tables = _dispatch.walker(), _dispatch.tabler()
+    for name in ("walk_wide", "walk_wide_lines"):
+        real = getattr(walk, name)
+        monkeypatch.setattr(walk, name, lambda *args, real=real: (
+            ran.append("walk"), state.update(now=state["now"] + walk_ticks), real(*args))[2])
+    squares = tables.merged_squares
+    monkeypatch.setattr(tables, "merged_squares", lambda *args: (
+        ran.append(f"merged {args[10]}"), state.update(now=state["now"] + merged_ticks * (2 - args[10])),
+        squares(*args))[2])
+    _tuned.forget()
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 3)
+    expected = numpy_path(to_physical, x, shape)
+    out = np.empty_like(expected)  # (one output: the same walk at the same offsets in its pages each time)
+    plans = []
+    for _ in range(6):
+        ran.clear()
+        assert np.array_equal(to_physical(x, shape, out=out), expected), text
+        plans.append(ran[0] if len(set(ran)) == 1 else str(ran))
+    assert plans[:4] == ["walk", "walk", "merged 1", "merged 0"], plans  # (untimed, then a round of the plans)
+    assert plans[4:] == ["merged 1" if merged_faster else "walk"] * 2, plans  # (2x apart: settled in one round)
+    _tuned.forget()
+
+
 @pytest.mark.parametrize(("text", "numpy_faster"), [("u8[6,40,7,200]{3,1,2,0}", True),
                                                   ("f32[96,80]{0,1}", False), ("bf16[5,64,3,48]{1,3,0,2}", True)])
 def test_large_copies_take_the_kernel_or_numpy_whichever_took_less_time(
@@ -1243,6 +1287,29 @@ def test_large_copies_take_the_kernel_or_numpy_whichever_took_less_time(
         took.append(state["now"] - before)
     assert took[:3] == [kernel_ticks, kernel_ticks, numpy_ticks]  # (the kernel untimed, timed, then NumPy)
     assert took[3:] == [min(numpy_ticks, kernel_ticks)] * 3, took  # (5x apart: settled)
+    _tuned.forget()
+
+
+def test_a_choice_inside_another_counts_for_it_once_it_has_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the kernel's plan of a copy (against NumPy) may time merged squares against the walk's blocks inside it: calls
+    # whose inner choice was still taking its plans in turn are not the outer plan's times (else the walk's first,
+    # 50 ticks, would set NumPy's 14 decisively apart before the merged squares' 4 ever ran)
+    _tuned.forget()
+    state = {"now": 0.0}
+    monkeypatch.setattr(_tuned.time, "perf_counter", lambda: state["now"])
+    took: list[float] = []
+
+    def plan(ticks: float) -> Callable[[], bool]:
+        return lambda: bool(state.update(now=state["now"] + ticks) or took.append(ticks) or True)
+
+    def kernel() -> bool:
+        return _tuned.run_fastest("walk", [plan(50), plan(4)])
+
+    for _ in range(8):
+        assert _tuned.run_fastest("copy", [kernel, plan(14)])
+    # untimed; the walk's rounds (its first plan dropped after one: 50 >= 2 x 4); then the copy's plans in turn
+    assert took == [50, 50, 4, 4, 4, 14, 4, 4], took
+    assert (_tuned.plan_for("copy", 2), _tuned.plan_for("walk", 2)) == (0, 1)
     _tuned.forget()
 
 

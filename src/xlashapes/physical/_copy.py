@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 from itertools import product
 from typing import Any
 
@@ -243,8 +244,6 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     """The normalized copy ``d[...] = s`` by the generic kernel (its axes ordered here), over ``run``'s threads."""
     width = d.itemsize
     shape, d_steps, s_steps, unit = _walk_order(d, s, stream)
-    inner = d.ndim - 1
-    lines = bool(stream) and _on_lines(d)
     pad = np.zeros(1, _STORAGE[width])[0]
     target, source = dispatch.address(d), dispatch.address(s)
     mode = _stages(target, shape, d_steps, width, stream) if unit == 0 else 0
@@ -260,8 +259,28 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
                                   stream) if MERGED else None
     if merged is not None and _merged.merged_copy(target, source, pad, merged, d.nbytes, run, stream):
         return
-    if PLANES_SLAB and _through_planes(d, s, shape, d_steps, s_steps, unit, run):
+    walked = partial(_walked, walk, d, s, shape, d_steps, s_steps, unit, run, stream)
+    others = _merged.merged_runs(target, source, pad, _merged.timed_routes(
+        shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width), d.nbytes, run, stream) if (
+        MERGED and d.nbytes >= _tuned.TUNE_BYTES) else []
+    if others:  # (merged squares beside the walk's own blocks: the faster on this copy, timed)
+        key = ("walk", tuple(shape.tolist()), tuple(d_steps.tolist()), tuple(s_steps.tolist()), width,
+               target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
+        _tuned.run_fastest(key, [walked, *others])
         return
+    walked()
+
+
+def _walked(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: np.ndarray[Any, Any],
+            d_steps: np.ndarray[Any, Any], s_steps: np.ndarray[Any, Any], unit: int, run: Run, stream: int) -> bool:
+    """The rest of :func:`_walk` (its axes ordered): the copy by the walk's own blocks (True: done)."""
+    width = d.itemsize
+    inner = len(shape) - 1
+    lines = bool(stream) and _on_lines(d)
+    pad = np.zeros(1, _STORAGE[width])[0]
+    target, source = dispatch.address(d), dispatch.address(s)
+    if PLANES_SLAB and _through_planes(d, s, shape, d_steps, s_steps, unit, run):
+        return True
     if unit >= 0 and d_steps[-1] == 1 and SWEEP_BYTES and lines:
         shape, d_steps, s_steps = _line_sweeps(shape, d_steps, s_steps, width)
         inner = len(shape) - 1
@@ -269,7 +288,7 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     split = next((k for k in range(inner) if k != unit), -1)
     if len(shape) == 2 and unit == 0 and _shifted(target, shape, d_steps, width, stream):
         _shifted_rows(walk, target, source, pad, shape, d_steps, s_steps, d.nbytes, run)
-        return
+        return True
 
     kind, step = walk_kind(shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width, target, stream)
     kernel = getattr(walk, WALKS[kind])
@@ -286,6 +305,7 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
 
     units = int(shape[split]) if split >= 0 else 1
     dispatch.run_parts(part, dispatch.parts(units, d.nbytes, run, step) if split >= 0 else [(0, 1)])
+    return True
 
 
 def padded_rows(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pitch: int, pad: np.ndarray[Any, Any],

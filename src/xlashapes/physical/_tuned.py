@@ -11,12 +11,17 @@ a survey of 920 random ones found over 6x memcpy, NumPy was faster (``s32[1024,3
 3.2x; ``f16[2,3,7,2048,195]{0,2,3,4,1}`` 'to' 44x against 11.5x), so a large copy times both as well.
 
 So a copy of at least ``TUNE_BYTES`` takes its plans in turn on its calls with the same key after the first (the
-rule's plan first), ``ROUNDS`` each unless the first round already set one ``DECISIVE`` times apart, and from then
-on the plan with the least time on any call. The first call is not timed: it loads the kernels' machine code and
+rule's plan first), ``ROUNDS`` each but those whose first time was ``DECISIVE`` times another's, and from then on
+the plan with the least time on any call. The first call is not timed: it loads the kernels' machine code and
 faults in a fresh output's pages (counted, they made NumPy look 3x faster than the kernel on
 ``s32[384,200,3,1,48]{0,1,2,3,4:T(8,128)}``, which then stayed at 15x memcpy instead of 1.6x). The bytes written
 never depend on the plan: only the time does. At most ``KEPT`` keys are remembered, the least recently used
 dropped; keys of copies that repeat within one call (the slabs and boxes of a large conversion) settle within it.
+
+Choices nest: the kernel's plan of a copy (against NumPy) may itself time merged squares against the walk's own
+blocks. A call during which an inner choice was still taking its plans in turn does not count for the outer one (it
+timed the inner plan, not the outer): else the walk's first plan, 50x memcpy on ``f16[2,3,7,2048,195]{0,2,3,4,1}``
+'to', set NumPy's 14.5x decisively apart before merged squares (4.1x) ever ran.
 """
 
 from __future__ import annotations
@@ -37,8 +42,8 @@ ROUNDS = 2
 """Calls each plan takes, in turn, before the fastest is kept."""
 
 DECISIVE = 2.0
-"""After one round, a plan this many times faster than every other is kept without the other rounds (so a plan
-that is far slower, say the NumPy copy beside a fast kernel, costs one call, not ``ROUNDS``)."""
+"""After one round, a plan this many times slower than another takes no more rounds (so a plan that is far slower,
+say the NumPy copy beside a fast kernel, costs one call, not ``ROUNDS``)."""
 
 KEPT = 512
 """Most keys whose timings are kept."""
@@ -48,6 +53,7 @@ PAGE = 4096
 the cache otherwise)."""
 
 _LOCK = threading.Lock()
+_NESTED = threading.local()  # (exploring: whether a choice made inside the running plan was still being timed)
 _TIMES: OrderedDict[Hashable, list[list[float]]] = OrderedDict()
 
 
@@ -59,11 +65,20 @@ def run_fastest(key: Hashable, plans: Sequence[Callable[[], bool]]) -> bool:
     >>> [run_fastest("k", [lambda: ran.append(0) or True, lambda: ran.append(1) or True]) for _ in range(3)], ran
     ([True, True, True], [0, 0, 1])
     """
-    plan = plan_for(key, len(plans))
-    start = time.perf_counter()
-    if not plans[plan]():
+    plan, settled = plan_for(key, len(plans)), _choice(key, len(plans))[1]
+    outer = getattr(_NESTED, "exploring", False)
+    _NESTED.exploring = False
+    try:
+        start = time.perf_counter()
+        done = plans[plan]()
+        seconds = time.perf_counter() - start
+        inner = _NESTED.exploring
+    finally:
+        _NESTED.exploring = outer or not settled or _NESTED.exploring
+    if not done:
         return False
-    timed(key, len(plans), plan, time.perf_counter() - start)
+    if not inner or key not in _TIMES:  # (a plan that took a choice still being timed inside: not its own time)
+        timed(key, len(plans), plan, seconds)
     return True
 
 
@@ -74,24 +89,26 @@ def plan_for(key: Hashable, count: int) -> int:
     >>> forget(); [plan_for("k", 2) for _ in range(2)]
     [0, 0]
     """
+    return _choice(key, count)[0]
+
+
+def _choice(key: Hashable, count: int) -> tuple[int, bool]:
+    """:func:`plan_for`, and whether ``key``'s timings have settled (False while its plans are still taken in turn)."""
     with _LOCK:
         times = _TIMES.get(key)
         if times is None:
-            return 0
+            return 0, False
         _TIMES.move_to_end(key)
         for round_ in range(ROUNDS):
-            if round_ and _settled(times):
-                break
             for plan in range(count):
-                if len(times[plan]) <= round_:
-                    return plan
-        return min(range(count), key=lambda plan: min(times[plan]))
+                if len(times[plan]) <= round_ and not (round_ and _dropped(times, plan)):
+                    return plan, False
+        return min(range(count), key=lambda plan: min(times[plan])), True
 
 
-def _settled(times: list[list[float]]) -> bool:
-    """Whether the plans' first times set one ``DECISIVE`` times apart from the rest (no second round)."""
-    best = sorted(kept[0] for kept in times)
-    return best[1] >= best[0] * DECISIVE
+def _dropped(times: list[list[float]], plan: int) -> bool:
+    """Whether ``plan``'s first time was ``DECISIVE`` times another plan's (no more rounds for it)."""
+    return times[plan][0] >= DECISIVE * min(kept[0] for kept in times)
 
 
 def timed(key: Hashable, count: int, plan: int, seconds: float) -> None:

@@ -427,6 +427,28 @@ def test_wide_blocks_side_by_side_on_and_off_the_line_grid(compiled_everywhere: 
     assert sum(wide.values()) >= 1, text
 
 
+@pytest.mark.parametrize("text", ["f16[40,30,7]{0,2,1:T(8,128)(2,1)}", "u8[16,6,130]{0,2,1:T(8,128)(4,1)}",
+                                  "s8[20,6,70]{0,2,1:T(32,128)(4,1)}", "f16[3,40,30,7]{0,3,2,1:T(8,128)(2,1)}",
+                                  "u8[16,8,131]{0,2,1:T(8,128)(4,1)}"])  # (the last: 4 classes)
+@pytest.mark.parametrize("offset", [0, 16, 2])
+def test_sub_tile_words_a_part_of_a_word_apart_go_one_class_of_steps_at_a_time(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, offset: int) -> None:
+    # the pairs of (2,1) sub-tiles (quads of (4,1)) of a logical minor dim of 7 (or 130, 70, 131) are rows 14 bytes
+    # (130, 70, 131) apart: not words, the kernel moved them as runs of 2 or 4 elements (f16[1000,2396,7]{0,2,1:
+    # T(8,128)(2,1)} 'to' 11x memcpy, now 5x; s8[200,24,6990]{0,2,1:T(32,128)(4,1)} 7-8x, now 2.5 / 1.8); split by
+    # the residues of those steps, each class of rows is whole words apart, at an offset
+    classes: list[int] = []
+    real = _copy._word_classes
+    monkeypatch.setattr(_copy, "_word_classes", lambda d, s: (lambda parts: (
+        classes.append(len(parts or ())), parts)[1])(real(d, s)))
+    monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
+    round_trip_off_the_grid(x, shape, offset)
+    assert max(classes) >= 2, (text, classes)
+    assert compiled_everywhere["walk"] >= 1
+
+
 @pytest.mark.parametrize("text", ["u8[2,64,64,40]{2,1,3,0}", "u8[1,64,128,33]{2,1,3,0}", "u8[3,64,64,17]{2,1,3,0}",
                                   "u8[2,32,128,96]{2,1,3,0}"])
 @pytest.mark.parametrize("offset", [0, 16])

@@ -35,6 +35,7 @@ from xlashapes.physical import (
     _dispatch,
     _merged,
     _packing,
+    _passes,
     _slabbed,
     _tuned,
     from_physical,
@@ -1311,6 +1312,27 @@ def test_large_copies_take_the_kernel_or_numpy_whichever_took_less_time(
     assert took[:3] == [kernel_ticks, kernel_ticks, numpy_ticks]  # (the kernel untimed, timed, then NumPy)
     assert took[3:] == [min(numpy_ticks, kernel_ticks)] * 3, took  # (5x apart: settled)
     _tuned.forget()
+
+
+@pytest.mark.parametrize("text", ["u8[3,64,20,7,3]{3,1,2,0,4}", "pred[4,3,200,16,3]{0,4,2,1,3}",
+                                  "f16[40,121,3,12]{2,0,3,1}", "pred[20,50,12,27]{2,0,1,3}"])
+@pytest.mark.parametrize("chunk", [1 << 20, 1000])
+def test_tiny_interleaved_blocks_go_in_two_passes_through_a_buffer(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, chunk: int) -> None:
+    # blocks of a few channels of a few elements, one run on one side, with an outer axis continuing their rows on
+    # the other (u8[7,1024,200,7,3]{3,1,2,0,4}: 3 x 7 bytes, 18.6 / 23.5x memcpy walked): the runs of whole blocks
+    # gathered into a buffer, then (de)interleaved as channels and planes, or the reverse, a chunk at a time (the
+    # last one short); both directions the NumPy path's bytes
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    monkeypatch.setattr(_passes, "CHUNK_BYTES", chunk)
+    passes: list[int] = []
+    real = _passes._run_passes
+    monkeypatch.setattr(_passes, "_run_passes", lambda *args: passes.append(1) or real(*args))
+    monkeypatch.setattr(_tuned, "run_fastest", lambda key, plans: plans[-1 if key[0] == "walk" else 0]())
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, chunk)
+    round_trip_off_the_grid(x, shape, 16)
+    assert len(passes) >= 2, text  # (laid out and read back)
 
 
 def test_a_choice_inside_another_counts_for_it_once_it_has_settled(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import _dispatch as dispatch
-from . import _merged, _tuned
+from . import _merged, _passes, _tuned
 from ._dispatch import Run
 from ._geometry import _STORAGE, _void
 from ._kinds import (
@@ -302,6 +302,10 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     others = _merged.merged_runs(target, source, pad, _merged.timed_routes(
         shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width), d.nbytes, run, stream) if (
         MERGED and d.nbytes >= _tuned.TUNE_BYTES) else []
+    passes = _passes.two_passes(d, s, shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, run, _copy) if (
+        PASSES and d.nbytes >= _tuned.TUNE_BYTES) else None
+    if passes is not None:
+        others.append(passes)
     if others:  # (merged squares beside the walk's own blocks: the faster on this copy, timed)
         key = ("walk", tuple(shape.tolist()), tuple(d_steps.tolist()), tuple(s_steps.tolist()), width,
                target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
@@ -639,6 +643,7 @@ def _stage_block(small: int, du: int, width: int, mode: int) -> tuple[int, int]:
     return rows, cols
 
 
+PASSES = True  # tiny interleaved blocks timed as two passes through a buffer too (:mod:`._passes`; False: off)
 MERGED = True  # transposing walks of short blocks as squares over merged axes (:mod:`._merged`; False: off)
 STAGED_BLOCK = 1 << 14  # bytes of scratch (in L1) a walk's blocks take on their way to a destination off the line grid
 WIDE_ROOM = 1 << 18  # (grouped, wide and quarter-line blocks: the destination rows of a chunk of them staged, in L2)

@@ -913,6 +913,27 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     assert sum(staged.values()) >= 3, text
 
 
+@pytest.mark.parametrize("text", ["u8[5,299,200]{1,2,0}", "bf16[3,150,101]{1,2,0}", "u8[2,3,130,150]{2,3,0,1}",
+                                  "f32[4,130,301]{1,2,0}"])
+@pytest.mark.parametrize("timed", [False, True])
+def test_batches_of_transposes_at_other_offsets_in_their_lines_go_staged(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, timed: bool) -> None:
+    # a batch of 2-d transposes whose destination rows (299 bytes, 202) put each transpose at another offset in its
+    # line: each staged as its own offset asks (they had been left to the walk: u8[56,2995,200]{1,2,0} 'to' 11.6x
+    # memcpy, bf16[11,1500,1001]{1,2,0} 5.6x; now 2.8 and 1.85); below BATCH_STAGE_BYTES, a plan large copies time
+    # beside the walk (timed: the staged batch picked)
+    if timed:
+        monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+        monkeypatch.setattr(_copy, "BATCH_TIMED_BYTES", 0)
+        monkeypatch.setattr(_tuned, "run_fastest", lambda key, plans: plans[-1 if key[0] == "walk" else 0]())
+    else:
+        monkeypatch.setattr(_copy, "BATCH_STAGE_BYTES", 0)
+    monkeypatch.setattr(_copy, "STAGE_COLS", 256)
+    staged, shape, *_ = _spied_round_trip(monkeypatch, "staged_transpose", text, 16)
+    batch = math.prod(shape.dimensions[:-2]) if text.startswith("u8[2,3") else shape.dimensions[0]
+    assert sum(staged.values()) >= 2 * batch, (text, staged)  # (laid out and read back, each transpose of each)
+
+
 @pytest.mark.parametrize("text", ["u8[100,700]{0,1}", "u8[72,9,70]{0,2,1}", "bf16[200,600]{0,1}", "f32[128,900]{0,1}",
                                   "u8[40,700]{0,1}", "bf16[48,900]{0,1}"])
 @pytest.mark.parametrize("offset", [0, 16])

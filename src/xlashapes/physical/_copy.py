@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from itertools import product
 from typing import Any
@@ -306,6 +306,10 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
         PASSES and d.nbytes >= _tuned.TUNE_BYTES) else None
     if passes is not None:
         others.append(passes)
+    batched = _batched_plan(walk, d, s, pad, shape, d_steps, s_steps, run, stream, BATCH_TIMED_BYTES) if (
+        unit >= 1 and unit == len(shape) - 2 and d.nbytes >= _tuned.TUNE_BYTES) else None
+    if batched is not None:  # (smaller transposes, staged)
+        others.append(batched)
     if others:  # (merged squares beside the walk's own blocks: the faster on this copy, timed)
         key = ("walk", tuple(shape.tolist()), tuple(d_steps.tolist()), tuple(s_steps.tolist()), width,
                target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
@@ -490,31 +494,49 @@ def _stages(
 BATCH_STAGE_BYTES = 1 << 20
 """Least bytes of each 2-d transpose of a batch for the staged kernel to take them one by one (smaller ones: the walk).
 Measured, 32 MiB, x memcpy, walked -> staged: f32 ``[2,3000,1024]{1,2,0}`` 'to' 29 -> 1.75, bf16 ``[2,4096,2000]``
-'from' 60 -> 1.6, bf16 ``[11,1500,1000]`` 'to' 7.5 -> 1.9; but u8 ``[128,1024,256]`` (256 KiB each) 2.0 -> 2.9."""
+'from' 60 -> 1.6, bf16 ``[11,1500,1000]`` 'to' 7.5 -> 1.9; but u8 ``[128,1024,256]`` (256 KiB each) 2.0 -> 2.9, u8
+``[256,1000,131]`` (128 KiB) 2.6 -> 5.5."""
+
+BATCH_TIMED_BYTES = 1 << 16
+"""Least bytes of each 2-d transpose of a batch for a large copy to time the staged kernel beside the walk, below
+``BATCH_STAGE_BYTES`` (u8 ``[56,2995,200]{1,2,0}`` 'to', transposes of 585 KiB onto rows of 2995 bytes: 10-12x
+memcpy walked, 2.7 staged)."""
 
 
 def _batched_stages(
     walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pad: Any, shape: np.ndarray[Any, Any],
     d_steps: np.ndarray[Any, Any], s_steps: np.ndarray[Any, Any], run: Run, stream: int,
 ) -> bool:
-    """The walk's copy as a batch of 2-d transposes (its last two axes, the source-contiguous one first) that the
-    staged kernel takes one at a time; False (nothing done) when they are smaller than ``BATCH_STAGE_BYTES``, the
-    kernel does not take them, or they do not all sit at the same offset in their lines.
+    """The walk's copy by :func:`_batched_plan` (transposes of ``BATCH_STAGE_BYTES`` and more); False (nothing done)
+    where it does not apply."""
+    plan = _batched_plan(walk, d, s, pad, shape, d_steps, s_steps, run, stream, BATCH_STAGE_BYTES)
+    return plan is not None and plan()
 
-    A batch of many goes over ``run``'s threads a transpose each; of few, each transpose over the threads.
+
+def _batched_plan(
+    walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pad: Any, shape: np.ndarray[Any, Any],
+    d_steps: np.ndarray[Any, Any], s_steps: np.ndarray[Any, Any], run: Run, stream: int, least: int,
+) -> Callable[[], bool] | None:
+    """The walk's copy as a batch of 2-d transposes (its last two axes, the source-contiguous one first) that the
+    staged kernel takes one at a time, each as its offset in its line asks (:func:`_stages`); None when they are
+    smaller than ``least`` bytes or the kernel does not take one of them.
+
+    A batch of many goes over ``run``'s threads a transpose each; of few, each transpose over the threads. (Batches
+    whose transposes sit at other offsets in their lines had been left to the walk: bf16 ``[11,1500,1001]{1,2,0}``
+    'to', rows of 2002 bytes, 5.6x memcpy, staged 1.85.)
     """
     width = d.itemsize
     plane, outer = shape[-2:], shape[:-2]
     count = int(np.prod(outer))
     nbytes = int(np.prod(plane)) * width
-    if not stream or nbytes < BATCH_STAGE_BYTES or count > BATCH_MOST:
-        return False
-    if any(int(step) * width % LINE for step in d_steps[:-2]):
-        return False
+    if not stream or nbytes < least or count > BATCH_MOST:
+        return None
     target, source = dispatch.address(d), dispatch.address(s)
-    mode = _stages(target, plane, d_steps[-2:], width, stream)
-    if not mode:
-        return False
+    starts = np.indices(tuple(int(n) for n in outer)).reshape(len(outer), -1).T @ d_steps[:-2] * width
+    modes = {int(at): _stages(int(at), plane, d_steps[-2:], width, stream)
+             for at in np.unique((target + starts) % LINE)}
+    if not all(modes.values()):
+        return None
     many = count >= 4 * run.threads
     each = Run(run.limit, 1, run.numba_bytes, run.stream_bytes, run.thread_bytes) if many else run
 
@@ -522,10 +544,13 @@ def _batched_stages(
         for k in range(*bounds):
             index = np.array(np.unravel_index(k, outer), np.int64)
             to, out_of = target + int(index @ d_steps[:-2]) * width, source + int(index @ s_steps[:-2]) * width
-            _staged(walk, to, out_of, pad, plane, d_steps[-2:], s_steps[-2:], nbytes, each, mode)
+            _staged(walk, to, out_of, pad, plane, d_steps[-2:], s_steps[-2:], nbytes, each, modes[to % LINE])
 
-    dispatch.run_parts(part, dispatch.parts(count, d.nbytes, run) if many else [(0, count)])
-    return True
+    def batch() -> bool:
+        dispatch.run_parts(part, dispatch.parts(count, d.nbytes, run) if many else [(0, count)])
+        return True
+
+    return batch
 
 
 BATCH_MOST = 1 << 16  # most transposes of a batch looped over here (by then they make 64 GiB or more)

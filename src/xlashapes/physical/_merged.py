@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -215,8 +215,17 @@ def timed_routes(
     """
     if unit < 0 or width not in (1, 2, 4, 8):
         return []
-    plans = (_swept(shape, d_steps, s_steps, unit, width, inner_across) for inner_across in (True, False))
-    return [plan for plan in plans if plan is not None]
+    return list(_routes(tuple(shape), tuple(d_steps), tuple(s_steps), unit, width, (OUTER_MOST, INNER_MOST)))
+
+
+@lru_cache(maxsize=256)
+def _routes(shape: tuple[int, ...], d_steps: tuple[int, ...], s_steps: tuple[int, ...], unit: int, width: int,
+            most: tuple[int, int]) -> tuple[Merged, ...]:
+    """:func:`timed_routes`, kept for the walks seen last (their tables took 35 us a call to make; ``most``: the
+    groups' limits they were made with)."""
+    plans = (_swept(list(shape), list(d_steps), list(s_steps), unit, width, inner_across)
+             for inner_across in (True, False))
+    return tuple(plan for plan in plans if plan is not None)
 
 
 def _swept(shape: list[int], d_steps: list[int], s_steps: list[int], unit: int, width: int,

@@ -299,23 +299,30 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     if merged is not None and _merged.merged_copy(target, source, pad, merged, d.nbytes, run, stream):
         return
     walked = partial(_walked, walk, d, s, shape, d_steps, s_steps, unit, run, stream)
-    others = _merged.merged_runs(target, source, pad, _merged.timed_routes(
-        shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width), d.nbytes, run, stream) if (
-        MERGED and d.nbytes >= _tuned.TUNE_BYTES) else []
-    passes = _passes.two_passes(d, s, shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, run, _copy) if (
-        PASSES and d.nbytes >= _tuned.TUNE_BYTES) else None
-    if passes is not None:
-        others.append(passes)
-    batched = _batched_plan(walk, d, s, pad, shape, d_steps, s_steps, run, stream, BATCH_TIMED_BYTES) if (
-        unit >= 1 and unit == len(shape) - 2 and d.nbytes >= _tuned.TUNE_BYTES) else None
-    if batched is not None:  # (smaller transposes, staged)
-        others.append(batched)
-    if others:  # (merged squares beside the walk's own blocks: the faster on this copy, timed)
+    others = _timed_plans(walk, d, s, pad, shape, d_steps, s_steps, unit, run, stream) if (
+        d.nbytes >= _tuned.TUNE_BYTES) else []
+    if others:  # (the faster on this copy, timed)
         key = ("walk", tuple(shape.tolist()), tuple(d_steps.tolist()), tuple(s_steps.tolist()), width,
                target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
         _tuned.run_fastest(key, [walked, *others])
         return
     walked()
+
+
+def _timed_plans(
+    walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pad: Any, shape: np.ndarray[Any, Any],
+    d_steps: np.ndarray[Any, Any], s_steps: np.ndarray[Any, Any], unit: int, run: Run, stream: int,
+) -> list[Callable[[], bool]]:
+    """The plans a large walk times beside its own blocks (:mod:`._tuned`): merged squares (either sweep), two passes
+    through a buffer for tiny interleaved blocks (:mod:`._passes`), a batch of smaller 2-d transposes staged."""
+    target, source = dispatch.address(d), dispatch.address(s)
+    axes = shape.tolist(), d_steps.tolist(), s_steps.tolist()
+    plans = _merged.merged_runs(target, source, pad, _merged.timed_routes(*axes, unit, d.itemsize), d.nbytes, run,
+                                stream) if MERGED else []
+    passes = _passes.two_passes(d, s, *axes, unit, run, _copy) if PASSES else None
+    batched = _batched_plan(walk, d, s, pad, shape, d_steps, s_steps, run, stream, BATCH_TIMED_BYTES) if (
+        unit >= 1 and unit == len(shape) - 2) else None
+    return plans + [plan for plan in (passes, batched) if plan is not None]
 
 
 def _walked(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: np.ndarray[Any, Any],

@@ -253,14 +253,12 @@ def merged_copy(target: int, source: int, pad: Any, merged: Merged, nbytes: int,
     the other loop could be inner (``merged.other``) and the copy is ``TUNE_BYTES`` or more, the plan is the one
     :mod:`._tuned` picks for this walk, its threads and the offsets of both ends in their pages. False (nothing
     done) without the compiled kernels."""
-    kernel = dispatch.tabler()
-    if kernel is None:
-        return False
-    if merged.other is None or nbytes < _tuned.TUNE_BYTES:
-        return _squares(kernel, target, source, pad, merged, nbytes, run, stream)
+    plans = [merged] if merged.other is None or nbytes < _tuned.TUNE_BYTES else [merged, merged.other]
+    runs = merged_runs(target, source, pad, plans, nbytes, run, stream)
+    if len(runs) < 2:
+        return bool(runs) and runs[0]()
     key = (*merged.key, target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
-    return _tuned.run_fastest(key, [partial(_squares, kernel, target, source, pad, plan, nbytes, run, stream)
-                                    for plan in (merged, merged.other)])
+    return _tuned.run_fastest(key, runs)
 
 
 def merged_runs(target: int, source: int, pad: Any, plans: list[Merged], nbytes: int, run: Run,

@@ -315,6 +315,8 @@ def survey(args: argparse.Namespace) -> None:
             on_path(1, partial(from_physical, dst[: buffer.size], shape, out=back))
             if not np.array_equal(back.view(np.uint8), x.view(np.uint8)):
                 raise SystemExit(f"{text}: read back, the compiled path differs from the NumPy path")
+        if args.first_calls:  # (every timed call a first one: no timings kept from the calls before)
+            jobs = [partial(first_call, job) for job in jobs]
         memcpy, to, back_time = timed([partial(np.copyto, dst, src), *jobs], args.repeat, clock)
         rows.append((to / memcpy, back_time / memcpy, text, shape.byte_size() >> 20))
         del x, buffer, back, src, dst
@@ -326,6 +328,14 @@ def survey(args: argparse.Namespace) -> None:
     tos, froms = sorted(row[0] for row in rows), sorted(row[1] for row in rows)
     print(f"over 2x: {sum(t > 2 for t in tos)} to, {sum(f > 2 for f in froms)} from; median {tos[len(tos) // 2]:.2f} "
           f"to, {froms[len(froms) // 2]:.2f} from")
+
+
+def first_call(job: Callable[[], object]) -> None:
+    """``job()`` as a first call: the plan timings of the calls before it forgotten (``xlashapes.physical._tuned``)."""
+    from xlashapes.physical import _tuned
+
+    _tuned.forget()
+    job()
 
 
 # ----- start-up and memory, in new processes -------------------------------------------------------------------
@@ -521,6 +531,8 @@ def main() -> None:
     parser.add_argument("--survey", type=int, default=0, metavar="N",
                         help="also time N random layouts of every family (32 MiB), worst first")
     parser.add_argument("--seed", type=int, default=0, help="--survey: the random layouts' seed")
+    parser.add_argument("--first-calls", action="store_true",
+                        help="--survey: time first calls (the plans' timings forgotten before each)")
     parser.add_argument("--against-numpy", action="store_true",
                         help="--survey: also check the compiled path's bytes against the NumPy path's (both ways)")
     parser.add_argument("--no-prebuilt", action="store_true",

@@ -38,6 +38,7 @@ from xlashapes.physical import (
     _passes,
     _slabbed,
     _tuned,
+    _widened,
     from_physical,
     relayout,
     to_physical,
@@ -2009,3 +2010,95 @@ def test_relayouts_between_tiled_transposes_equal_numpy_path(kind: tuple[str, in
     buffer = numpy_path(to_physical, x, shape)
     with compiled_at_any_size():
         assert np.array_equal(relayout(buffer, shape, other), numpy_path(to_physical, x, other))
+
+
+# ----- odd (p,1)-grouped logical minor dims, through the widened array -----------------------------------------
+WIDENED = ["bf16[5,300,7]{0,2,1:T(8,128)(2,1)}", "f16[7,9,13]{0,2,1:T(8,128)(2,1)}",
+           "pred[3,200,5]{0,2,1:T(8,128)(4,1)}", "pred[2,30,682]{1,2,0:T(8,128)(4,1)}",
+           "u8[4,6,3,10,7]{1,4,2,0,3:T(8,128)(4,1)}", "s8[3,4,200,6]{2,3,0,1:T(32,128)(4,1)}",
+           "u8[3,20,2049]{0,2,1:T(8,128)(4,1)}"]
+
+
+@pytest.mark.parametrize("text", WIDENED)
+@pytest.mark.parametrize("chunk", [1 << 20, 600, 0])
+def test_odd_sub_tiled_minor_dims_go_through_the_widened_array(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, chunk: int) -> None:
+    # the logical minor dim is the tiles' rows, which (p,1) sub-tiles group, and p does not divide it
+    # (bf16[500,4793,7]{0,2,1:T(8,128)(2,1)}: pairs 14 bytes apart, half of them off the word grid, 17x memcpy read
+    # back): the same layout on the dim widened to its padded extent has the same bytes, its pairs whole words; a
+    # chunk of slabs at a time (600 bytes: a slab or so each; 0: no slabs, the whole array at once), both directions
+    # the NumPy path's bytes, the padding value too
+    if chunk:
+        monkeypatch.setattr(_widened, "CHUNK_BYTES", chunk)
+    else:
+        monkeypatch.setattr(_widened, "slabs", lambda shape, bits: None)
+    taken: list[bool] = []
+    real = _widened._through
+    monkeypatch.setattr(_widened, "_through", lambda *args: taken.append(real(*args)) or taken[-1])
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 1 << 62)  # (small arrays here: the rule's route, not timed)
+    shape = shape_of(text)
+    assert _widened.widened(_geometry(shape)) is not None
+    x = random_array(str(shape.element_type), shape.dimensions, len(text) + chunk)
+    round_trip_off_the_grid(x, shape, 16)
+    long = shape.dimensions[-1] >= _widened.LONG_ROWS  # (long rows: the direct route first, whole words already)
+    assert taken == ([] if long else [True, True]), text  # (laid out and read back)
+    value = True if shape.element_type.kind == "pred" else 3
+    expected = numpy_path(to_physical, x, shape, padding_value=value)
+    assert np.array_equal(to_physical(x, shape, padding_value=value), expected), text
+
+
+@pytest.mark.parametrize("text", [
+    "bf16[5,300,8]{0,2,1:T(8,128)(2,1)}",  # (p divides the minor dim: pairs are words already)
+    "bf16[300,7]{0,1:T(8,128)(2,1)}",  # (rank 2: slabs of the transposed array, _transposed)
+    "bf16[5,7,300]{1,2,0:T(8,128)(2,1)}",  # (the minor dim is the tiles' columns)
+    "f32[5,300,7]{0,2,1:T(8,128)}",  # (no sub-tiles)
+    "s4[5,300,7]{0,2,1:T(8,128)(2,1)E(4)}",  # (E(4) fields: packed, not taken)
+    "u8[5,300,7]{0,2,1:T(8,128)(2,1)}",  # (pairs of rows of 7: taken, widened to 8)
+])
+def test_the_widened_route_takes_only_odd_grouped_minor_dims(text: str) -> None:
+    found = _widened.widened(_geometry(shape_of(text)))
+    assert (found is not None) == text.startswith("u8"), text
+    if found is not None:
+        assert found.dims == (5, 300, 8) and found.nbytes == _geometry(shape_of(text)).nbytes
+
+
+@FAST
+@given(st.sampled_from([("bf16", 2, 8), ("f16", 2, 16), ("s8", 4, 32), ("u8", 4, 8), ("pred", 4, 8)]),
+       st.lists(st.integers(1, 12), min_size=1, max_size=3), st.integers(1, 40), st.integers(0, 2**32 - 1),
+       st.data())
+def test_widened_conversions_give_the_numpy_paths_bytes(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, kind: tuple[str, int, int],
+        outer: list[int], minor: int, seed: int, data: st.DataObject) -> None:
+    # any rank 3-5 layout whose tiles' rows are the logical minor dim, grouped (p,1), any chunk size
+    name, group, rows = kind
+    monkeypatch.setattr(_widened, "CHUNK_BYTES", data.draw(st.sampled_from([1, 500, 1 << 20])))
+    dims = [*outer, data.draw(st.integers(1, 300)), minor]
+    rank = len(dims)
+    columns = data.draw(st.sampled_from([k for k in range(rank - 1)]))
+    rest = data.draw(st.permutations([k for k in range(rank - 1) if k != columns]))
+    order = ",".join(map(str, [columns, rank - 1, *rest]))
+    text = f"{name}[{','.join(map(str, dims))}]{{{order}:T({rows},128)({group},1)}}"
+    shape = xs.parse_shape(text)
+    x = random_array(name, shape.dimensions, seed)
+    round_trip_off_the_grid(x, shape, seed % 64)
+
+
+@pytest.mark.parametrize("pick", [0, 1])
+def test_large_widened_conversions_time_the_widened_array_beside_the_direct_route(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, pick: int) -> None:
+    # the widened array lost to the direct route where that moves whole words already (long minor dims: the word
+    # classes of _copy); so a large conversion times both, each giving the same bytes
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    keys: list[Any] = []
+
+    def forced(key: Any, plans: Any) -> bool:
+        if key[0] == "widened":
+            keys.append(key)
+            return bool(plans[pick]())
+        return bool(plans[0]())
+
+    monkeypatch.setattr(_tuned, "run_fastest", forced)
+    shape = shape_of("bf16[5,300,7]{0,2,1:T(8,128)(2,1)}")
+    x = random_array("bf16", shape.dimensions, pick)
+    round_trip_off_the_grid(x, shape, 8)
+    assert [(key[2], len(key)) for key in keys] == [(True, 6), (False, 6)]  # (laid out, read back)

@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ from ._plan import (
 from ._reference import _reference_elements, _reference_logical
 from ._stacked import stacked_convert
 from ._transposed import transposed_convert
+from ._widened import widened_convert
 
 
 def _write_physical(
@@ -43,6 +45,15 @@ def _write_physical(
     """Lay the logical storage array ``x`` out into ``buffer`` (flat uint8 of ``byte_size``)."""
     if _compiled_write(x, geometry, pad, buffer, run) or stacked_convert(x, geometry, pad, buffer, run, True):
         return
+    if not widened_convert(x, geometry, pad, buffer, run, True, _write_physical,
+                           partial(_write_routes, x, geometry, pad, buffer, run)):
+        _write_routes(x, geometry, pad, buffer, run)
+
+
+def _write_routes(
+    x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], run: Run
+) -> None:
+    """The rest of :func:`_write_physical`: the routes through slabs, then the plan's boxes."""
     if transposed_convert(x, geometry, pad, buffer, run, True, _write_physical) or permuted_convert(
             x, geometry, pad, buffer, run, True, _write_physical):
         return
@@ -100,6 +111,15 @@ def _read_physical(
         return
     if stacked_convert(result, geometry, None, data, run, False):
         return
+    if not widened_convert(result, geometry, None, data, run, False, _read_physical,
+                           partial(_read_routes, data, geometry, result, run)):
+        _read_routes(data, geometry, result, run)
+
+
+def _read_routes(
+    data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], run: Run
+) -> None:
+    """The rest of :func:`_read_physical`: the routes through slabs, then the plan's boxes."""
     if transposed_convert(result, geometry, None, data, run, False, _read_physical) or permuted_convert(
             result, geometry, None, data, run, False, _read_physical):
         return

@@ -1,0 +1,151 @@
+"""Layouts whose logical minor dim is the tiles' rows, grouped ``(p,1)`` by a sub-tile that does not divide it,
+converted through that dim widened to the extent the tiles pad it to.
+
+**Why.** In ``bf16[500,4793,7]{0,2,1:T(8,128)(2,1)}`` the logical rows (7 elements, dim 2) are the tiles' rows,
+which the ``(2,1)`` sub-tiles pair into words. 7 is odd, so in the logical array the pairs sit 14 bytes apart,
+every other one off the word grid: the generic kernel moved them as runs of 2 elements, and each row's 7th element
+(half a word: a box of its own) one at a time. Read back, that took 17x memcpy; laid out, 15x (x memcpy of the
+larger side, 32 MiB). Rank 2 (``{0,1:...}``) goes through slabs of the transposed array (:mod:`._transposed`);
+this is rank 3 and up, where the logical minor dim is the tiles' rows but not the physical major one.
+
+**How.** The same layout on the array widened to ``[500,4793,8]`` (the minor dim at the extent the first tile pads
+it to) has the same bytes: the added elements land on the tiles' padding. In the widened array the pairs are words,
+16 bytes apart, and every tile is whole along that dim. So a conversion goes through a scratch array of the widened
+shape, a chunk of slabs (``CHUNK_BYTES`` of the buffer) at a time:
+
+- read back: the widened layout read into the scratch array, then its rows cut to the logical length (a copy of
+  runs);
+- laid out: the rows copied into the scratch array, whose added elements hold the padding value (filled once: each
+  chunk's rows sit at the same places), then the widened layout laid out.
+
+Measured (x memcpy, 32 MiB, read back / laid out; whole arrays in one scratch): bf16 ``[500,4793,7]`` 17 -> 3.8 /
+15 -> 5.5; pred ``[500,13421,5]{0,2,1:T(8,128)(4,1)}`` 14.5 -> 5.3; pred ``[128,384,682]{1,2,0:T(8,128)(4,1)}``
+14.7 -> 4.8 / 6.6 -> 5.1; u8 ``[24,256,16,48,7]{1,4,2,0,3:T(8,128)(4,1)}`` 21 -> 6.6 / 22 -> 6.3.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from ..tiling import COMBINE_DIMENSION
+from . import _dispatch as dispatch
+from . import _tuned
+from ._chunks import Slabs, slabs
+from ._copy import _copy
+from ._dispatch import Run
+from ._geometry import _Geometry, _geometry
+
+CHUNK_BYTES = 16 << 20
+"""Bytes of the buffer one chunk of slabs holds (its scratch array: the widened rows of those slabs)."""
+
+LONG_ROWS = 2048
+"""Logical minor dims at least this long take the direct route first (then the widened array, timed), shorter ones
+the widened array first: the direct route moves long rows as whole words (``_copy._word_classes``), and was faster
+than the two passes on all 6 such layouts of a survey's 33 in this family (x memcpy, 32 MiB, 'to' / 'from'): s8
+``[200,24,6990]{0,2,1:T(32,128)(4,1)}`` 2.0 / 1.5 against 3.1 / 2.3, u8 ``[256,12,10922]{0,2,1:T(8,128)(4,1)}`` 2.5 /
+2.1 against 2.7 / 3.1; but for u8 ``[7,200,23967]{1,2,0:T(8,128)(4,1)}`` read back, 8.5 against 2.4."""
+
+WHOLE_BYTES = 64 << 20
+"""Largest widened array converted through one scratch array where its layout has no slabs (or they cut the minor
+dim)."""
+
+
+def widened(geometry: _Geometry) -> _Geometry | None:
+    """The geometry of the same layout on the array whose logical minor dim is widened to the extent the first tile
+    pads it to, where that dim is the tiles' rows, grouped ``(p,1)`` by the next tile with ``p`` not dividing it, and
+    the bytes stay the same; else None.
+
+    >>> from xlashapes import parse_shape
+    >>> widened(_geometry(parse_shape("bf16[5,300,7]{0,2,1:T(8,128)(2,1)}"))).dims
+    (5, 300, 8)
+    >>> widened(_geometry(parse_shape("bf16[5,300,8]{0,2,1:T(8,128)(2,1)}"))) is None
+    True
+    """
+    shape, dims = geometry.shape, geometry.dims
+    layout = shape.layout_or_default()
+    if geometry.packed or len(dims) < 3 or layout.padded_dimensions is not None or len(layout.tiles) < 2:
+        return None
+    first, second = layout.tiles[0], layout.tiles[1]
+    if len(first) < 2 or len(second) < 2 or COMBINE_DIMENSION in (*first, *second):
+        return None
+    minor = len(dims) - 1
+    if layout.minor_to_major[1] != minor or second[-1] != 1:
+        return None
+    rows, group, length = first[-2], second[-2], dims[minor]
+    extent = -(-length // rows) * rows
+    if group <= 1 or length % group == 0 or extent == length or rows % group:
+        return None
+    wide = _geometry(replace(shape, dimensions=(*dims[:-1], extent)))
+    return wide if wide.nbytes == geometry.nbytes and wide.aligned == geometry.aligned else None
+
+
+def widened_convert(
+    logical: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
+    run: Run, to: bool, convert: Callable[..., None], direct: Callable[[], None],
+) -> bool:
+    """Lay ``logical`` out into ``data`` (``to``: ``convert(scratch, geometry, pad, bytes, run)`` lays a chunk out)
+    or read it back (``convert(bytes, geometry, scratch, run)``) through the widened array (:func:`widened`), a chunk
+    of slabs at a time, or by the ``direct`` route, whichever took less time on the same conversion before
+    (:mod:`._tuned`; the widened array first); False (nothing done) when the route does not apply (or the compiled
+    kernels are not there, or the array is small, or its scratch array would be more than ``WHOLE_BYTES``)."""
+    wide = widened(geometry)
+    if wide is None or logical.nbytes < run.numba_bytes or dispatch.walker() is None:
+        return False
+    chunks = _chunks(wide)
+    if chunks is None:
+        return False
+    through = partial(_through, logical, geometry.dims[-1], pad, data, run, to, convert, chunks)
+    plans = [through, partial(_done, direct)]
+    if geometry.dims[-1] >= LONG_ROWS:
+        plans.reverse()  # (the direct route first)
+    if max(logical.nbytes, data.nbytes) < _tuned.TUNE_BYTES:
+        return plans[0]()
+    key = ("widened", geometry.shape, to, dispatch.address(logical) % _tuned.PAGE,
+           dispatch.address(data) % _tuned.PAGE, run.threads)
+    return _tuned.run_fastest(key, plans)
+
+
+def _done(route: Callable[[], None]) -> bool:
+    """``route()``, True (done) as a plan of :func:`._tuned.run_fastest` returns."""
+    route()
+    return True
+
+
+def _through(logical: np.ndarray[Any, Any], length: int, pad: np.ndarray[Any, Any] | None,
+             data: np.ndarray[Any, Any], run: Run, to: bool, convert: Callable[..., None],
+             chunks: list[tuple[tuple[Any, ...], _Geometry, int, int]]) -> bool:
+    """The conversion of :func:`widened_convert` through the widened array, chunk by chunk (True: done)."""
+    most = max(math.prod(piece.dims) for _, piece, _, _ in chunks)
+    value = pad.reshape(-1)[0] if pad is not None else 0
+    scratch = np.full(most, value, logical.dtype) if to else np.empty(most, logical.dtype)
+    for rows, piece, start, end in chunks:
+        wide_rows = scratch[: math.prod(piece.dims)].reshape(piece.dims)
+        if to:  # (the added elements hold the padding value: each chunk's rows sit at the same places)
+            _copy(wide_rows[..., :length], logical[rows], run)
+            convert(wide_rows, piece, pad, data[start:end], run)
+        else:
+            convert(data[start:end], piece, wide_rows, run)
+            _copy(logical[rows], wide_rows[..., :length], run)
+    return True
+
+
+def _chunks(wide: _Geometry) -> list[tuple[tuple[Any, ...], _Geometry, int, int]] | None:
+    """The chunks of ``wide``'s slabs (logical rows, geometry, byte range), ``CHUNK_BYTES`` each; one chunk of the
+    whole where there are no slabs (or they cut the minor dim) but the array is at most ``WHOLE_BYTES``; else None."""
+    cut: Slabs | None = slabs(wide.shape, wide.bits)
+    if cut is None or cut.axis == len(wide.dims) - 1:
+        if wide.count * wide.storage.itemsize > WHOLE_BYTES:
+            return None
+        return [((Ellipsis,), wide, 0, wide.nbytes)]
+    steps = []
+    for first, last in cut.chunks(CHUNK_BYTES):
+        low, high = cut.rows(first, last)
+        rows = (*(slice(None),) * cut.axis, slice(low, high))
+        steps.append((rows, _geometry(cut.piece(first, last)), *cut.byte_range(first, last)))
+    return steps

@@ -2,11 +2,11 @@
 converted through that dim widened to the extent the tiles pad it to.
 
 **Why.** In ``bf16[500,4793,7]{0,2,1:T(8,128)(2,1)}`` the logical rows (7 elements, dim 2) are the tiles' rows,
-which the ``(2,1)`` sub-tiles pair into words. 7 is odd, so in the logical array the pairs sit 14 bytes apart,
-every other one off the word grid: the generic kernel moved them as runs of 2 elements, and each row's 7th element
-(half a word: a box of its own) one at a time. Read back, that took 17x memcpy; laid out, 15x (x memcpy of the
-larger side, 32 MiB). Rank 2 (``{0,1:...}``) goes through slabs of the transposed array (:mod:`._transposed`);
-this is rank 3 and up, where the logical minor dim is the tiles' rows but not the physical major one.
+which the ``(2,1)`` sub-tiles pair into words. 7 is odd, so in the logical array the pairs sit 14 bytes apart, every
+other one off the word grid: the generic kernel moved them as runs of 2 elements, and each row's 7th element (half a
+word: a box of its own) one at a time: 11x memcpy laid out, 16x read back (of the larger side, 32 MiB). Rank 2
+(``{0,1:...}``) goes through slabs of the transposed array (:mod:`._transposed`); this is rank 3 and up, where the
+logical minor dim is the tiles' rows but not the physical major one.
 
 **How.** The same layout on the array widened to ``[500,4793,8]`` (the minor dim at the extent the first tile pads
 it to) has the same bytes: the added elements land on the tiles' padding. In the widened array the pairs are words,
@@ -18,9 +18,13 @@ shape, a chunk of slabs (``CHUNK_BYTES`` of the buffer) at a time:
 - laid out: the rows copied into the scratch array, whose added elements hold the padding value (filled once: each
   chunk's rows sit at the same places), then the widened layout laid out.
 
-Measured (x memcpy, 32 MiB, read back / laid out; whole arrays in one scratch): bf16 ``[500,4793,7]`` 17 -> 3.8 /
-15 -> 5.5; pred ``[500,13421,5]{0,2,1:T(8,128)(4,1)}`` 14.5 -> 5.3; pred ``[128,384,682]{1,2,0:T(8,128)(4,1)}``
-14.7 -> 4.8 / 6.6 -> 5.1; u8 ``[24,256,16,48,7]{1,4,2,0,3:T(8,128)(4,1)}`` 21 -> 6.6 / 22 -> 6.3.
+A large conversion times this beside the direct route (:mod:`._tuned`), the widened array first unless the minor
+dim is long (``LONG_ROWS``). Measured (x memcpy, ~32 MiB, laid out / read back; the session's code before and after,
+A/B, the same day): bf16 ``[500,4793,7]{0,2,1:T(8,128)(2,1)}`` 11.3 / 15.8 -> 5.1 / 4.6, f16
+``[384,6241,7]{0,2,1:T(8,128)(2,1)}`` 12.2 / 11.1 -> 4.3 / 4.3, u8 ``[24,256,16,48,7]{1,4,2,0,3:T(8,128)(4,1)}``
+15.9 / 16.5 -> 4.8 / 6.1, pred ``[128,384,682]{1,2,0:T(8,128)(4,1)}`` 4.7 / 10.5 -> 3.5 / 3.4, s8
+``[100,2048,163]{1,2,0:T(8,128)(4,1)}`` 6.2 / 9.9 -> 2.4 / 3.8. Over the 33 layouts of this family in 79 survey
+seeds (worst direction): over 10x 7 -> 0, over 5x 18 -> 12, median 6.6 -> 4.1, worst 16.5 -> 8.6, none 15% slower.
 """
 
 from __future__ import annotations

@@ -145,15 +145,23 @@ GROUP_BYTES = 64 << 20
 """Grouped fields (:mod:`._grouped`) up to this many bytes are made whole, then laid out; more, a window of about an
 eighth of it at a time."""
 
+LONG_GROUPED_ROWS = 1024
+"""Logical minor dims at least this long, paired by ``(p,1)`` sub-tiles of E(n) fields, are read back unpacked in
+their own tiles, shorter ones as the bytes of their groups, which moved them faster (x memcpy, ~32 MiB, 'from',
+grouped against unpacked): s4 ``[1398101,48]{0,1:T(8,128)(2,1)E(4)}`` 2.3 against 9.8, ``[5592405,12]{0,1:...}`` 5.8
+against 8.3, ``[524288,128]{0,1:...}`` 2.8 against 4.5, ``[4096,512,32]{1,2,0:...}`` 3.1 against 4.6,
+``[300,1000,200]{0,2,1:...}`` 3.0 against 3.4; but ``[1000,1000,64]{1,2,0:...}`` 3.4 against 2.8, and from 1024 on
+the unpacked fields were as fast or faster (``[65536,1024]{0,1:...}`` 2.6 against 2.9, ``[8192,8192]`` 2.7 both)."""
+
 
 def grouped_route(geometry: _Geometry, nbytes: int, run: Run, to: bool) -> Grouping | None:
     """The grouping of E(n) fields the byte kernels move (:mod:`._grouped`), when the compiled path runs (the NumPy
     path is the reference) and the groups are made whole or the byte layout has windows; else None.
 
-    Not when reading back ``(p,1)`` sub-tiles that pair the logical minor dim's elements: the byte layout's tiles
-    then hold runs of ``R/p`` bytes of the array's rows (4 for ``T(8,128)(2,1)``), which the byte kernels read back
-    more slowly than they read back the unpacked fields in their own tiles (``s4[8192,8192]{0,1:T(8,128)(2,1)E(4)}``
-    'from' 3.2x against 2.5x, ``[256,256,1024]{0,2,1:...}`` 4.7x against 2.7x; 'to' is as fast or faster grouped).
+    Not when reading back ``(p,1)`` sub-tiles that pair the elements of a logical minor dim of ``LONG_GROUPED_ROWS``
+    or more: the byte layout's tiles then hold runs of ``R/p`` bytes of the array's rows (4 for ``T(8,128)(2,1)``),
+    which the byte kernels read back more slowly than they read back the unpacked fields in their own tiles
+    (``s4[65536,1024]{0,1:T(8,128)(2,1)E(4)}`` 'from' 2.9x against 2.6x; 'to' is as fast or faster grouped).
     """
     found = grouping(geometry) if geometry.packed else None
     if found is None or nbytes < run.numba_bytes or dispatch.walker() is None:
@@ -162,7 +170,8 @@ def grouped_route(geometry: _Geometry, nbytes: int, run: Run, to: bool) -> Group
     if tiled is not None and tiled.tile[2] in (1, 2, 4):
         return None  # (the tiled kernels pack and unpack them tile by tile, in slabs; not (8,1) sub-tiles, which
         # they move element by element: s4 T(64,128)(8,1)E(4) 20x / 9x the packed bytes, as bytes T(32,128)(4,1))
-    if not to and len(geometry.layout.tiles) == 2 and found.axis == len(geometry.dims) - 1:
+    if not to and len(geometry.layout.tiles) == 2 and found.axis == len(geometry.dims) - 1 and (
+            geometry.dims[-1] >= LONG_GROUPED_ROWS):
         return None
     if not geometry.layout.tiles and short_runs(found, geometry.dims):
         return None

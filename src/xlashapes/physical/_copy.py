@@ -299,14 +299,17 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     if merged is not None and _merged.merged_copy(target, source, pad, merged, d.nbytes, run, stream):
         return
     walked = partial(_walked, walk, d, s, shape, d_steps, s_steps, unit, run, stream)
-    others = _timed_plans(walk, d, s, pad, shape, d_steps, s_steps, unit, run, stream) if (
-        d.nbytes >= _tuned.TUNE_BYTES) else []
-    if others:  # (the faster on this copy, timed)
+    channels = _passes.channel_passes(d, s, shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, run,
+                                      _copy) if PASSES else None  # (the rule's plan where it applies)
+    plans: list[Callable[[], bool]] = [*([channels] if channels is not None else []), walked]
+    if d.nbytes >= _tuned.TUNE_BYTES:
+        plans += _timed_plans(walk, d, s, pad, shape, d_steps, s_steps, unit, run, stream)
+    if len(plans) > 1 and d.nbytes >= _tuned.TUNE_BYTES:  # (the faster on this copy, timed)
         key = ("walk", tuple(shape.tolist()), tuple(d_steps.tolist()), tuple(s_steps.tolist()), width,
                target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
-        _tuned.run_fastest(key, [walked, *others])
+        _tuned.run_fastest(key, plans)
         return
-    walked()
+    plans[0]()
 
 
 def _timed_plans(
@@ -675,7 +678,8 @@ def _stage_block(small: int, du: int, width: int, mode: int) -> tuple[int, int]:
     return rows, cols
 
 
-PASSES = True  # tiny interleaved blocks timed as two passes through a buffer too (:mod:`._passes`; False: off)
+PASSES = True  # tiny interleaved blocks timed as two passes through a buffer too, channels and planes in another
+# order taken so (:mod:`._passes`; False: off)
 MERGED = True  # transposing walks of short blocks as squares over merged axes (:mod:`._merged`; False: off)
 STAGED_BLOCK = 1 << 14  # bytes of scratch (in L1) a walk's blocks take on their way to a destination off the line grid
 WIDE_ROOM = 1 << 18  # (grouped, wide and quarter-line blocks: the destination rows of a chunk of them staged, in L2)

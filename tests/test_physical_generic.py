@@ -1267,6 +1267,7 @@ def test_walks_time_merged_squares_beside_their_own_blocks(
     # 8.4x memcpy walked, 3.2x as merged squares; squares with both sides long) time merged squares (either sweep)
     # beside their own blocks and keep the fastest; every call writes the same bytes
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    monkeypatch.setattr(_passes, "channel_passes", lambda *args: None)  # (u8[3,8,2,6990]{1,2,0,3}: 48 channels)
     plan_for = _tuned.plan_for  # (the copies themselves stay on the kernel)
     monkeypatch.setattr(_tuned, "plan_for", lambda key, count: 0 if key[0] == "copy" else plan_for(key, count))
     walk_ticks, merged_ticks = (5, 1) if merged_faster else (1, 5)
@@ -2106,7 +2107,7 @@ def test_large_widened_conversions_time_the_widened_array_beside_the_direct_rout
 
 # ----- rows of a few channels and planes in another order: two passes --------------------------------------------
 @pytest.mark.parametrize("text", ["f16[3000,3,5]{0,1,2}", "pred[3,2,20000]{0,1,2}", "u8[9000,3,4]{0,1,2}",
-                                  "bf16[4000,2,2,2]{0,1,2,3}", "s32[4,3,20000]{0,1,2}"])
+                                  "bf16[4000,2,2,2]{0,1,2,3}", "s16[4,3,20000]{0,1,2}"])
 @pytest.mark.parametrize("chunk", [1 << 20, 1000])
 def test_channels_and_planes_in_another_order_go_in_two_passes(
         compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, chunk: int) -> None:
@@ -2120,7 +2121,22 @@ def test_channels_and_planes_in_another_order_go_in_two_passes(
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, chunk)
     round_trip_off_the_grid(x, shape, 16)
-    assert len(passes) >= 2, text  # (laid out and read back: the rule's plan)
+    assert len(passes) >= 2, text  # (laid out and read back: the rule's plan, rows under FIRST_ROW_BYTES)
+
+
+@pytest.mark.parametrize("text", ["u8[8,8,4096]{0,1,2}", "s32[4,3,20000]{0,1,2}"])
+def test_longer_rows_of_channels_time_the_passes_after_the_walks_plans(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    # rows of 32 bytes and more: the walk was faster as often as not (u8[8,8,524288]{0,1,2} read back 1.8x memcpy
+    # against 6.9x through the passes); so the passes are its last timed plan, the walk its first
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    offered: list[list[Any]] = []
+    monkeypatch.setattr(_tuned, "run_fastest", lambda key, plans: (
+        offered.append(list(plans)) if key[0] == "walk" else None, plans[0]())[1])
+    shape = shape_of(text)
+    round_trip_off_the_grid(random_array(str(shape.element_type), shape.dimensions, 5), shape, 0)
+    assert offered and all(isinstance(plans[-1], _passes.Planes) for plans in offered), text
+    assert not any(isinstance(plans[0], _passes.Planes) for plans in offered), text
 
 
 @pytest.mark.parametrize("text", ["f32[4096,8]{0,1}", "u8[16,8192]{0,1}", "f16[3000,3,5]{2,0,1}"])

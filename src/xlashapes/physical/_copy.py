@@ -300,10 +300,12 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
         return
     walked = partial(_walked, walk, d, s, shape, d_steps, s_steps, unit, run, stream)
     channels = _passes.channel_passes(d, s, shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, run,
-                                      _copy) if PASSES else None  # (the rule's plan where it applies)
-    plans: list[Callable[[], bool]] = [*([channels] if channels is not None else []), walked]
+                                      _copy) if PASSES else None
+    first = channels is not None and channels.first  # (short rows: the passes by rule)
+    plans: list[Callable[[], bool]] = [channels, walked] if channels is not None and first else [walked]
     if d.nbytes >= _tuned.TUNE_BYTES:
         plans += _timed_plans(walk, d, s, pad, shape, d_steps, s_steps, unit, run, stream)
+        plans += [channels] if channels is not None and not first else []
     if len(plans) > 1 and d.nbytes >= _tuned.TUNE_BYTES:  # (the faster on this copy, timed)
         key = ("walk", tuple(shape.tolist()), tuple(d_steps.tolist()), tuple(s_steps.tolist()), width,
                target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)

@@ -154,14 +154,16 @@ against 8.3, ``[524288,128]{0,1:...}`` 2.8 against 4.5, ``[4096,512,32]{1,2,0:..
 the unpacked fields were as fast or faster (``[65536,1024]{0,1:...}`` 2.6 against 2.9, ``[8192,8192]`` 2.7 both)."""
 
 
-def grouped_route(geometry: _Geometry, nbytes: int, run: Run, to: bool) -> Grouping | None:
+def grouped_route(geometry: _Geometry, nbytes: int, run: Run, to: bool, whole: bool = True) -> Grouping | None:
     """The grouping of E(n) fields the byte kernels move (:mod:`._grouped`), when the compiled path runs (the NumPy
     path is the reference) and the groups are made whole or the byte layout has windows; else None.
 
     Not when reading back ``(p,1)`` sub-tiles that pair the elements of a logical minor dim of ``LONG_GROUPED_ROWS``
-    or more: the byte layout's tiles then hold runs of ``R/p`` bytes of the array's rows (4 for ``T(8,128)(2,1)``),
-    which the byte kernels read back more slowly than they read back the unpacked fields in their own tiles
-    (``s4[65536,1024]{0,1:T(8,128)(2,1)E(4)}`` 'from' 2.9x against 2.6x; 'to' is as fast or faster grouped).
+    or more, or into a part of the result that is not ``whole`` (a slab's column block): the byte layout's tiles
+    then hold runs of ``R/p`` bytes of the array's rows (4 for ``T(8,128)(2,1)``), which the byte kernels read back
+    more slowly than they read back the unpacked fields in their own tiles
+    (``s4[65536,1024]{0,1:T(8,128)(2,1)E(4)}`` 'from' 2.9x against 2.6x whole, 5.5x against 2.6x in column blocks of
+    256 rows; 'to' is as fast or faster grouped).
     """
     found = grouping(geometry) if geometry.packed else None
     if found is None or nbytes < run.numba_bytes or dispatch.walker() is None:
@@ -171,7 +173,7 @@ def grouped_route(geometry: _Geometry, nbytes: int, run: Run, to: bool) -> Group
         return None  # (the tiled kernels pack and unpack them tile by tile, in slabs; not (8,1) sub-tiles, which
         # they move element by element: s4 T(64,128)(8,1)E(4) 20x / 9x the packed bytes, as bytes T(32,128)(4,1))
     if not to and len(geometry.layout.tiles) == 2 and found.axis == len(geometry.dims) - 1 and (
-            geometry.dims[-1] >= LONG_GROUPED_ROWS):
+            geometry.dims[-1] >= LONG_GROUPED_ROWS or not whole):
         return None
     if not geometry.layout.tiles and short_runs(found, geometry.dims):
         return None
@@ -213,7 +215,7 @@ def _write_grouped(
 def _read_grouped(data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], run: Run) -> bool:
     """Fill ``result`` from the bytes of E(n) fields' groups: whole, or a window at a time; False when that does not
     apply."""
-    found = grouped_route(geometry, max(data.nbytes, result.nbytes), run, False)
+    found = grouped_route(geometry, max(data.nbytes, result.nbytes), run, False, result.flags.c_contiguous)
     if found is None:
         return False
     none, count = np.zeros((), np.uint8), math.prod(found.shape.dimensions)

@@ -1348,6 +1348,7 @@ def test_tiny_interleaved_blocks_go_in_two_passes_through_a_buffer(
     # last one short); both directions the NumPy path's bytes
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
     monkeypatch.setattr(_passes, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(_passes, "channel_passes", lambda *args: None)  # (the walk's last plan: these passes)
     passes: list[int] = []
     real = _passes._run_passes
     monkeypatch.setattr(_passes, "_run_passes", lambda *args: passes.append(1) or real(*args))
@@ -2179,4 +2180,38 @@ def test_channel_passes_move_every_element_where_the_copy_does(
         assert plan is None
     if plan is not None:
         assert plan()
+        assert np.array_equal(target, planes if to else rows)
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.lists(st.integers(2, 4), min_size=1, max_size=3), st.integers(2, 40), st.integers(2, 40),
+       st.integers(0, 2**32 - 1), st.booleans(), st.data())
+def test_channel_passes_with_planes_of_two_axes_move_every_element_where_the_copy_does(
+        grid: list[int], high: int, wide: int, seed: int, to: bool, data: st.DataObject) -> None:
+    # planes of two axes (a tiled plane's rows and columns, say), in either order, the channels in any order:
+    # through the buffer of planes in the rows' order, the copy's bytes
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, 255, (high, wide, *grid), np.uint8)
+    channels = data.draw(st.permutations(range(2, len(grid) + 2)))
+    plane = data.draw(st.permutations([0, 1]))
+    order = [*channels, *plane]
+    planes = np.ascontiguousarray(rows.transpose(order))
+    inverse = np.argsort(order)
+    target = np.zeros_like(planes if to else rows)
+    d = target.transpose(inverse) if to else target
+    s = rows if to else planes.transpose(inverse)
+    d, s = _copy._normalized(d, s)
+    shape, d_steps, s_steps, unit = _copy._walk_order(d, s, 1)
+    plan = _passes.channel_passes(d, s, shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, None,
+                                  lambda a, b, run: np.copyto(a, b))
+    moved = list(channels) != sorted(channels) or list(plane) != [0, 1]
+    if moved and math.prod(grid) <= _passes.MOST_CHANNELS and high * wide > 64:
+        assert plan is not None
+    if plan is not None:
+        saved = _passes.CHUNK_BYTES  # (chunks cut on either plane axis, or none)
+        _passes.CHUNK_BYTES = data.draw(st.sampled_from([1, 100, 1 << 22]))
+        try:
+            assert plan()
+        finally:
+            _passes.CHUNK_BYTES = saved
         assert np.array_equal(target, planes if to else rows)

@@ -20,6 +20,7 @@ the whole copy 5.8). A large copy times this plan beside the walk's own (:mod:`.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -113,12 +114,14 @@ def _cut_axis(shape: tuple[int, ...], width: int) -> int:
 
 def channel_passes(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: list[int], d_steps: list[int],
                    s_steps: list[int], unit: int, run: Run, copy: Copy) -> Planes | None:
-    """The copy ``d[...] = s`` (a walk, as :func:`two_passes` takes it) between rows of a few channels, all the
-    axes but one (``f16[1118481,3,5]``: 15 channels, a 3 x 5 grid) in one run of each row, and planes of that one
-    axis in any order of the channels (``{0,1,2}``: plane (k, j) of channel (j, k)), as two passes through a buffer
-    of the planes in the rows' order: the channels to planes (or planes to channels, read back), a 2-d transpose of
-    rows of a whole run; then the planes moved as they are (runs). The walk moved the channels of one axis at a time
-    (5 of 15, a third of each row's line: 7.4x memcpy laid out); None where the copy is not one of these.
+    """The copy ``d[...] = s`` (a walk, as :func:`two_passes` takes it) between rows of a few channels (axes that
+    make one run of each row: ``f16[1118481,3,5]``, 15 channels, a 3 x 5 grid) and planes of the other axes, one
+    plane a channel, in another order of the channels or with the planes in another shape (``{0,1,2}``: plane (k, j)
+    of channel (j, k); a tiled plane), as two passes through a buffer of the planes in the rows' order: the channels
+    to planes (or planes to channels, read back), a 2-d transpose of rows of a whole run; then each plane moved as
+    it goes (runs; a tiled plane's conversion). The walk moved the channels of one axis at a time (5 of 15, a third
+    of each row's line: 7.4x memcpy laid out); None where the copy is not one of these (or this is one of the passes
+    of another).
 
     >>> a = np.arange(4 * 3 * 2, dtype=np.uint8).reshape(4, 3, 2)  # (rows of a 3 x 2 grid of channels)
     >>> out = np.empty((2, 3, 4), np.uint8)  # (planes in the other order)
@@ -127,56 +130,83 @@ def channel_passes(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: list
     >>> plan() and bool((out == a.transpose(2, 1, 0)).all())
     True
     """
-    inner = len(shape) - 1
-    for rows, planes, axis in ((s_steps, d_steps, inner), (d_steps, s_steps, unit)):
-        if axis < 0 or planes[axis] != 1:
-            continue
-        channels = [k for k in range(len(shape)) if k != axis]
-        count = math.prod(shape[k] for k in channels)
-        if not 2 <= count <= MOST_CHANNELS or rows[axis] != count:
-            continue
-        order = sorted(channels, key=lambda k: -rows[k])
-        if [rows[k] for k in order] != [math.prod(shape[j] for j in order[i + 1 :]) for i in range(len(order))]:
-            continue  # (not one run of each row)
-        if any(abs(planes[k]) < shape[axis] for k in channels):
-            continue  # (not whole planes apart)
-        if sorted(channels, key=lambda k: -abs(planes[k])) == order:
-            continue  # (the planes in the rows' order: one 2-d transpose, the walk's own)
-        axes, width = [*order, axis], d.itemsize
-        dst = as_strided(d, [shape[k] for k in axes], [d_steps[k] * width for k in axes])
-        src = as_strided(s, [shape[k] for k in axes], [s_steps[k] * width for k in axes])
-        return Planes(dst, src, run, copy)
+    if getattr(_PASSES, "depth", 0):
+        return None  # (a pass of another: its buffer's planes are the rows' order)
+    axes = range(len(shape))
+    for rows, planes in ((s_steps, d_steps), (d_steps, s_steps)):
+        by_rows = sorted(axes, key=lambda k: (abs(rows[k]), k))
+        runs = [1]  # (the channels of each prefix of the axes by their steps in the rows, while one run each)
+        for k in by_rows[:-1]:
+            if abs(rows[k]) != runs[-1] or runs[-1] * shape[k] > MOST_CHANNELS:
+                break
+            runs.append(runs[-1] * shape[k])
+        for taken in range(len(runs) - 1, 0, -1):  # (the most channels first)
+            run_of, channels, plane = runs[taken], by_rows[:taken], by_rows[taken:]
+            span = sum((shape[j] - 1) * abs(planes[j]) for j in plane) + 1
+            if run_of < 2 or any(abs(planes[j]) < span for j in channels) or min(abs(planes[j]) for j in plane) != 1:
+                continue  # (not whole planes apart, or the planes not runs)
+            if any(abs(rows[j]) % run_of for j in plane):
+                continue
+            order = sorted(channels, key=lambda j: -abs(rows[j])) + sorted(plane, key=lambda j: -abs(rows[j]))
+            if sorted(channels, key=lambda j: -abs(planes[j])) + sorted(plane, key=lambda j: -abs(planes[j])) == order:
+                continue  # (the planes in the rows' order: one 2-d transpose, the walk's own)
+            width = d.itemsize
+            dst = as_strided(d, [shape[j] for j in order], [d_steps[j] * width for j in order])
+            src = as_strided(s, [shape[j] for j in order], [s_steps[j] * width for j in order])
+            return Planes(dst, src, run, copy, taken)
     return None
+
+
+_PASSES = threading.local()  # (depth: how many passes of channels and planes are running on this thread)
 
 
 @dataclass(frozen=True)
 class Planes:
     """The copy ``dst[...] = src`` between rows of channels and planes (:func:`channel_passes`): its axes the
-    channels in the rows' order, then the planes' axis."""
+    ``channels`` axes in the rows' order, then the planes' axes in the rows' order."""
 
     dst: np.ndarray[Any, Any]
     src: np.ndarray[Any, Any]
     run: Run
     copy: Copy
+    channels: int
 
     @property
     def first(self) -> bool:
-        """Whether the copy goes in two passes by rule: rows of channels under ``FIRST_ROW_BYTES``."""
-        return bool(math.prod(self.dst.shape[:-1]) * self.dst.itemsize < FIRST_ROW_BYTES)
+        """Whether the copy goes in two passes by rule: rows of channels under ``FIRST_ROW_BYTES``, planes of one
+        axis (planes of more: the walk first, its register transposes of rows of 2 or 4 elements were faster on
+        full reversals, bf16 ``[4,4096,2048]{0,1,2}`` 1.5 against 1.7x memcpy)."""
+        short = math.prod(self.dst.shape[: self.channels]) * self.dst.itemsize < FIRST_ROW_BYTES
+        return bool(short and self.dst.ndim == self.channels + 1)
 
     def __call__(self) -> bool:
         """The copy, in two passes (True: done)."""
-        return _run_planes(self.dst, self.src, self.run, self.copy)
+        _PASSES.depth = getattr(_PASSES, "depth", 0) + 1
+        try:
+            return _run_planes(self.dst, self.src, self.run, self.copy, self.channels)
+        finally:
+            _PASSES.depth -= 1
 
 
-def _run_planes(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run, copy: Copy) -> bool:
-    """``dst[...] = src`` through a C-ordered buffer of the same axes, ``CHUNK_BYTES`` of the last one (with every
-    index of the others) at a time (True)."""
-    length, whole = dst.shape[-1], math.prod(dst.shape[:-1]) * dst.itemsize
-    per = max(1, CHUNK_BYTES // whole)
-    buffer = np.empty((*dst.shape[:-1], min(per, length)), dst.dtype)
-    for start in range(0, length, per):
-        part = buffer[..., : min(per, length - start)]
-        copy(part, src[..., start : start + per], run)
-        copy(dst[..., start : start + per], part, run)
+def _run_planes(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run, copy: Copy, channels: int) -> bool:
+    """``dst[...] = src`` through a C-ordered buffer of the same axes, every index of the first ``channels`` axes
+    and ``CHUNK_BYTES`` of the others at a time (cut on the outermost plane axis whose inner ones hold more; True)."""
+    whole, plane = dst.shape[:channels], dst.shape[channels:]
+    row = math.prod(whole) * dst.itemsize
+    cut, inside = 0, row
+    for k in range(len(plane) - 1, -1, -1):
+        inside *= plane[k]
+        if inside > CHUNK_BYTES:
+            cut = k
+            break
+    per = max(1, CHUNK_BYTES // (row * math.prod(plane[cut + 1 :])))
+    buffer = np.empty((*whole, min(per, plane[cut]), *plane[cut + 1 :]), dst.dtype)
+    head: tuple[slice, ...] = (slice(None),) * channels
+    for index in product(*(range(n) for n in plane[:cut])):
+        for start in range(0, plane[cut], per):
+            where: tuple[int | slice, ...] = (*head, *index, slice(start, start + per))
+            cut_part: tuple[slice, ...] = (*head, slice(0, min(per, plane[cut] - start)))
+            part = buffer[cut_part]
+            copy(part, src[where], run)
+            copy(dst[where], part, run)
     return True

@@ -2064,7 +2064,7 @@ def test_the_widened_route_takes_only_odd_grouped_minor_dims(text: str) -> None:
         assert found.dims == (5, 300, 8) and found.nbytes == _geometry(shape_of(text)).nbytes
 
 
-@FAST
+@settings(FAST, max_examples=examples(30))
 @given(st.sampled_from([("bf16", 2, 8), ("f16", 2, 16), ("s8", 4, 32), ("u8", 4, 8), ("pred", 4, 8)]),
        st.lists(st.integers(1, 12), min_size=1, max_size=3), st.integers(1, 40), st.integers(0, 2**32 - 1),
        st.data())

@@ -306,11 +306,11 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     if d.nbytes >= _tuned.TUNE_BYTES:
         plans += _timed_plans(walk, d, s, pad, shape, d_steps, s_steps, unit, run, stream)
         plans += [channels] if channels is not None and not first else []
-    if len(plans) > 1 and d.nbytes >= _tuned.TUNE_BYTES:  # (the faster on this copy, timed)
-        key = ("walk", tuple(shape.tolist()), tuple(d_steps.tolist()), tuple(s_steps.tolist()), width,
-               target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
-        _tuned.run_fastest(key, plans)
-        return
+        if len(plans) > 1:  # (the faster on this copy, timed)
+            key = ("walk", tuple(shape.tolist()), tuple(d_steps.tolist()), tuple(s_steps.tolist()), width,
+                   target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
+            _tuned.run_fastest(key, plans)
+            return
     plans[0]()
 
 

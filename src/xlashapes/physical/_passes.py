@@ -90,26 +90,7 @@ def two_passes(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: list[int
 
 def _run_passes(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run, copy: Copy) -> bool:
     """``dst[...] = src`` through a C-ordered buffer of the same axes, ``CHUNK_BYTES`` of them at a time (True)."""
-    cut = _cut_axis(dst.shape, dst.itemsize)
-    per = max(1, CHUNK_BYTES // (math.prod(dst.shape[cut + 1 :]) * dst.itemsize))
-    buffer = np.empty((min(per, dst.shape[cut]), *dst.shape[cut + 1 :]), dst.dtype)
-    for index in product(*(range(n) for n in dst.shape[:cut])):
-        for start in range(0, dst.shape[cut], per):
-            where: tuple[int | slice, ...] = (*index, slice(start, start + per))
-            part = buffer[: min(per, dst.shape[cut] - start)]
-            copy(part, src[where], run)
-            copy(dst[where], part, run)
-    return True
-
-
-def _cut_axis(shape: tuple[int, ...], width: int) -> int:
-    """The outermost axis whose inner axes (with it) hold more than ``CHUNK_BYTES``, cut in chunks (0 if none do)."""
-    inside = width
-    for k in range(len(shape) - 1, -1, -1):
-        inside *= shape[k]
-        if inside > CHUNK_BYTES:
-            return k
-    return 0
+    return _run_planes(dst, src, run, copy, 0)
 
 
 def channel_passes(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: list[int], d_steps: list[int],
@@ -190,7 +171,8 @@ class Planes:
 
 def _run_planes(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run, copy: Copy, channels: int) -> bool:
     """``dst[...] = src`` through a C-ordered buffer of the same axes, every index of the first ``channels`` axes
-    and ``CHUNK_BYTES`` of the others at a time (cut on the outermost plane axis whose inner ones hold more; True)."""
+    and ``CHUNK_BYTES`` of the others at a time (cut on the outermost other axis whose inner ones hold more, the axes
+    outside it one index at a time; True)."""
     whole, plane = dst.shape[:channels], dst.shape[channels:]
     row = math.prod(whole) * dst.itemsize
     cut, inside = 0, row

@@ -9,11 +9,14 @@ maps touched one window at a time, files larger than memory.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..layout import Layout
 from ..shape import Shape, make_shape
 from ..tiling import COMBINE_DIMENSION, tiled_dimensions
+from ._geometry import _Geometry, _geometry
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,23 @@ class Slabs:
         per = max(1, self.elements * self.bits // 8)
         size = max(self.step, budget // per // self.step * self.step)
         return [(first, min(self.outer, first + size)) for first in range(0, self.outer, size)]
+
+
+def row_index(axis: int, low: int, high: int) -> tuple[Any, ...]:
+    """The index selecting rows [low, high) of ``axis``.
+
+    >>> row_index(1, 2, 5)
+    (slice(None, None, None), slice(2, 5, None))
+    """
+    return (slice(None),) * axis + (slice(low, high),)
+
+
+def chunk_steps(cut: Slabs, budget: int) -> Iterator[tuple[tuple[Any, ...], _Geometry, int, int]]:
+    """Each chunk of ``cut`` of about ``budget`` bytes: the logical rows it covers, its geometry, and its byte range
+    in the physical buffer."""
+    for first, last in cut.chunks(budget):
+        low, high = cut.rows(first, last)
+        yield (row_index(cut.axis, low, high), _geometry(cut.piece(first, last)), *cut.byte_range(first, last))
 
 
 def slabs(shape: Shape, bits: int) -> Slabs | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._chunks import Bands, Slabs, bands, slabs
+from ._chunks import Bands, Slabs, bands, chunk_steps, row_index, slabs
 from ._compiled import _compiled_plan
 from ._convert import _read_physical, _write_physical, grouped_route
 from ._copy import _copy
@@ -70,18 +70,6 @@ def wants_slabs(geometry: _Geometry, run: Run, to: bool, *arrays: Any) -> bool:
     return _plan(geometry.dims, geometry.layout) is None
 
 
-def _rows(axis: int, low: int, high: int) -> tuple[Any, ...]:
-    """The index selecting rows [low, high) of ``axis``."""
-    return (slice(None),) * axis + (slice(low, high),)
-
-
-def _chunk_steps(cut: Slabs) -> Iterator[tuple[tuple[Any, ...], _Geometry, int, int]]:
-    """Each chunk of ``cut``: the logical rows it covers, its geometry, and its byte range in the physical buffer."""
-    for first, last in cut.chunks(CHUNK_BYTES):
-        low, high = cut.rows(first, last)
-        yield (_rows(cut.axis, low, high), _geometry(cut.piece(first, last)), *cut.byte_range(first, last))
-
-
 def write_in_slabs(
     x: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any], buffer: np.ndarray[Any, Any], run: Run,
     progress: Progress | None = None, layout: Slabs | None = None,
@@ -94,7 +82,7 @@ def write_in_slabs(
     cut = layout or slabs(geometry.shape, geometry.bits)
     if cut is None:
         return False
-    for rows, piece, start, end in _chunk_steps(cut):
+    for rows, piece, start, end in chunk_steps(cut, CHUNK_BYTES):
         part = x[rows]  # (the generic kernel reads strided slabs; the 2-d tiled kernels want them contiguous)
         follows = part.flags.c_contiguous  # (a column block touches every page of x: handing them back is futile)
         if not follows and _compiled_plan(piece.dims, piece.layout) is not None:
@@ -120,7 +108,7 @@ def read_in_slabs(
     cut = layout or slabs(geometry.shape, geometry.bits)
     if cut is None:
         return False
-    for rows, piece, start, end in _chunk_steps(cut):
+    for rows, piece, start, end in chunk_steps(cut, CHUNK_BYTES):
         target = result[rows]  # (packed layouts the generic kernel takes: filled in place, strided or not)
         direct = target.flags.c_contiguous or (piece.packed and _compiled_plan(piece.dims, piece.layout) is None)
         staged = target if direct else np.empty(target.shape, target.dtype)
@@ -154,7 +142,7 @@ def write_in_bands(
     for low, high in cut.chunks():
         length = (high - low) * cut.inner
         unpacked = room[: cut.ranges * length]
-        part = x[_rows(cut.axis, low, high)]
+        part = x[row_index(cut.axis, low, high)]
         _write_physical(part.view(np.uint8), _geometry(cut.piece(low, high)), byte, unpacked, inside)
         for k, start in enumerate(cut.starts(low)):
             _pack_at(unpacked[k * length : (k + 1) * length], geometry, buffer, start, out)
@@ -178,7 +166,7 @@ def read_in_bands(
         unpacked = room[: cut.ranges * length]
         for k, start in enumerate(cut.starts(low)):
             _unpack_at(data, geometry, unpacked[k * length : (k + 1) * length], start, inside)
-        target = result[_rows(cut.axis, low, high)]
+        target = result[row_index(cut.axis, low, high)]
         _read_physical(unpacked, _geometry(cut.piece(low, high)), target.view(np.uint8), out)
         release(data)
         if target.flags.c_contiguous:

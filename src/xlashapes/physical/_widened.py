@@ -40,7 +40,7 @@ import numpy as np
 from ..tiling import COMBINE_DIMENSION
 from . import _dispatch as dispatch
 from . import _tuned
-from ._chunks import Slabs, slabs
+from ._chunks import Slabs, chunk_steps, slabs
 from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
@@ -147,9 +147,4 @@ def _chunks(wide: _Geometry) -> list[tuple[tuple[Any, ...], _Geometry, int, int]
         if wide.count * wide.storage.itemsize > WHOLE_BYTES:
             return None
         return [((Ellipsis,), wide, 0, wide.nbytes)]
-    steps = []
-    for first, last in cut.chunks(CHUNK_BYTES):
-        low, high = cut.rows(first, last)
-        rows = (*(slice(None),) * cut.axis, slice(low, high))
-        steps.append((rows, _geometry(cut.piece(first, last)), *cut.byte_range(first, last)))
-    return steps
+    return list(chunk_steps(cut, CHUNK_BYTES))

@@ -482,6 +482,23 @@ def test_squares_whose_columns_are_off_the_line_grid_stream_their_whole_lines(
     assert sum(calls.values()) >= 1, text
 
 
+@pytest.mark.parametrize(("text", "entry"), [
+    ("u8[6,300,7]{1,2,0}", "walk_rows"), ("bf16[4,301,5]{1,2,0}", "walk_rows"),  # 6 (3) planes in the room: of 7 (5)
+    ("u8[4,700,10]{1,2,0}", "walk_squares"), ("f32[3,90,13]{1,2,0}", "walk_squares"),  # 2 (5) of 10 (13)
+    ("u8[4,100,20]{1,2,0}", "walk_squares")])  # 20 of 20: through the room, 16 rows at a time
+@pytest.mark.parametrize("offset", [0, 8])
+def test_planes_longer_than_the_room_holds_for_their_block_go_straight_out(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, entry: str,
+        offset: int) -> None:
+    # channels to planes whose rows are off the line grid: a chunk of planes through the room, whence their whole
+    # lines are streamed, takes as many planes as the room holds; where that was fewer than the block's kind takes
+    # (all of 2 to 7 channels de-interleaved, 16 rows of squares), each chunk went element by element (u8
+    # [500,9586,7]{1,2,0} 'to', 16 KiB of room: 4.4x memcpy); such blocks now go straight out, stored plainly
+    monkeypatch.setattr(_copy, "STAGED_BLOCK", 2048)
+    calls, *_ = _spied_round_trip(monkeypatch, entry, text, offset)
+    assert sum(calls.values()) >= 1, text
+
+
 @pytest.mark.parametrize("text", ["bf16[544,576]{0,1}", "f32[160,272]{0,1}", "f64[80,136]{0,1}",
                                   "f32[2,272,160]{1,2,0}", "f32[128,640]{0,1:T(8,128)}", "s16[36,1000]{0,1}",
                                   "s16[96,1024]{0,1}"])

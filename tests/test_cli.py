@@ -271,6 +271,13 @@ def test_examples_only_without_arguments_and_said_so(args: tuple[str, ...], answ
     assert "no arguments given" in result.stderr and "example" in result.stderr
 
 
+def test_a_failure_with_no_arguments_is_its_one_line() -> None:
+    # an option given with the bundled example that fails: only the error, not the example's note before it
+    result = run("broadcast", "--direction", "")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "no arguments given" not in result.stderr and "direction" in result.stderr
+
+
 def test_negative_indices_count_from_the_end() -> None:
     result = run("index", "f32[3,5]", "-1,0")
     assert result.returncode == 0, result.stderr

@@ -167,5 +167,6 @@ def test_cli_on_any_shape_text(text: str, command: str, extra: str) -> None:
 @settings(max_examples=examples(30))
 @given(TEXT, TEXT, st.one_of(st.none(), st.text(max_size=8)))
 @example(lhs="f32[2]", rhs="f32[2]", dims="²")  # a digit to str.isdigit, not to int (Hypothesis found it)
+@example(lhs="--dir", rhs="", dims=None)  # --direction '' with the example: its note and the error were two lines
 def test_cli_broadcast_on_any_text(lhs: str, rhs: str, dims: str | None) -> None:
     _one_failure_line(run("broadcast", lhs, rhs, *([] if dims is None else ["--dims", dims])))

@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from ..errors import ParseError, XlaShapesError
 from . import memory, shapes
-from ._common import EXIT_BAD_INPUT, EXIT_OK, FIGURE_1, SEED_SHAPE
+from ._common import EXIT_BAD_INPUT, EXIT_OK, FIGURE_1, SEED_SHAPE, said_notes
 
 EXIT_INTERRUPTED = 130
 """Ctrl-C: the shell's convention (128 + SIGINT), one line and no traceback."""
@@ -113,6 +113,7 @@ def _silence_stdout() -> None:
 
 
 def _fail(command: str, error: BaseException, as_json: bool) -> int:
+    said_notes(False)
     lines = error_lines(error)
     if as_json:
         try:
@@ -149,6 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             code = run(args)
         sys.stdout.flush()
+        said_notes(code == EXIT_OK)
         return code
     except UsageError as error:
         return _fail(error.prog.removeprefix("xlashapes").strip(), error, as_json)

@@ -188,7 +188,18 @@ def count_type(low: int, high: int | None = None) -> Any:
     return parse
 
 
+_NOTES: list[str] = []  # (notes said once the command has succeeded: a failure is its one error line)
+
+
 def example_note(command: str, example: str) -> None:
-    """Say on stderr that no arguments were given and the output is the bundled example's."""
-    print(f"xlashapes {command}: no arguments given; this is the example `xlashapes {command} {example}`",
-          file=sys.stderr)
+    """Say on stderr, once the command has succeeded, that no arguments were given and the output is the bundled
+    example's (a failure, say of an option given with the example, says only what failed)."""
+    _NOTES.append(f"xlashapes {command}: no arguments given; this is the example `xlashapes {command} {example}`")
+
+
+def said_notes(succeeded: bool) -> None:
+    """Print the notes kept for a command that ``succeeded`` on stderr (none for a failure), and forget them."""
+    notes = list(_NOTES) if succeeded else []
+    _NOTES.clear()
+    for note in notes:
+        print(note, file=sys.stderr)

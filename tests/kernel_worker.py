@@ -55,6 +55,8 @@ NEEDED = [
     "f64[4,8,16,32]{3,2,1,0:T(8,32)(2,1)}>{3,0,2,1:T(8,32)(2,1)}",
     # squares over merged axes, every width
     "u8[24,12,40,5]{0,1,2,3}", "bf16[479,50,7]{0,1,2}", "f32[24,2,38,12,37]{0,1,2,3,4}", "f64[24,12,40,5]{0,1,2,3}",
+    # small blocks permuted inside, through lanes, every width
+    "u8[64,3,12]{1,2,0}", "bf16[70,7,8]{1,2,0}", "f32[40,4,6]{1,2,0}", "f64[40,3,4]{1,2,0}",
 ]
 OTHER_PATHS = [
     # other paths of kernels compiled above: stacked columns 1 or 4 KiB apart and rows following the minor dim, rows

@@ -1084,6 +1084,8 @@ def test_tiny_blocks_go_through_planes(compiled_everywhere: Counter[str], monkey
     # planes' (s32 [3,3,N,8]{1,2,3,0}: three full reversals) an index at a time
     monkeypatch.setattr(_copy, "PLANES_SLAB", 4096)
     monkeypatch.setattr(_copy, "PIECE_BYTES", 0)
+    monkeypatch.setattr(_copy, "LANES", False)  # (blocks of 2 x 16, 5 x 7, 4 x 4 go through lanes first, by rule: as
+    # tested in test_physical_lanes; through planes they are timed beside them)
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
     monkeypatch.setattr(physical, "THREADS", threads)
     taken: list[bool] = []

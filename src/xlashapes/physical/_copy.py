@@ -12,13 +12,14 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import _dispatch as dispatch
-from . import _merged, _passes, _tuned
+from . import _lane_blocks, _merged, _passes, _tuned
 from ._dispatch import Run
 from ._geometry import _STORAGE, _void
 from ._kinds import (
     GATHER_BYTES,
     GROUPS,
     LINE,
+    PLANES,
     QUARTERS,
     ROWS,
     SQUARES,
@@ -299,11 +300,16 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     if merged is not None and _merged.merged_copy(target, source, pad, merged, d.nbytes, run, stream):
         return
     walked = partial(_walked, walk, d, s, shape, d_steps, s_steps, unit, run, stream)
-    channels = _passes.channel_passes(d, s, shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, run,
-                                      _copy) if PASSES else None
+    axes = shape.tolist(), d_steps.tolist(), s_steps.tolist()
+    channels = _passes.channel_passes(d, s, *axes, unit, run, _copy) if PASSES else None
     first = channels is not None and channels.first  # (short rows: the passes by rule)
-    plans: list[Callable[[], bool]] = [channels, walked] if channels is not None and first else [walked]
+    found = _lane_blocks.lane_blocks(*axes, width) if LANES else None
+    lanes = _lane_blocks.lane_plan(target, source, pad, found, d.nbytes, run) if found is not None else None
+    tiny = lanes is not None and found is not None and _lanes_first(found, *axes, unit, width)
+    plans: list[Callable[[], bool]] = [*([channels] if channels is not None and first else []),
+                                       *([lanes] if lanes is not None and tiny else []), walked]
     if d.nbytes >= _tuned.TUNE_BYTES:
+        plans += [lanes] if lanes is not None and not tiny else []
         plans += _timed_plans(walk, d, s, pad, shape, d_steps, s_steps, unit, run, stream)
         plans += [channels] if channels is not None and not first else []
         if len(plans) > 1:  # (the faster on this copy, timed)
@@ -312,6 +318,25 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
             _tuned.run_fastest(key, plans)
             return
     plans[0]()
+
+
+def _lanes_first(found: _lane_blocks.LaneBlocks, shape: Sequence[int], d_steps: Sequence[int],
+                 s_steps: Sequence[int], unit: int, width: int) -> bool:
+    """True when a copy goes through lanes (:mod:`._lane_blocks`) by rule, not only timed beside the walk: where the
+    walk's blocks (of its kind ``ROWS``, ``PLANES`` or ``SQUARES``) are under ``FINE_BYTES`` and the lanes' blocks are
+    one run on each side, or of words of 4 bytes and more. (Blocks of several runs of bytes or 2-byte words read those
+    runs far apart, which other walks did better: pred ``[3,128,1365,64]{0,3,1,2}`` 'to', three runs of 64 bytes a
+    block, 7.1x memcpy through lanes against 3.6 walked; one run a side, u8 ``[N,3,12]{1,2,0}`` 2.5 against 6.8, pred
+    ``[500,6,128,16,5]{3,4,0,1,2}`` 5.9 against 11-13; words of 4 bytes, f32 ``[292,256,7,8,2]{2,3,1,0,4}`` 'to',
+    a run of 7 x 8 x 2 onto two of 7 x 8, 3.2 against 8.5.)
+
+    >>> found = _lane_blocks.lane_blocks((4096, 12, 3), (36, 3, 1), (36, 1, 12), 1)
+    >>> _lanes_first(found, (4096, 12, 3), (36, 3, 1), (36, 1, 12), 1, 1)
+    True
+    """
+    kind, _ = walk_kind(shape, d_steps, s_steps, unit, width, 0, 1)
+    tiny = kind in (ROWS, PLANES, SQUARES) and unit >= 0 and shape[unit] * shape[-1] * width < FINE_BYTES
+    return tiny and (found.whole or width >= 4)
 
 
 def _timed_plans(
@@ -682,6 +707,7 @@ def _stage_block(small: int, du: int, width: int, mode: int) -> tuple[int, int]:
 
 PASSES = True  # tiny interleaved blocks timed as two passes through a buffer too, channels and planes in another
 # order taken so (:mod:`._passes`; False: off)
+LANES = True  # small blocks permuted inside through lanes (:mod:`._lane_blocks`; False: off)
 MERGED = True  # transposing walks of short blocks as squares over merged axes (:mod:`._merged`; False: off)
 STAGED_BLOCK = 1 << 14  # bytes of scratch (in L1) a walk's blocks take on their way to a destination off the line grid
 WIDE_ROOM = 1 << 18  # (grouped, wide and quarter-line blocks: the destination rows of a chunk of them staged, in L2)

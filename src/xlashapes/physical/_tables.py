@@ -1,15 +1,17 @@
-"""The compiled kernel of squares over merged axes (:mod:`._merged`): a transposing copy whose rows on each side
-are anywhere, their addresses in tables, moved in squares transposed in registers, numba.
+"""The compiled kernels whose squares, transposed in registers, take their rows' addresses from tables (numba).
 
-Its one entry point, ``merged_squares``, takes a block of the outer axes at a time; each block is a 2-d transpose of
-the across group (source-contiguous rows) and the along group (destination-contiguous rows).
+- ``merged_squares`` (:mod:`._merged`): a transposing copy whose rows on each side are anywhere, a block of the
+  outer axes at a time; each block is a 2-d transpose of the across group (source-contiguous rows) and the along group
+  (destination-contiguous rows).
+- ``permuted_blocks`` (:mod:`._lane_blocks`): small blocks permuted inside, a group of them at a time through lane
+  rows of a scratch.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._intrinsics import _1, _fence, _jit, _prefetch_run, _prefetch_write, _side, _table_entry, _width
+from ._intrinsics import _0, _1, _fence, _jit, _prefetch_run, _prefetch_write, _put, _side, _table_entry, _width
 from ._kinds import LINE
 from ._shuffles import _table_square
 
@@ -60,3 +62,56 @@ def merged_squares(
                               pad)
     if stream:
         _fence()
+
+
+@_jit
+def permuted_blocks(
+    dst: int, src: int, pad: Any, outer: Any, first: int, last: int, s_runs: Any, d_runs: Any, order: int, lanes: int,
+    bases: int, scratch: int, work: Any,
+) -> None:
+    """Blocks ``first <= b < last`` of a copy through lanes (:mod:`._lane_blocks`), ``side`` of them at a time (the
+    last group overlapping the one before; at least ``side`` blocks): their addresses into the int64 table at
+    ``bases`` (sources, then destinations), each source run (``s_runs``: offset from the block's first element, length,
+    first lane row) into lane rows at ``scratch`` (``side`` elements each, one per block), then each destination run
+    (``d_runs``: offset, length, first entry of ``order``) out of the lane rows ``order`` names, both in squares
+    (:func:`._shuffles._table_square`; a run's last square overlapping the one before). ``outer`` (int64, 3 x axes):
+    the blocks' axes, their counts, destination and source steps (elements); ``lanes``: the int64 table of a square's
+    lane rows (bytes apart); ``work``: one int64 per axis."""
+    width = _width(pad)
+    n = _side(pad)
+    axes = outer.shape[1]
+    row = n * width
+    for b0 in range(first, last, n):
+        b = min(b0, last - n)
+        rest = b
+        d, s = dst, src
+        for a in range(axes - 1, -1, -1):
+            k = rest % outer[0, a]
+            rest //= outer[0, a]
+            work[a] = k
+            d += k * outer[1, a] * width
+            s += k * outer[2, a] * width
+        for j in range(n):
+            _put(bases, j, s)
+            _put(bases, n + j, d)
+            a = axes - 1
+            while a >= 0:  # (the next block)
+                work[a] += 1
+                d += outer[1, a] * width
+                s += outer[2, a] * width
+                if work[a] < outer[0, a]:
+                    break
+                d -= work[a] * outer[1, a] * width
+                s -= work[a] * outer[2, a] * width
+                work[a] = 0
+                a -= 1
+        for r in range(s_runs.shape[1]):
+            offset, length, lane = s_runs[0, r], s_runs[1, r], s_runs[2, r]
+            for i0 in range(0, length, n):
+                i = min(i0, length - n)
+                _table_square(scratch + (lane + i) * row, lanes, (offset + i) * width, bases, _0, pad)
+        for r in range(d_runs.shape[1]):
+            offset, length, entry = d_runs[0, r], d_runs[1, r], d_runs[2, r]
+            for i0 in range(0, length, n):
+                i = min(i0, length - n)
+                _table_square((offset + i) * width, bases + n * 8, scratch, order + (entry + i) * 8, _0, pad)

@@ -74,7 +74,12 @@ time (x memcpy, generic -> slabs: u8 ``[500,2,100,300]{0,1,2,3:T(8,128)(4,1)}`` 
 2.3, ``[300,6,100,100]`` 14.5 -> 3.1, ``[200,14,100,100]`` 12.6 -> 4.6, pred ``[500,3,128,128]`` 20 -> 3.7,
 ``[100,7,300,128]`` 19.5 -> 5.4, ``[200,6,256,100]`` 21 -> 5.9, s8 ``[2000,2,50,150]{...T(32,128)(4,1)}`` 4.5 -> 1.8).
 With one padding element the generic kernel was faster (u8 ``[50,5,500,256]`` 1.8 against 3.7, ``[50,9,300,256]`` 1.5
-against 3.7), as it was with none (s8 ``[1000,4,100,80]`` 1.5 against 3.1, u8 ``[100,12,100,300]`` 2.6 against 3.7)."""
+against 3.7), as it was with none (s8 ``[1000,4,100,80]`` 1.5 against 3.1, u8 ``[100,12,100,300]`` 2.6 against 3.7).
+Not where the second logical dim is ``FEW_ROWS`` or more and at least a tile's rows: the generic kernel (merged squares,
+lanes) then laid them out faster (slabs -> generic: u8 ``[500,466,3,48]{0,1,2,3:T(8,128)(4,1)}`` 10.1 -> 4.8,
+``[64,130,64,64]`` 12.7 -> 4.9, pred ``[100,18,300,128]`` 9.9 -> 4.0, u8 ``[200,30,100,100]`` 8.6 -> 7.5; but u8
+``[100,23,100,128]{...T(32,128)(4,1)}``, fewer rows than a tile's, 4.6 against 5.5, and ``[200,14,100,100]`` 5.4
+against 11.8)."""
 PACKED_ROWS = 1024  # E(n) fields laid out from logical rows this long and longer keep the packed transpose (x memcpy
 # of the logical bytes, s4 [A,B]{0,1:T(8,128)(2,1)E(4)} 'to', it -> slabs: B = 16383 2.3 -> 3.4, 4095 2.6 -> 3.1, 333
 # 4.1 -> 3.6, 33 12 -> 4.5, 5 52 -> 4.8; read back, slabs everywhere: 30-49 -> 3.3-5.5)
@@ -174,7 +179,7 @@ def _reversed_convert(
         return False
     per = max(1, SLAB_BYTES // max(1, one.nbytes))
     rows = logical.shape[1]
-    if to and (rows % 4 < 2 or per < min(count, LAID_INDICES)):
+    if to and (rows % 4 < 2 or per < min(count, LAID_INDICES) or rows >= max(FEW_ROWS, turned_rows(turned))):
         return False
     if not to and logical.ndim > 3 and (rows >= FEW_ROWS or per < min(count, LEAST_INDICES)):
         return rows < COLUMN_ROWS and _reversed_in_columns(logical, turned, one, data, run, convert)
@@ -186,6 +191,16 @@ def _reversed_convert(
     outer, scratch_run = _slab_runs(run, data)
     convert_bands(logical, cut, pad, data, to, convert, outer, scratch_run)
     return True
+
+
+def turned_rows(turned: Shape) -> int:
+    """The rows of the tiles of a layout (its first tile's).
+
+    >>> from ..text import parse_shape
+    >>> turned_rows(parse_shape("u8[48,3,466,500]{3,2,1,0:T(32,128)(4,1)}"))
+    32
+    """
+    return int(turned.layout_or_default().tiles[0][0])
 
 
 def _reversed_in_columns(

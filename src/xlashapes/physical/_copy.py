@@ -306,8 +306,9 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     found = _lane_blocks.lane_blocks(*axes, width) if LANES else None
     lanes = _lane_blocks.lane_plan(target, source, pad, found, d.nbytes, run) if found is not None else None
     tiny = lanes is not None and found is not None and _lanes_first(found, *axes, unit, width)
+    alone = tiny and found is not None and found.whole  # (the walk's own blocks not timed beside these lanes)
     plans: list[Callable[[], bool]] = [*([channels] if channels is not None and first else []),
-                                       *([lanes] if lanes is not None and tiny else []), walked]
+                                       *([lanes] if lanes is not None and tiny else []), *([] if alone else [walked])]
     if d.nbytes >= _tuned.TUNE_BYTES:
         plans += [lanes] if lanes is not None and not tiny else []
         plans += _timed_plans(walk, d, s, pad, shape, d_steps, s_steps, unit, run, stream)
@@ -328,7 +329,9 @@ def _lanes_first(found: _lane_blocks.LaneBlocks, shape: Sequence[int], d_steps: 
     runs far apart, which other walks did better: pred ``[3,128,1365,64]{0,3,1,2}`` 'to', three runs of 64 bytes a
     block, 7.1x memcpy through lanes against 3.6 walked; one run a side, u8 ``[N,3,12]{1,2,0}`` 2.5 against 6.8, pred
     ``[500,6,128,16,5]{3,4,0,1,2}`` 5.9 against 11-13; words of 4 bytes, f32 ``[292,256,7,8,2]{2,3,1,0,4}`` 'to',
-    a run of 7 x 8 x 2 onto two of 7 x 8, 3.2 against 8.5.)
+    a run of 7 x 8 x 2 onto two of 7 x 8, 3.2 against 8.5.) Where a lane block is one run a side, the walk's own
+    blocks are not timed beside the lanes: they lost on every such layout, and their nested choices took a dozen calls
+    to settle (u8 ``[N,3,12]{1,2,0}`` read back 6.7x memcpy over its first 15 calls, 2.7 without them).
 
     >>> found = _lane_blocks.lane_blocks((4096, 12, 3), (36, 3, 1), (36, 1, 12), 1)
     >>> _lanes_first(found, (4096, 12, 3), (36, 3, 1), (36, 1, 12), 1, 1)

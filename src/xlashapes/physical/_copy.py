@@ -305,8 +305,10 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     first = channels is not None and channels.first  # (short rows: the passes by rule)
     found = _lane_blocks.lane_blocks(*axes, width) if LANES else None
     lanes = _lane_blocks.lane_plan(target, source, pad, found, d.nbytes, run) if found is not None else None
-    tiny = lanes is not None and found is not None and _lanes_first(found, *axes, unit, width)
-    alone = tiny and found is not None and found.whole  # (the walk's own blocks not timed beside these lanes)
+    tiny = alone = False
+    if found is not None and lanes is not None:
+        tiny = _lanes_first(found, *axes, unit, width)
+        alone = tiny and found.whole  # (the walk's own blocks not timed beside these lanes)
     plans: list[Callable[[], bool]] = [*([channels] if channels is not None and first else []),
                                        *([lanes] if lanes is not None and tiny else []), *([] if alone else [walked])]
     if d.nbytes >= _tuned.TUNE_BYTES:

@@ -30,6 +30,7 @@ from xlashapes.physical._entries import ENTRIES
 
 KERNELS = ENTRIES["_kernels"]  # tiled_to_physical, tiled_to_packed ..., pack, unpack
 WALKS = ENTRIES["_walk"]  # the generic kernel's walks (walk_runs ...), staged_transpose, shifted_rows
+TABLES = ENTRIES["_tables"]  # blocks permuted through lane rows (permuted_blocks), the walk's other route
 SUB_BYTE = ["s1", "u1", "s2", "u2", "s4", "u4", "f4e2m1fn", "pred"]
 # 8-byte types (s64, f64, c64) take the generic kernel: test_physical_generic.py checks them
 WHOLE = ["pred", "s8", "u8", "f8e4m3fn", "s16", "bf16", "f16", "s32", "f32", "u32"]
@@ -45,6 +46,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     counter: Counter[str] = Counter()
     count_calls(monkeypatch, kernels, KERNELS, counter, _family)
     count_calls(monkeypatch, dispatch.walker(), WALKS, counter, _family)
+    count_calls(monkeypatch, dispatch.tabler(), TABLES, counter, _family)
     yield counter
 
 
@@ -190,6 +192,7 @@ THREADS = st.sampled_from([1, 1, 2, 3])
 @FAST
 @given(tiled_shapes(), st.integers(0, 2**32), st.booleans(), st.integers(0, 63), THREADS)
 @example((xs.parse_shape("pred[1,1,2,1]{3,2,1,0:T(2,1)E(1)}"), None), 0, False, 0, 1)  # (tiles in row order)
+@example((xs.parse_shape("s32[2,16,8]{2,1,0:T(8,128)(2,1)}"), None), 0, False, 0, 1)  # (the walk's blocks in lanes)
 def test_tiled_kernels_equal_numpy_path(
     calls: Counter[str], monkeypatch: pytest.MonkeyPatch, case: tuple[xs.Shape, Any], seed: int, stream: bool,
     offset: int, threads: int,
@@ -215,8 +218,8 @@ def test_tiled_kernels_equal_numpy_path(
     elif compiled._partial_tiles(plan, False, geometry.storage.itemsize):  # (T(R,C) cut short, read back: tiled)
         width = geometry.storage.itemsize
         assert ran["tiled_from"] > 0 and (ran["tiled_to"] > 0) == compiled._partial_tiles(plan, True, width)
-    else:  # T(R,C) alone, 32- and 64-bit words: the generic kernel
-        assert ran["walk"] > 0
+    else:  # T(R,C) alone, 32- and 64-bit words: the generic kernel (its walks, or its small blocks through lanes)
+        assert ran["walk"] + ran["permuted_blocks"] > 0
 
 
 @pytest.mark.parametrize("text", ["bf16[16,500]{1,0:T(8,128)(2,1)}", "s8[16,500]{1,0:T(8,128)(4,1)}",

@@ -1,12 +1,14 @@
 """Slow, independent checks started in the background when the session starts, so they use the second core.
 
-The suite's main process is single-threaded most of the time. Two jobs do not need it: mypy (``test_lint``
-waits for its verdict) and the first compilation of the numba kernels. A background run of ``kernel_worker``
-(every entry point and element width) compiles them into the shared kernel cache, in the order the compiled-kernel
-tests need them, while the main process runs the other tests. When the main process reaches the compiled-kernel
-tests before the warm-up is over, each kernel is still compiled once: a process waits for the other one compiling
-the same kernel and loads its kept code (``_aot.compiling``), and compiles itself the ones the warm-up has not
-reached. Each test still runs and asserts in the main process; the background run's outcome is not used.
+The suite runs in two pytest-xdist workers (``-n 2`` in the project's pytest options); run as one process
+(``-n 0``), that process is single-threaded most of the time. Two jobs do not need it: mypy (``test_lint`` waits
+for its verdict) and the first compilation of the numba kernels. A background run of ``kernel_worker`` (every entry
+point and element width) compiles them into the shared kernel cache, in the order the compiled-kernel tests need
+them, while the tests go on. When a test process reaches the compiled-kernel tests before the warm-up is over, each
+kernel is still compiled once: a process waits for the other one compiling the same kernel and loads its kept code
+(``_aot.compiling``), and compiles itself the ones the warm-up has not reached. Each test still runs and asserts in
+a test process; the background run's outcome is not used. Under xdist, the first worker (``gw0``) starts the
+warm-up, and ``test_lint`` runs mypy itself in whichever worker it lands, while the other worker goes on.
 Where the machine code shipped with the package runs on this host (``_prebuilt``), the tests run it and nothing
 needs compiling but the few kernels ``test_physical_aot`` compiles itself: the warm-up compiles only those.
 """

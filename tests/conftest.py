@@ -1,4 +1,5 @@
 import gc
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,9 +57,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     move everything imported so far out of the collector's sight (``gc.freeze``): the full collections the tests'
     garbage triggers then walk only what the tests made, not every module object of numpy, hypothesis and jax."""
     files = {item.nodeid.partition("::")[0] for item in session.items}
-    if "tests/test_lint.py" in files:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # (None: one process; under pytest-xdist every worker gets here)
+    if "tests/test_lint.py" in files and worker is None:  # (workers: test_lint runs mypy itself, the other one goes on)
         background.start("mypy", background.JOBS["mypy"])
-    if files & set(background.KERNEL_TESTS) and background.numba_wanted() and len(files) > len(background.KERNEL_TESTS):
+    if (files & set(background.KERNEL_TESTS) and background.numba_wanted() and worker in (None, "gw0")
+            and len(files) > len(background.KERNEL_TESTS)):
         background.start("kernels", background.JOBS["kernels"], background.warm_up_env())
     gc.collect()
     gc.freeze()

@@ -7,7 +7,8 @@ The first use prepares ``$XLASHAPES_AARCH64_ROOT`` (default ``~/.cache/xlashapes
 minute): Debian's ``qemu-user-static`` on the host (apt, as root), Debian's arm64 packages of Python 3.11 and the
 libraries it and the wheels load, unpacked into ``root/`` (``apt-get download`` and ``dpkg -x``: nothing runs as
 arm64 to install them, so no binfmt registration is needed), and the arm64 wheels of numpy, ml_dtypes, numba and
-llvmlite at this host's own versions (and pytest, hypothesis) in ``site/`` (``pip install --target --platform``).
+llvmlite at this host's own versions (and pytest, pytest-xdist, hypothesis) in ``site/`` (``pip install --target
+--platform``).
 QEMU runs the arm64 interpreter with ``QEMU_LD_PREFIX=root``, so its libraries and standard library are found there,
 and as ``argv[0]`` a script that starts it again, so that ``sys.executable`` works for subprocesses.
 Emulated, numba compiles ~25x slower than natively (the whole kernel warm-up: ~40 min).
@@ -20,12 +21,13 @@ import shutil
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
 ROOT = os.environ.get("XLASHAPES_AARCH64_ROOT") or os.path.expanduser("~/.cache/xlashapes-aarch64")
 QEMU = "qemu-aarch64-static"
 PACKAGES = ("python3.11", "libpython3.11-stdlib", "libstdc++6", "libgcc-s1", "libgomp1")
 WHEELS = ("numpy", "ml_dtypes", "numba", "llvmlite")  # at this host's versions
-TEST_WHEELS = ("pytest", "hypothesis")
+TEST_WHEELS = ("pytest", "pytest-xdist", "hypothesis")  # (the project's pytest options name -n)
 PLATFORMS = ("manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64")  # (glibc 2.36 in bookworm)
 
 
@@ -45,8 +47,11 @@ def _closure(packages: tuple[str, ...]) -> list[str]:
 
 
 def prepare() -> None:
-    """Make ``ROOT`` (the emulator, the arm64 root and the wheels) unless it is there."""
-    if os.path.exists(os.path.join(ROOT, "ready")):
+    """Make ``ROOT`` (the emulator, the arm64 root and the wheels) unless it is there with these wheels."""
+    pins = [f"{name}=={metadata.version(name)}" for name in WHEELS]
+    mark = " ".join([*pins, *TEST_WHEELS]) + "\n"
+    ready = Path(ROOT, "ready")
+    if ready.exists() and ready.read_text() == mark:
         return
     if shutil.which(QEMU) is None:
         quiet = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
@@ -62,13 +67,11 @@ def prepare() -> None:
             _run(["apt-get", "download", "-q", package], cwd=debs)
     for name in sorted(os.listdir(debs)):
         _run(["dpkg", "-x", os.path.join(debs, name), root])
-    pins = [f"{name}=={metadata.version(name)}" for name in WHEELS]
     _run([sys.executable, "-m", "pip", "install", "-q", "--target", site, "--python-version", "3.11",
           "--implementation", "cp", "--abi", "cp311", "--only-binary=:all:",
           *(f"--platform={tag}" for tag in PLATFORMS),
           *pins, *TEST_WHEELS])
-    with open(os.path.join(ROOT, "ready"), "w") as mark:
-        mark.write(" ".join(pins) + "\n")
+    ready.write_text(mark)
 
 
 def command() -> list[str]:

@@ -75,6 +75,10 @@ RUNS_AHEAD = 1 << 13  # the walk's runs shorter than this: each prefetches the r
 RUNS_APART = 1 << 12  # the walk's runs of one step this many bytes apart in the source and more, back to back in the
 RUN_CHUNK = 1 << 16  # destination: a chunk of steps of this many bytes at a time, a stream at a time (_chunked_runs)
 
+SHIFTED_ROW_BYTES = 1024  # the walk's streamed blocks whose destination rows sit at other offsets in their lines (steps
+# not a multiple of a line) and are at least this long: pieces of every row staged, each row's lines streamed
+SHIFTED_PIECE = 1024  # most bytes of each row such a piece takes (fewer when the block's rows are many: the room)
+
 RUNS, GROUPS, WIDE, QUARTERS, ROWS, SQUARES, PLANES, SHORT, WIDE_LINES, TURNS = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 MOST_PLANES = {1: 32, 2: 24, 4: 12}  # most rows (from 9) interleaved a lane's worth at a time, by word width: planes to
 # channels, 64 MiB 'from', x memcpy, against squares: u8 9 1.45 (3.6), 12 1.45 (2.8), 17 1.8 (2.95), 24 1.8 (2.7), 31

@@ -1,6 +1,7 @@
 """The block subroutines of the walks whose blocks sit side by side in the destination (:mod:`._walk`): grouped
 squares (tiled transposes), wide blocks (destination rows shorter than a line that continue each other) and
-quarter-line blocks (rows of 2 or 4 elements), each streamed on the line grid and staged through scratch off it."""
+quarter-line blocks (rows of 2 or 4 elements), each streamed on the line grid and staged through scratch off it; and
+turned blocks (rows of words of 2 or 4 fields whose fields and rows trade places)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import numpy as np
 
 from ._intrinsics import (
     _copy,
+    _get,
     _grouped_side,
+    _lanes,
     _prefetch_rows,
+    _put,
     _subroutine,
     _width,
 )
@@ -24,6 +28,8 @@ from ._shuffles import (
     _side_by_side4,
     _transpose8,
     _transpose_groups,
+    _turn_fields2,
+    _turn_fields4,
     _wide_lines2,
     _wide_lines4,
     _wide_lines8,
@@ -294,3 +300,23 @@ def _grouped_block(
     if full_i < small:  # the columns after the last whole square
         for g in range(count):
             _scalar(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, big, full_i)
+
+
+@_subroutine
+def _turned_block(dst: int, src: int, pad: Any, p: int, length: int, du: int, si: int, stream: int) -> None:
+    """``p`` source rows of ``length`` elements (``si`` elements apart; words of ``p`` fields) turned into ``p``
+    destination rows (``du`` apart): field ``k`` of word ``l`` of row ``j`` = field ``j`` of word ``l`` of source row
+    ``k``; a line of each at a time (streamed when ``stream`` and on the line grid), the rest element by element."""
+    width = _width(pad)
+    lanes = _lanes(pad)
+    lined = _1 if stream and dst % LINE == 0 and (du * width) % LINE == 0 else _0
+    full = length // lanes * lanes
+    for c in range(0, full, lanes):
+        if p == 2:
+            _turn_fields2(dst + c * width, du * width, src + c * width, si * width, lined, pad)
+        else:
+            _turn_fields4(dst + c * width, du * width, src + c * width, si * width, lined, pad)
+    for c in range(full, length):
+        k = c % p
+        for j in range(p):
+            _put(dst + j * du * width, c, _get(src + k * si * width, c - k + j, pad))

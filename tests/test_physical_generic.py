@@ -2251,3 +2251,53 @@ def test_channel_passes_with_planes_of_two_axes_move_every_element_where_the_cop
         finally:
             _passes.CHUNK_BYTES = saved
         assert np.array_equal(target, planes if to else rows)
+
+
+GUARDED = """
+import ctypes, mmap, os, sys
+import numpy as np
+import xlashapes as xs
+from xlashapes.physical import _dispatch, _tuned
+_dispatch.NUMBA_BYTES = _dispatch.FIRST_NUMBA_BYTES = _dispatch.STREAM_BYTES = 0
+_tuned.TUNE_BYTES = 1 << 62
+libc, kept = ctypes.CDLL(None), []
+
+def guarded(values):
+    # a copy of values whose last byte ends a page that a page no one may read follows
+    page = mmap.PAGESIZE
+    size = -(-values.nbytes // page) * page + page
+    room = mmap.mmap(-1, size)
+    whole = np.frombuffer(room, np.uint8)
+    assert libc.mprotect(ctypes.c_void_p(whole.ctypes.data + size - page), page, 0) == 0
+    kept.append((room, whole))
+    copy = whole[size - page - values.nbytes : size - page].view(values.dtype).reshape(values.shape)
+    copy[...] = values
+    return copy
+
+for text in sys.argv[1:]:
+    shape = xs.parse_shape(text)
+    x = np.random.default_rng(len(text)).integers(0, 100, shape.dimensions).astype(shape.element_type.numpy_dtype)
+    os.environ["XLASHAPES_NO_NUMBA"] = "1"
+    expected = xs.to_physical(x, shape)
+    del os.environ["XLASHAPES_NO_NUMBA"]
+    assert np.array_equal(xs.to_physical(guarded(x), shape), expected), text
+    assert np.array_equal(xs.from_physical(guarded(expected), shape), x), text
+    print("ok", text, flush=True)
+"""
+
+
+def test_kernels_read_nothing_past_the_source(tmp_path: Path) -> None:
+    # each source ends where a page no one may read begins: a kernel reading past its source's last element (as
+    # whole squares of 16 rows over blocks of 9 to 15 do within the block's own span) would crash the process
+    import subprocess
+    import sys
+
+    if _dispatch.walker() is None:
+        pytest.skip("numba is not installed")
+    texts = ["u8[12,3001]{0,1}", "bf16[13,700]{0,1}", "u8[9,1500]{0,1}", "f32[12,773]{0,1}", "u8[15,1100]{0,1}",
+             "u8[3,12,1100]{1,2,0}", "u8[2048,3,12]{1,2,0}", "s8[100,5,48]{1,2,0}", "u8[40,1027]{0,1}",
+             "bf16[64,300]{1,0:T(8,128)(2,1)}", "f16[11,2,700]{0,2,1}"]
+    done = subprocess.run([sys.executable, "-c", GUARDED, *texts], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split().count("ok") == len(texts), done.stdout

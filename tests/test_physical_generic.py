@@ -6,6 +6,8 @@ import contextlib
 import io
 import math
 import os
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -2289,9 +2291,6 @@ for text in sys.argv[1:]:
 def test_kernels_read_nothing_past_the_source(tmp_path: Path) -> None:
     # each source ends where a page no one may read begins: a kernel reading past its source's last element (as
     # whole squares of 16 rows over blocks of 9 to 15 do within the block's own span) would crash the process
-    import subprocess
-    import sys
-
     if _dispatch.walker() is None:
         pytest.skip("numba is not installed")
     texts = ["u8[12,3001]{0,1}", "bf16[13,700]{0,1}", "u8[9,1500]{0,1}", "f32[12,773]{0,1}", "u8[15,1100]{0,1}",

@@ -46,7 +46,7 @@ from xlashapes.physical import (
     to_physical,
 )
 from xlashapes.physical._geometry import _geometry
-from xlashapes.physical._kinds import WALKS
+from xlashapes.physical._kinds import GROUPS, WALKS, walk_kind
 from xlashapes.physical._plan import _physical_view, _plan, _transfer_boxes
 from xlashapes.physical.files import pack_file, terminal_progress, unpack_file
 
@@ -411,6 +411,50 @@ def test_grouped_squares_onto_rows_apart(compiled_everywhere: Counter[str], monk
     dst[...] = 7
     assert (room == 7).all()  # (nothing written outside the rows)
     assert sum(calls.values()) == 1
+
+
+@pytest.mark.parametrize("text", ["u8[7,300,200]{1,0,2:T(8,128)(4,1)}", "u8[3,260,100]{1,0,2:T(8,128)(4,1)}",
+                                  "s8[6,200,129]{1,0,2:T(8,128)(4,1)}", "u8[7,300,65]{1,0,2:T(8,128)(4,1)}",
+                                  "u8[14,140,300]{1,0,2:T(16,128)(4,1)}",
+                                  "u8[7,500,600]{1,0,2:T(8,128)(4,1)}"])  # (source rows 4 KiB apart: gathered)
+@pytest.mark.parametrize("offset", [0, 8])
+def test_grouped_squares_of_groups_cut_short(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch,
+                                             text: str, offset: int) -> None:
+    # a dim whose size is not a multiple of its (4,1) sub-tile's rows leaves a last group of fewer rows (3 of 4 for
+    # 7 rows) 4 bytes apart in the physical bytes: they go through the grouped squares too, their fourth row read
+    # along into the room and dropped (read back, they went element by element: u8 [7,1000,4793]{1,0,2:T(8,128)(4,1)}
+    # 18x memcpy, now 2.8x); the last column is left to the element loop (its dropped row may end the source)
+    cut: list[tuple[int, int]] = []
+
+    def kind(shape: Any, d_steps: Any, s_steps: Any, unit: int, *args: Any) -> tuple[int, int]:
+        found = walk_kind(shape, d_steps, s_steps, unit, *args)
+        outer = [k for k in range(len(shape) - 1) if k != unit]
+        if found[0] == GROUPS and s_steps[outer[-1]] != shape[unit]:
+            cut.append((shape[unit], s_steps[outer[-1]]))
+        return found
+
+    monkeypatch.setattr(_copy, "walk_kind", kind)
+    groups, *_ = _spied_round_trip(monkeypatch, "walk_groups", text, offset)
+    assert sum(groups.values()) >= 1 and cut, text
+    assert all(big < group <= 2 * big for big, group in cut), cut
+
+
+@pytest.mark.parametrize(("text", "room"), [
+    ("u8[8,64,4200]{1,0,2:T(8,128)(4,1)}", _copy.WIDE_ROOM),  # (16 squares' rows of 4288 bytes: more than the room)
+    ("u8[8,300,1100]{1,0,2:T(8,128)(4,1)}", 1 << 16), ("u8[7,260,1300]{1,0,2:T(8,128)(4,1)}", 1 << 16),
+    ("bf16[8,200,1100]{1,0,2:T(8,128)(2,1)}", 1 << 16), ("s8[12,256,1100]{1,0,2:T(8,128)(4,1)}", 1 << 16),
+    ("u8[8,512,1100]{1,0,2:T(8,128)(4,1)}", 1 << 16)])  # (source rows 4 KiB apart: gathered, 7 squares at a time)
+@pytest.mark.parametrize("offset", [0, 8])
+def test_grouped_squares_of_rows_too_long_for_the_room_go_a_piece_at_a_time(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, room: int,
+        offset: int) -> None:
+    # grouped squares off the line grid whose destination rows are too long for the room to hold a square's worth of
+    # blocks went straight out, stored plainly (u8 [8,1000,4793]{1,0,2:T(8,128)(4,1)} read back 3.9x memcpy); a
+    # piece of every row goes through the room, each row's whole lines streamed from its own line boundary (2.7x;
+    # a smaller room: fewer blocks at a time)
+    monkeypatch.setattr(_copy, "WIDE_ROOM", room)
+    groups, *_ = _spied_round_trip(monkeypatch, "walk_groups", text, offset)
+    assert sum(groups.values()) >= 1, text
 
 
 @pytest.mark.parametrize("text", ["u8[16,64,200]{0,1,2}", "u8[8,64,200]{0,1,2}", "f32[8,64,100]{0,1,2}",
@@ -948,6 +992,19 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     assert np.array_equal(to_physical(x, shape, threads=3), expected), text  # destination rows split over threads
     assert same_bits(from_physical(expected, shape, threads=2), x), text
     assert sum(staged.values()) >= 3, text
+
+
+@pytest.mark.parametrize("text", ["s4[100,3001]{0,1:E(4)}", "u4[72,2000]{0,1:E(4)}", "u2[136,2001]{0,1:E(2)}",
+                                  "u4[130,700]{0,1:E(4)}", "u2[200,4001]{0,1:E(2)}"])
+@pytest.mark.parametrize("offset", [0, 16])
+def test_packed_fields_of_short_rows_are_read_back_a_line_at_a_time(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, offset: int) -> None:
+    # E(n) fields read back through the staged transpose are unpacked as they are staged, a line at a time; rows of
+    # 100 fields (50 bytes) left 36 of each row to an element loop (s4 [100,671088]{0,1:E(4)} read back 8.9x
+    # memcpy); the last partial line of a row is now staged whole as well, the bytes past the row's end the next
+    # row's, up to the source's end (2.1x)
+    staged, *_ = _spied_round_trip(monkeypatch, "staged_transpose", text, offset)
+    assert sum(staged.values()) >= 2, text  # (laid out and read back)
 
 
 @pytest.mark.parametrize("text", ["u8[5,299,200]{1,2,0}", "bf16[3,150,101]{1,2,0}", "u8[2,3,130,150]{2,3,0,1}",
@@ -2295,7 +2352,8 @@ def test_kernels_read_nothing_past_the_source(tmp_path: Path) -> None:
         pytest.skip("numba is not installed")
     texts = ["u8[12,3001]{0,1}", "bf16[13,700]{0,1}", "u8[9,1500]{0,1}", "f32[12,773]{0,1}", "u8[15,1100]{0,1}",
              "u8[3,12,1100]{1,2,0}", "u8[2048,3,12]{1,2,0}", "s8[100,5,48]{1,2,0}", "u8[40,1027]{0,1}",
-             "bf16[64,300]{1,0:T(8,128)(2,1)}", "f16[11,2,700]{0,2,1}"]
+             "bf16[64,300]{1,0:T(8,128)(2,1)}", "f16[11,2,700]{0,2,1}", "u8[7,300,200]{1,0,2:T(8,128)(4,1)}",
+             "s4[100,3000]{0,1:E(4)}", "u2[200,4000]{0,1:E(2)}"]
     done = subprocess.run([sys.executable, "-c", GUARDED, *texts], capture_output=True, text=True, timeout=300,
                           cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

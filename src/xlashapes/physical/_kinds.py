@@ -12,7 +12,8 @@ entry point held every kind. The kinds:
 
 - ``RUNS``: rows contiguous on both sides (memcpy runs, many per call);
 - ``GROUPS``: blocks of 2, 4, 8 or 16 source rows that continue each other, moved a square of one line a side
-  across several blocks at a time (tiled transposes);
+  across several blocks at a time (tiled transposes; and groups cut short: the last sub-tile rows of a dim, ``u8``
+  ``[7,N,M]{1,0,2:T(8,128)(4,1)}`` rows 4-6, their fourth row read along and dropped);
 - ``WIDE``: short destination rows (8 elements and up, less than a line) that continue each other (tiled
   transposes read back), many blocks a band at a time; ``WIDE_LINES`` when the rows are a half, a quarter or an
   eighth of a line, blocks side by side then making whole lines (their line squares compiled only for these);
@@ -174,6 +175,10 @@ def walk_kind(
         if unit < 0 and si == 1:
             return RUNS, 1
         if unit >= 0 and s_steps[last] == big and per and shape[last] >= per:
+            return GROUPS, per if len(axes) == 1 else 1
+        cut = s_steps[last]  # (groups cut short: their other rows read along and dropped, half of them at most)
+        per = grouped_blocks(cut, small, width) if unit >= 0 and big < cut <= 2 * big else 0
+        if per and shape[last] >= per:
             return GROUPS, per if len(axes) == 1 else 1
         if unit >= 0 and d_steps[last] == small and small * width < LINE:
             # rows of 2 or 4 elements: as many blocks as fill a line at a time (streamed where on lines)

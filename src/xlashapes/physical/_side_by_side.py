@@ -19,8 +19,8 @@ from ._intrinsics import (
     _subroutine,
     _width,
 )
-from ._kernels import _copy_out, _scalar
-from ._kinds import LINE
+from ._kernels import _copy_out, _emit, _scalar
+from ._kinds import GATHER_BYTES, LINE
 from ._shuffles import (
     _line_square2,
     _line_square4,
@@ -38,6 +38,8 @@ from ._shuffles import (
 GATHER_LINES = 8  # lines of each source row a wide block gathers at a time (:func:`_wide_block` says when)
 WIDE_BLOCKS = 64  # blocks a wide block crosses at a time (their sources stay in the cache)
 WIDE_LINES = 8  # lines of each destination row the line squares of a wide block write before the next row
+PIECE_BYTES = 1024  # most bytes of each destination row a piece of grouped squares stages (:func:`_grouped_pieces`)
+SHORT_PIECE = 256  # ... and fewest, before it takes fewer blocks at a time
 STAGED_LINES = 16  # (off the line grid, through scratch: bf16[4,4096,2048]{0,1,2} 'to' 2.3 at 8, 2.05, 2.35 at 32)
 _0, _1 = np.int64(0), np.int64(1)  # (typed constants: a literal would make numba compile a callee once more)
 
@@ -240,66 +242,147 @@ _wide_lines_block = _wide_block_of(True)
 
 
 @_subroutine
-def _grouped_block(
-    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, dg: int, stream: int,
-    scratch: int, room: int,
+def _band_squares(
+    base: int, d_step: int, g_step: int, src: int, pad: Any, sg: int, si: int, count: int, lo: int, hi: int,
+    shift: int, lined: int, gather: int,
 ) -> None:
-    """``count`` blocks of ``big`` (2, 4, 8 or 16) source-contiguous rows that continue each other in the source (block
-    ``g`` at ``src + g*big``, ``dst + g*dg`` elements): tiled transposes (``T(8,128)``, and those whose sub-tiles
-    are moved as words, each tile 4 or 2 rows of them). Squares of one line a side take as many blocks at once
-    (whole source lines in, whole destination lines out), a band of source rows across all the blocks at a time.
-    Streamed off the line grid, the destination rows of as many squares as ``scratch`` holds (on a line, ``room``
-    bytes) are transposed there whole, a band of source rows across those squares at a time, and each row is
-    streamed from its own line boundary."""
+    """The squares of one band of source rows (at ``src``, ``si`` elements apart) across the blocks ``[lo, hi)`` of
+    :func:`_grouped_block` (block ``g`` at ``src + g*sg``; its destination rows ``base + g*g_step``, ``d_step``
+    apart in a group), a square's worth of blocks at a time (the last square overlapping the one before). Source
+    rows a multiple of 4 KiB apart share their cache sets (64 rows: five times the ways of a set): the lines of as
+    many squares as ``gather`` holds (``GATHER_BYTES``) are copied there first, a run of each row at a time (u8
+    ``[8,1000,4793]{1,0,2:T(8,128)(4,1)}`` read back 3.4 -> 2.7x memcpy, against a square's lines at a time)."""
     width = _width(pad)
     side = _grouped_side(pad)
-    per = side // big  # blocks a square spans
+    per = side // sg
+    gathered = (si * width) % 4096 == 0 and width == 1 and side * width == LINE
+    batch = max(1, (GATHER_BYTES // side - LINE) // (side * width)) * per if gathered else hi - lo
+    for q0 in range(lo, hi, batch):
+        q1 = min(hi, q0 + batch)
+        first = min(q0, count - per)
+        s_step = si
+        if gathered:
+            n = (min(q0 + (q1 - 1 - q0) // per * per, count - per) + per - first) * sg * width
+            _gather_lines(gather, src + first * sg * width, _0, si * width, _1, side, n, n + LINE)
+            s_step = (n + LINE) // width
+        for gg in range(q0, q1, per):
+            g = min(gg, count - per)
+            s = src + g * sg * width
+            if gathered:
+                s = gather + (g - first) * sg * width
+            else:
+                _prefetch_rows(s + 2 * side * width, si * width, side * width, side)  # these rows two squares on
+            _transpose_groups(base + g * g_step * width, d_step, s, s_step, g_step, shift, lined, pad)
+
+
+@_subroutine
+def _grouped_block(
+    dst: int, src: int, pad: Any, big: int, sg: int, small: int, du: int, si: int, count: int, dg: int, stream: int,
+    scratch: int, room: int,
+) -> None:
+    """``count`` blocks of ``big`` source-contiguous rows that continue each other in the source (block ``g`` at
+    ``src + g*sg``, ``dst + g*dg`` elements; ``sg`` 2, 4, 8 or 16, ``big`` itself or fewer rows: a sub-tile's
+    group cut short, whose other rows are read along and dropped): tiled transposes (``T(8,128)``, and those whose
+    sub-tiles are moved as words, each tile 4 or 2 rows of them). Squares of one line a side take as many blocks at
+    once (whole source lines in, whole destination lines out), a band of source rows across all the blocks at a
+    time, the last band overlapping the one before. Off the line grid (or groups cut short), the destination rows of
+    as many squares as ``scratch`` holds (on a line, ``room`` bytes) are transposed there whole, a band of source
+    rows across those squares at a time, and each row is streamed from its own line boundary; rows too long for that
+    go a piece of each at a time (:func:`_grouped_pieces`)."""
+    width = _width(pad)
+    side = _grouped_side(pad)
+    per = side // sg  # blocks a square spans
     full_g, full_i = count - count % per, small - small % side
-    lined = stream and side * width == LINE and dst % LINE == 0 and (du * width) % LINE == 0 and (
+    ends = small - 1 if sg > big else small  # (the rows dropped from the last column may lie past the source)
+    covered = ends if ends >= side else 0  # the columns squares take (the rest element by element)
+    bands = (covered + side - 1) // side
+    lined = sg == big and stream and side * width == LINE and dst % LINE == 0 and (du * width) % LINE == 0 and (
         dg * width) % LINE == 0
-    shift = 1 if big == 2 else 2 if big == 4 else 3 if big == 8 else 4  # (big is 2 ** shift)
+    shift = 1 if sg == 2 else 2 if sg == 4 else 3 if sg == 8 else 4  # (sg is 2 ** shift)
     if count < per:  # (the walk's kind gives each call a square's worth of blocks at least)
         for g in range(count):
-            _scalar(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, _0, _0)
+            _scalar(dst + g * dg * width, src + g * sg * width, pad, big, small, du, _1, si, _0, _0)
         return
+    staged = side * width == LINE and (sg > big or (stream and not lined))
     # the blocks a whole number of squares leaves: one more square, overlapping the last (the same values again)
-    ends = full_g + per if full_g < count else full_g
+    last_g = full_g + per if full_g < count else full_g
     # staged rows: a line of slack after each (no shared cache sets), or after each block when its rows continue each
     # other in the destination (moved out as one run)
-    run = du == small and full_i == small
-    stride = full_i * width + (0 if run else LINE)  # bytes from a staged row to the next
-    block = big * stride + (LINE if run else 0)  # and from a staged block to the next
-    squares = room // (per * block) if stream and not lined and side * width == LINE else 0  # staged at a time
-    span = squares * per if squares else ends  # blocks a pass takes (unstaged: all of them)
-    # byte rows a multiple of 4 KiB apart share their cache sets, 64 of them (five times the ways of a set): each
-    # square's lines copied to ``gather`` first, its transpose reading them from there ('to', 64 MiB, x memcpy: u8
-    # {0,1:T(8,128)} 2.2 -> 1.8; 2-byte words' 32 rows 1.7 -> 1.8, 4-byte words' 16 the same: not gathered)
-    gathered = (si * width) % 4096 == 0 and width == 1 and side * width == LINE
-    gather = scratch + room + LINE
-    for g0 in range(0, ends, span):
+    run = du == small and full_i == small and sg == big
+    stride = (covered * width + LINE - 1) // LINE * LINE + (0 if run else LINE)  # bytes from a staged row to the next
+    block = sg * stride + (LINE if run else 0)  # and from a staged block to the next
+    squares = room // (per * block) if staged else 0  # staged at a time
+    if staged and squares == 0:  # (rows too long for the room)
+        _grouped_pieces(dst, src, pad, big, sg, small, du, si, count, dg, covered, shift, scratch, room)
+        return
+    span = squares * per if squares else last_g  # blocks a pass takes (unstaged: all of them)
+    for g0 in range(0, last_g, span):
         b0, b1 = min(g0, count - per), min(count, g0 + span)  # the blocks staged
-        for i in range(0, full_i, side):
-            for gg in range(g0, min(ends, g0 + span), per):
-                g = min(gg, count - per)
-                d, d_step, g_step = dst + (g * dg + i) * width, du, dg
-                if squares:
-                    d, d_step, g_step = scratch + (g - b0) * block + i * width, stride // width, block // width
-                s = src + (g * big + i * si) * width
-                _prefetch_rows(s + 2 * side * width, si * width, side * width, side)  # these rows two squares on
-                s_step = si
-                if gathered:  # (one call of the transpose below: its code is large)
-                    _gather_lines(gather, s, _0, si * width, _1, side, LINE, LINE)
-                    s, s_step = gather, LINE // width
-                _transpose_groups(d, d_step, s, s_step, g_step, shift, lined, pad)
+        for band in range(bands):
+            i = min(band * side, covered - side)
+            if squares:
+                _band_squares(scratch - b0 * block + i * width, stride // width, block // width, src + i * si * width,
+                              pad, sg, si, count, g0, min(last_g, g0 + span), shift, _0, scratch + room + LINE)
+            else:
+                _band_squares(dst + i * width, du, dg, src + i * si * width, pad, sg, si, count, g0,
+                              min(last_g, g0 + span), shift, _1 if lined and i == band * side else _0,
+                              scratch + room + LINE)
         for g in range(b0, b1 if squares else b0):
             if run:
-                _copy_out(dst + g * dg * width, scratch + (g - b0) * block, big * stride, _1)
+                _copy_out(dst + g * dg * width, scratch + (g - b0) * block, big * stride, stream)
                 continue
             for u in range(big):
-                _copy_out(dst + (g * dg + u * du) * width, scratch + (g - b0) * block + u * stride, stride - LINE, _1)
-    if full_i < small:  # the columns after the last whole square
+                _copy_out(dst + (g * dg + u * du) * width, scratch + (g - b0) * block + u * stride, covered * width,
+                          stream)
+    if covered < small:  # the columns after the squares'
         for g in range(count):
-            _scalar(dst + g * dg * width, src + g * big * width, pad, big, small, du, _1, si, big, full_i)
+            _scalar(dst + g * dg * width, src + g * sg * width, pad, big, small, du, _1, si, big, covered)
+
+
+@_subroutine
+def _grouped_pieces(
+    dst: int, src: int, pad: Any, big: int, sg: int, small: int, du: int, si: int, count: int, dg: int, covered: int,
+    shift: int, scratch: int, room: int,
+) -> None:
+    """:func:`_grouped_block`'s staged squares of rows too long for ``room`` (squares over the first ``covered``
+    columns): a chunk of blocks and a piece of the columns at a time, each destination row's piece streamed from its
+    own line boundary (:func:`_emit`: the line a piece leaves unfinished carried to the next; the last piece takes up
+    to a square's more columns, and those after the squares')."""
+    width = _width(pad)
+    side = _grouped_side(pad)
+    per = side // sg
+    # the widest piece (a multiple of the side, of PIECE_BYTES or less, a square's slack after it) with which every
+    # block fits in one chunk, if it is at least SHORT_PIECE bytes; else SHORT_PIECE bytes and fewer blocks a chunk
+    cols = PIECE_BYTES // width // side * side
+    while cols * width > SHORT_PIECE and count * sg * ((cols + side) * width + 2 * LINE) > room:
+        cols -= side
+    pitch = (cols + side) * width + LINE  # (a line of slack before each staged row: its carry is completed there)
+    span = room // (sg * (pitch + LINE)) // per * per  # blocks a chunk (the carries after the staged rows)
+    if span < per:  # (no room: element by element)
+        for g in range(count):
+            _scalar(dst + g * dg * width, src + g * sg * width, pad, big, small, du, _1, si, _0, _0)
+        return
+    carry = scratch + span * sg * pitch
+    for b0 in range(0, count, span):
+        b1 = min(count, b0 + span)
+        w0 = min(b0, count - per)  # the first block staged (a last square overlapping the one before)
+        i0 = 0
+        while i0 < small:
+            i1 = small if small - i0 <= cols + side else i0 + cols  # (the last piece: more than a square)
+            for i in range(i0, min(i1, covered), side):
+                i = min(i, covered - side)  # (the last square overlapping the one before)
+                _band_squares(scratch + LINE + (i - i0) * width - w0 * sg * pitch, pitch // width, sg * pitch // width,
+                              src + i * si * width, pad, sg, si, count, b0, b1, shift, _0, scratch + room + LINE)
+            if i1 > covered:
+                for g in range(b0, b1):
+                    _scalar(scratch + (g - w0) * sg * pitch + LINE - i0 * width, src + g * sg * width, pad, big,
+                            i1, pitch // width, _1, si, big, max(i0, covered))
+            for g in range(b0, b1):
+                for u in range(big):
+                    r = (g - w0) * sg + u
+                    _emit(dst + (g * dg + u * du + i0) * width, scratch + r * pitch, (i1 - i0) * width,
+                          carry + r * LINE, i0 == 0, i1 >= small)
+            i0 = i1
 
 
 @_subroutine

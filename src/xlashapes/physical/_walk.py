@@ -570,7 +570,7 @@ def _walker(kind: int) -> Any:
         rows, dr, sr = 0, 0, 0
         runs_stream = stream
         wide, fs = 0, 0
-        groups, dg = 0, 0
+        groups, dg, sg = 0, 0, 0
         if kind == RUNS:  # the innermost outer axis loops inside one call
             rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
             # runs back to back in the destination, not whole lines: plain stores (streamed, rows of 500 bytes read
@@ -592,10 +592,11 @@ def _walker(kind: int) -> Any:
                 return
             m -= 1
         elif kind == GROUPS:
-            groups, dg = shape[axes[m - 1]], d_strides[axes[m - 1]]  # blocks that continue each other's source rows
+            # blocks that continue each other's source rows (sg apart: big, or a group cut short)
+            groups, dg, sg = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
             if m == 1:  # no other axis: one call for the blocks [first, last) (the threads' split)
                 if first < last:
-                    _grouped_block(dst + first * dg * width, src + first * big * width, pad, big, small, du, si,
+                    _grouped_block(dst + first * dg * width, src + first * sg * width, pad, big, sg, small, du, si,
                                    last - first, dg, stream, scratch, room)
                 if stream:
                     _fence()
@@ -640,8 +641,8 @@ def _walker(kind: int) -> Any:
             if kind == RUNS:
                 _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, runs_stream)
             elif kind == GROUPS:
-                _grouped_block(dst + d_off * width, src + s_off * width, pad, big, small, du, si, groups, dg, stream,
-                               scratch, room)
+                _grouped_block(dst + d_off * width, src + s_off * width, pad, big, sg, small, du, si, groups, dg,
+                               stream, scratch, room)
             elif kind == TURNS:
                 _turned_block(dst + d_off * width, src + s_off * width, pad, small, wide * small, du, si, stream)
             else:
@@ -795,8 +796,8 @@ def _stage(
         if ahead and k + ahead < rows:
             for q in range(2 * reads):
                 _prefetch_run(at + ahead * si + q * sub, span // LINE + 1)
-        if col == 1 and whole < n and at + (2 * reads - 1) * sub + whole + LINE <= limit:
-            whole += LINE
+        if whole < n and at + (2 * reads - 1) * sub + (whole + LINE) // col <= limit:
+            whole += LINE  # (the last partial line whole: the bytes read past the row's end are the next row's)
         for u in range(0, whole, LINE):
             _stage_line(to + 2 * u, at + u // col, si, sub, bits, packs, pad)
         for u in range(whole, n):
@@ -860,7 +861,9 @@ def staged_transpose(
     per = 8 // bits
     unpacks = per > 1 and not packs
     step = si // per if unpacks else si  # between source rows, in the units of ``u``'s bytes
-    end = 0 if unpacks else src + ((small * (per if packs else 1) - 1) * (si // per if packs else si) + big) * width
+    end = src + ((small * (per if packs else 1) - 1) * (si // per if packs else si) + big) * width  # (the source's)
+    if unpacks:
+        end = src + (small - 1) * step + (big - 1) // per + 1
     for u0 in range(first, last, cols):
         c = min(cols, last - u0)
         for i0 in range(0, small, rows):

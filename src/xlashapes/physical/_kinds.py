@@ -186,6 +186,10 @@ def walk_kind(
                 return QUARTERS, LINE // (small * width) if len(axes) == 1 else 1
             if big >= 8 and small >= 8:
                 return (WIDE_LINES if wide_group(small, width) > 1 else WIDE), 1
+        fd = d_steps[last]  # (groups cut short: the slots past their rows left as they are in the destination)
+        if (unit >= 0 and fd == 4 and small in (2, 3) and fd * width < LINE and big >= fd
+                and shape[last] * fd * width >= LINE):
+            return QUARTERS, LINE // (fd * width) if len(axes) == 1 else 1
     # (rows of 8: 1- and 2-byte words only; wider ones are as fast through squares)
     if big > 1 and di == 1 and du == small and 9 <= small <= MOST_PLANES.get(width, 0):
         return PLANES, 1

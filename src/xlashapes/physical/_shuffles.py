@@ -48,6 +48,20 @@ def _stores(builder: Any, pairs: list[tuple[Any, Any]], stream: Any) -> None:
                 _store(builder, value, pointer, False)
 
 
+def _masked_stores(builder: Any, pairs: list[tuple[Any, Any]], keep: list[bool]) -> None:
+    """Store the bytes ``keep`` says of each (value, pointer) of one line, plainly, the others left as they are (and
+    not accessed: a masked store)."""
+    line = ir.VectorType(ir.IntType(8), LINE)
+    flags = ir.VectorType(ir.IntType(1), LINE)
+    kind = ir.FunctionType(ir.VoidType(), [line, line.as_pointer(), _I32, flags])
+    name = "llvm.masked.store.v64i8.p0"
+    function = builder.module.globals.get(name) or ir.Function(builder.module, kind, name=name)
+    mask = ir.Constant(flags, [int(k) for k in keep])
+    for value, pointer in pairs:
+        builder.call(function, [builder.bitcast(value, line), builder.bitcast(pointer, line.as_pointer()),
+                                ir.Constant(_I32, 1), mask])
+
+
 def _square_intrinsic(codegen: Callable[..., Any], grouped: bool) -> Any:
     """The intrinsic of a square transposer's ``codegen``: arguments (dst, d_step, src, s_step, stream, witness),
     with ``grouped`` a ``g_step`` and a ``shift`` after ``s_step``."""
@@ -202,7 +216,7 @@ def _lane_squares(builder: Any, rows: list[Any]) -> list[Any]:
     return out
 
 
-def _short_transposer(short: int, groups: int, flagged: bool = False, bytes_only: bool = False) -> Any:
+def _short_transposer(short: int, groups: int, flagged: bool = False, bytes_only: bool = False, real: int = 0) -> Any:
     """An intrinsic: a block of ``short`` destination rows of one line each (``LINE / width`` elements), from as
     many source rows of ``short`` elements; each line streamed out (``dst`` rows line-aligned). The source rows
     come in ``groups`` equal groups (each a part of every destination line), ``g_step`` bytes apart, the rows of a
@@ -210,7 +224,9 @@ def _short_transposer(short: int, groups: int, flagged: bool = False, bytes_only
     side by side in the destination: the step between blocks). ``groups`` 0: blocks of ``short`` rows side by
     side, as many as fill a line. No code for an element width the shape does not fit (never called). ``flagged``:
     a ``stream`` argument before the witness says whether to stream the lines (else stored plainly, anywhere).
-    ``bytes_only``: no code for wider words either (a caller that only calls it for bytes)."""
+    ``bytes_only``: no code for wider words either (a caller that only calls it for bytes). ``real`` (fewer than
+    ``short``, ``groups`` 0): blocks cut short, of that many rows, the others read as the last and their elements of
+    each destination line left as they are (stored plainly, masked)."""
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         element, width = _element(context, signature.args[-1])
@@ -222,14 +238,16 @@ def _short_transposer(short: int, groups: int, flagged: bool = False, bytes_only
         rows = []
         for i in range(long):
             start = _offset(builder, args[2], args[3], i // rows_of_group, 1)
-            rows.append(builder.load(_at(builder, _offset(builder, start, args[4], i % rows_of_group, width),
-                                         vector), align=1))
+            at = _offset(builder, start, args[4], min(i % rows_of_group, (real or rows_of_group) - 1), width)
+            rows.append(builder.load(_at(builder, at, vector), align=1))
         squares = [_squares(builder, rows[k : k + short]) for k in range(0, long, short)]
         pairs = []
         for j in range(short):
             line = _concatenated(builder, [square[j] for square in squares])
             pairs.append((line, _at(builder, _offset(builder, args[0], args[1], j, width), line.type)))
-        if flagged:
+        if real:
+            _masked_stores(builder, pairs, [b // width % rows_of_group < real for b in range(LINE)])
+        elif flagged:
             _stores(builder, pairs, args[5])
         else:
             for line, target in pairs:
@@ -252,13 +270,15 @@ def _short_transposer(short: int, groups: int, flagged: bool = False, bytes_only
 
 
 def _byte_square(builder: Any, args: Any, grouped: bool, rows: int = 0,
-                 rows_at: tuple[Callable[[int], Any], Callable[[int], Any]] | None = None) -> None:
+                 rows_at: tuple[Callable[[int], Any], Callable[[int], Any]] | None = None, real: int = 0) -> None:
     """A square of one line a side of bytes (64 x 64) transposed in registers (steps in bytes): pairs of source rows
     interleaved into rows of 2-byte words, whose two 32 x 32 squares are then transposed as words; each destination
     row (:func:`_square_row`) is one line (streamed with the ``stream`` argument, the last but one). Source row ``k``
     is ``k * s_step`` on, or with ``rows``, ``(k // rows) * g_step + (k % rows) * s_step`` (arguments dst, d_step,
     src, g_step, s_step, ...: :func:`_line_square_transposer`); ``rows_at`` gives both rows' addresses instead
-    (source row ``k``, destination row ``j``: :func:`_tile_square`)."""
+    (source row ``k``, destination row ``j``: :func:`_tile_square`). With ``real`` (fewer than ``rows``), each group
+    of ``rows`` holds that many rows: the others are read as its last and their bytes of each destination row left
+    as they are (masked stores)."""
     byte, word = ir.IntType(8), ir.IntType(16)
     half, words = ir.VectorType(byte, LINE // 2), ir.VectorType(word, LINE // 2)
     order = _mask([v for u in range(LINE // 2) for v in (u, LINE // 2 + u)])
@@ -269,7 +289,8 @@ def _byte_square(builder: Any, args: Any, grouped: bool, rows: int = 0,
         start = builder.add(args[2], ir.Constant(_I64, h * LINE // 2))
         if not rows:
             return _offset(builder, start, args[3], k, 1)
-        return _offset(builder, _offset(builder, start, args[3], k // rows, 1), args[4], k % rows, 1)
+        group = _offset(builder, start, args[3], k // rows, 1)
+        return _offset(builder, group, args[4], min(k % rows, (real or rows) - 1), 1)
 
     def target(j: int) -> Any:
         if rows_at is not None:
@@ -281,7 +302,10 @@ def _byte_square(builder: Any, args: Any, grouped: bool, rows: int = 0,
         joined = [builder.bitcast(builder.shuffle_vector(loaded[k], loaded[k + 1], order), words)
                   for k in range(0, LINE, 2)]
         pairs = [(column, target(h * LINE // 2 + u)) for u, column in enumerate(_squares(builder, joined))]
-        _stores(builder, pairs, args[-2])
+        if real:
+            _masked_stores(builder, pairs, [b % rows < real for b in range(LINE)])
+        else:
+            _stores(builder, pairs, args[-2])
 
 
 @_intrinsic
@@ -349,12 +373,13 @@ def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: An
     return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
 
-def _line_square_transposer(rows: int) -> Any:
+def _line_square_transposer(rows: int, real: int = 0) -> Any:
     """An intrinsic: a square of one line a side (``LINE / width`` elements, any word width) transposed in
     registers, whose source rows come in groups of ``rows``: row ``k`` at ``src + (k // rows) * g_step`` bytes ``+
     (k % rows) * s_step`` elements (blocks of ``rows`` rows side by side in the destination, as many as fill a
     line); each destination row (``d_step`` elements apart) is one line, streamed when ``stream`` (on the line grid)
-    else stored plainly."""
+    else stored plainly. With ``real`` (fewer than ``rows``): groups cut short, of that many rows, the others read as
+    the last and their elements of each destination row left as they are (stored plainly, masked)."""
 
     @_intrinsic
     def transpose(typingctx: Any, dst: Any, d_step: Any, src: Any, g_step: Any, s_step: Any, stream: Any,
@@ -365,17 +390,20 @@ def _line_square_transposer(rows: int) -> Any:
             if n % rows:
                 return context.get_dummy_value()
             if width == 1:  # (bytes: 64 x 64, as 2-byte words of row pairs)
-                _byte_square(builder, args, False, rows)
+                _byte_square(builder, args, False, rows, real=real)
                 return context.get_dummy_value()
             vector = ir.VectorType(element, n)
             loaded = []
             for k in range(n):
                 start = _offset(builder, args[2], args[3], k // rows, 1)
-                loaded.append(builder.load(_at(builder, _offset(builder, start, args[4], k % rows, width), vector),
-                                           align=1))
+                at = _offset(builder, start, args[4], min(k % rows, (real or rows) - 1), width)
+                loaded.append(builder.load(_at(builder, at, vector), align=1))
             pairs = [(row, _at(builder, _offset(builder, args[0], args[1], j, width), vector))
                      for j, row in enumerate(_squares(builder, loaded))]
-            _stores(builder, pairs, args[5])
+            if real:
+                _masked_stores(builder, pairs, [b // width % rows < real for b in range(LINE)])
+            else:
+                _stores(builder, pairs, args[5])
             return context.get_dummy_value()
 
         return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
@@ -384,6 +412,7 @@ def _line_square_transposer(rows: int) -> Any:
 
 
 _line_square2, _line_square4 = _line_square_transposer(2), _line_square_transposer(4)
+_cut_square42, _cut_square43 = _line_square_transposer(4, 2), _line_square_transposer(4, 3)  # (groups cut short)
 _transpose_groups = _transposer(0, grouped=True)
 _transpose = _transposer(0)
 _transpose_short_nt = _short_transposer(8, 2)  # 8 destination rows of one line, streamed
@@ -394,6 +423,7 @@ _byte_rows8 = _short_transposer(8, 2, True, bytes_only=True)  # (8 rows of bytes
 _transpose_short4_nt, _transpose_short2_nt = _short_transposer(4, 2), _short_transposer(2, 2)  # 4 / 2 dest rows
 _side_by_side4 = _short_transposer(4, 0, True)  # blocks of 4 / 2 rows filling a line (streamed or not)
 _side_by_side2 = _short_transposer(2, 0, True)
+_cut_side42, _cut_side43 = _short_transposer(4, 0, True, real=2), _short_transposer(4, 0, True, real=3)
 _transpose8 = _transposer(8)
 _transpose16 = _transposer(16, native=False)  # (2-byte words: 1- and 4-byte words' own side is 16)
 

@@ -22,6 +22,10 @@ from ._intrinsics import (
 from ._kernels import _copy_out, _emit, _scalar
 from ._kinds import GATHER_BYTES, LINE
 from ._shuffles import (
+    _cut_side42,
+    _cut_side43,
+    _cut_square42,
+    _cut_square43,
     _line_square2,
     _line_square4,
     _side_by_side2,
@@ -46,14 +50,18 @@ _0, _1 = np.int64(0), np.int64(1)  # (typed constants: a literal would make numb
 
 @_subroutine
 def _quarter_block(
-    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, stream: int,
+    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int, fd: int, stream: int,
     ahead: int, scratch: int, room: int,
 ) -> None:
-    """:func:`_wide_block` of destination rows of 2 or 4 elements (tiled transposes' short tiles read back): as many
-    blocks as fill a line at a time, streamed on the line grid; off it, a square's rows of lines go through
-    ``scratch`` (on a line, ``room`` bytes), whence each row's piece is streamed (else stored plainly; ``ahead``:
-    unused, for the same arguments)."""
+    """:func:`_wide_block` of destination rows of 2 or 4 elements (tiled transposes' short tiles read back; blocks
+    ``fd`` elements apart in the destination: ``small``, or groups cut short, :func:`_cut_quarters`): as many blocks
+    as fill a line at a time, streamed on the line grid; off it, a square's rows of lines go through ``scratch`` (on
+    a line, ``room`` bytes), whence each row's piece is streamed (else stored plainly; ``ahead``: unused, for the
+    same arguments)."""
     width = _width(pad)
+    if fd != small:
+        _cut_quarters(dst, src, pad, big, small, du, si, count, fs, fd)
+        return
     lined = _1 if stream and dst % LINE == 0 and (du * width) % LINE == 0 else _0
     if (small == 2 or small == 4) and big >= small:
         group = LINE // (small * width)
@@ -97,6 +105,42 @@ def _quarter_block(
         return
     for f in range(count):  # (the walk's kind gives these only rows of 2 or 4)
         _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
+
+
+@_subroutine
+def _cut_quarters(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, count: int, fs: int,
+                  fd: int) -> None:
+    """:func:`_quarter_block` of groups cut short (a dim's last ``(4,1)`` sub-tile group of 2 or 3 rows, laid out):
+    blocks ``fd`` (4) elements apart in the destination, each of ``small`` (2 or 3) rows.
+    Squares of one line a side, as many blocks as fill a line, their other rows read as the last and left as they
+    are in the destination (masked stores, plain); the last band of rows and the last blocks overlap the ones before
+    (the same values again)."""
+    width = _width(pad)
+    side = LINE // width
+    group = LINE // (fd * width)
+    if big < fd or count < group:  # (the walk's kind gives these a line of blocks at least)
+        for f in range(count):
+            _scalar(dst + f * fd * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
+        return
+    tall = side if big >= side else fd  # destination rows a square (or fewer rows than a square: a block) takes
+    for f0 in range(0, count, WIDE_LINES * group):  # a run of lines of each destination row at a time
+        for b in range((big + tall - 1) // tall):
+            u = min(b * tall, big - tall)
+            for ff in range(f0, min(count, f0 + WIDE_LINES * group), group):
+                f = min(ff, count - group)
+                d, s = dst + (u * du + f * fd) * width, src + (f * fs + u) * width
+                if tall == fd:  # (rows of fewer elements than a line: fd of them at a time)
+                    if small == 2:
+                        _cut_side42(d, du, s, fs * width, si, _0, pad)
+                    else:
+                        _cut_side43(d, du, s, fs * width, si, _0, pad)
+                    continue
+                for g in range(group):  # these rows' lines two squares on
+                    _prefetch_rows(s + g * fs * width + 2 * LINE, si * width, _1, small)
+                if small == 2:
+                    _cut_square42(d, du, s, fs * width, si, _0, pad)
+                else:
+                    _cut_square43(d, du, s, fs * width, si, _0, pad)
 
 
 @_subroutine

@@ -569,7 +569,7 @@ def _walker(kind: int) -> Any:
                 return
         rows, dr, sr = 0, 0, 0
         runs_stream = stream
-        wide, fs = 0, 0
+        wide, fs, fd = 0, 0, 0
         groups, dg, sg = 0, 0, 0
         if kind == RUNS:  # the innermost outer axis loops inside one call
             rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
@@ -613,7 +613,8 @@ def _walker(kind: int) -> Any:
                 return
             m -= 1
         elif kind == WIDE or kind == WIDE_LINES or kind == QUARTERS:
-            wide, fs = shape[axes[m - 1]], s_strides[axes[m - 1]]  # the blocks continue each other's rows
+            # the blocks continue each other's rows (fd apart in the destination: small, or a group cut short)
+            wide, fs, fd = shape[axes[m - 1]], s_strides[axes[m - 1]], d_strides[axes[m - 1]]
             if m == 1:  # no other axis: one wide block of the blocks [first, last) (the threads' split)
                 if kind == WIDE and first < last:
                     _wide_block(dst + first * small * width, src + first * fs * width, pad, big, small, du, si,
@@ -622,8 +623,8 @@ def _walker(kind: int) -> Any:
                     _wide_lines_block(dst + first * small * width, src + first * fs * width, pad, big, small, du,
                                       si, last - first, fs, stream, _0, scratch, room)
                 elif kind == QUARTERS and first < last:
-                    _quarter_block(dst + first * small * width, src + first * fs * width, pad, big, small, du, si,
-                                   last - first, fs, stream, _0, scratch, room)
+                    _quarter_block(dst + first * fd * width, src + first * fs * width, pad, big, small, du, si,
+                                   last - first, fs, fd, stream, _0, scratch, room)
                 if stream:
                     _fence()
                 return
@@ -655,7 +656,7 @@ def _walker(kind: int) -> Any:
                                           fs, stream, src + s_off * width, scratch, room)
                     elif kind == QUARTERS:
                         _quarter_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
-                                       fs, stream, _0, scratch, room)
+                                       fs, fd, stream, _0, scratch, room)
                     elif kind == PLANES:
                         _planes_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si, stream,
                                       scratch, room)
@@ -687,7 +688,7 @@ def _walker(kind: int) -> Any:
                                               wide, fs, stream, _0, scratch, room)
                         elif kind == QUARTERS:
                             _quarter_block(dst + held_d * width, src + held_s * width, pad, big, small, du, si, wide,
-                                           fs, stream, _0, scratch, room)
+                                           fs, fd, stream, _0, scratch, room)
                         elif kind == PLANES:
                             _planes_block(dst + held_d * width, src + held_s * width, pad, big, small, du, di, si,
                                           stream, scratch, room)

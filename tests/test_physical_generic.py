@@ -402,14 +402,7 @@ def test_grouped_squares_onto_rows_apart(compiled_everywhere: Counter[str], monk
     small, count, row = 256, 40, 264  # (elements: a row with its gap; each block's rows have a gap after them too)
     block = big * row + 24
     src = np.random.default_rng(big).integers(0, 255, (small, count, big)).astype(dtype)
-    width = np.dtype(dtype).itemsize
-    room = off_the_grid(count * block * width, offset).view(dtype)
-    room[...] = 7
-    dst = as_strided(room, (count, big, small), (block * width, row * width, width))
-    _copy._copy(dst, src.transpose(1, 2, 0), _dispatch.run_settings(1 << 30, 1, room.nbytes))
-    assert np.array_equal(dst, src.transpose(1, 2, 0))
-    dst[...] = 7
-    assert (room == 7).all()  # (nothing written outside the rows)
+    _copied_into_gaps(src.transpose(1, 2, 0), (block, row, 1), count * block, offset)
     assert sum(calls.values()) == 1
 
 
@@ -494,16 +487,9 @@ def test_quarters_of_groups_cut_short_leave_the_slots_past_them(
     calls = Counter[int]()
     monkeypatch.setattr(walk, "walk_quarters", _counting(walk.walk_quarters, calls))
     count = 40  # (blocks: 2.5 lines of them for bytes)
-    width = np.dtype(dtype).itemsize
     row = count * fd + 8  # (elements between destination rows)
     values = np.random.default_rng(fd * big).integers(1, 120, (count, small, big)).astype(dtype)
-    room = off_the_grid(big * row * width, offset).view(dtype)
-    room[...] = 7
-    dst = as_strided(room, (count, big, small), (fd * width, row * width, width))
-    _copy._copy(dst, values.transpose(0, 2, 1), _dispatch.run_settings(1 << 30, 1, room.nbytes))
-    assert np.array_equal(dst, values.transpose(0, 2, 1))
-    dst[...] = 7
-    assert (room == 7).all()  # (nothing written past the blocks' rows)
+    _copied_into_gaps(values.transpose(0, 2, 1), (fd, row, 1), big * row, offset)
     assert sum(calls.values()) == 1
 
 
@@ -715,6 +701,19 @@ def _spied_round_trip(monkeypatch: pytest.MonkeyPatch, entry: str | tuple[str, .
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
     return calls, shape, x, round_trip_off_the_grid(x, shape, offset)
+
+
+def _copied_into_gaps(values: np.ndarray[Any, Any], steps: tuple[int, ...], size: int, offset: int) -> None:
+    """Copy ``values`` by the generic copy into a view with ``steps`` (elements) of a room of ``size`` elements
+    ``offset`` bytes past a line, filled with 7 first, and check the view's values and that nothing else changed."""
+    width = values.itemsize
+    room = off_the_grid(size * width, offset).view(values.dtype)
+    room[...] = 7
+    dst = as_strided(room, values.shape, tuple(step * width for step in steps))
+    _copy._copy(dst, values, _dispatch.run_settings(1 << 30, 1, room.nbytes))
+    assert np.array_equal(dst, values)
+    dst[...] = 7
+    assert (room == 7).all()  # (nothing written outside the view: gaps left as they were)
 
 
 def _counting(function: Callable[..., Any], seen: Counter[Any]) -> Callable[..., Any]:

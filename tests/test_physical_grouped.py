@@ -337,6 +337,29 @@ def test_fields_in_tiles_cut_short_equal_numpy_path(text: str) -> None:
 
 
 @FAST
+@given(st.integers(1, 40), st.integers(1, 6), st.integers(1, 300), st.sampled_from([1, 2]), st.data())
+def test_regroup_kernel_on_short_runs_back_to_back_equals_group_and_ungroup(
+        n: int, pairs: int, rows: int, threads: int, data: st.DataObject) -> None:
+    # E(4) fields grouped along a dim whose run (the dims after it) is a few bytes, rows back to back on both sides:
+    # whole words of each row, the last reaching into the rows after it (written in turn), the last rows one by one
+    fields = np.random.default_rng(n * rows).integers(0, 256, (rows, 2 * pairs, n), dtype=np.uint8)
+    found = _grouped.Grouping(1, 2, 4, xs.make_shape("u8", (rows, pairs, n)))
+    pad = np.array(data.draw(st.integers(0, 15)), np.uint8)
+    expected = np.empty((rows, pairs, n), np.uint8)
+    _grouped.group(fields, found, pad, expected, np.empty(expected.size, np.uint8))
+    room = np.full(expected.size + 64, 7, np.uint8)  # (bytes past the groups must stay)
+    got = room[: expected.size].reshape(expected.shape)
+    run = _dispatch.run_settings(1 << 30, threads)
+    with grouped_routes():
+        _grouped.regroup(got, fields, found, pad, 15, True, run)
+        room_back = np.full(fields.size + 64, 7, np.uint8)
+        back = room_back[: fields.size].reshape(fields.shape)
+        _grouped.regroup(got, back, found, pad, 15, False, run)
+    assert np.array_equal(got, expected) and (room[expected.size :] == 7).all()
+    assert np.array_equal(back, fields & 15) and (room_back[fields.size :] == 7).all()
+
+
+@FAST
 @given(st.sampled_from([4, 2, 1]), st.lists(st.integers(1, 40), min_size=1, max_size=4), st.data())
 def test_regroup_kernel_equals_group_and_ungroup(bits: int, dims: list[int], data: st.DataObject) -> None:
     # the compiled kernel against the NumPy reference, both ways, on strided views (a reversed or sliced axis),

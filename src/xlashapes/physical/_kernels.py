@@ -751,6 +751,25 @@ def _regroup_rows(grouped: int, fields: int, n: int, rows: int, g_row: int, f_ro
                 _nibbles_joined(grouped + r * 8, fields + r * 16)
             else:
                 _nibbles_split(grouped + r * 8, fields + r * 16, lanes)
+    if bits == 4 and n % 8 and g_row == n and member == n and f_row == 2 * n:
+        # rows of a few groups back to back (their two fields' rows too): whole words of each row, the last one
+        # reaching into the rows after it, which are then written in turn; the last rows as below (runs of 5: s4
+        # [8,48,5,6990,5]{3,0,2,4,1:T(8,128)E(4)} 'to' 7.8 -> ?x memcpy)
+        spans = (n + 7) // 8  # words of a row
+        last = max(start, rows - 1 - (8 * spans + 2 * n - 1) // n)  # (rows whose words stay within the last row)
+        lanes = _U(mask) * _LOW_BITS
+        for r in range(start, last):
+            g, f = grouped + r * n, fields + r * 2 * n
+            if to:
+                for k in range(spans):
+                    _put_word(g, k, (_get_word(f, k) & _LOW_NIBBLES) | ((_get_word(f + n, k) & _LOW_NIBBLES)
+                                                                       << _U(4)))
+            else:  # (each row's first fields, whose last word reaches into its second ones, then those)
+                for k in range(spans):
+                    _put_word(f, k, _get_word(g, k) & lanes)
+                for k in range(spans):
+                    _put_word(f + n, k, (_get_word(g, k) >> _U(4)) & lanes)
+        start = last
     per = 8 // bits
     field = (1 << bits) - 1
     for r in range(start, rows):

@@ -77,6 +77,7 @@ from ._tile_parts import (
     _deinterleaved_rows,
     _last_lane,
     _nibble_pairs,
+    _regroup_word,
     _short_tile_to,
     _staged_tile_to,
     _tile_rows_split,
@@ -708,32 +709,6 @@ def unpack(
 
 _B0, _B4, _B15 = np.uint8(0), np.uint8(4), np.uint8(15)  # (typed byte constants of the regroup loops)
 
-@_inline
-def _regroup_word(grouped: int, fields: int, k: int, member: int, bits: int, mask: int, to: int) -> None:
-    """Word ``k`` of groups made from (``to``) or split into their fields (E(4), the common case: straight-line code
-    the compiler vectorizes)."""
-    lanes = _U(mask) * _LOW_BITS
-    if bits == 4:
-        if to:
-            _put_word(grouped, k, (_get_word(fields, k) & _LOW_NIBBLES) | ((_get_word(fields + member, k)
-                                                                           & _LOW_NIBBLES) << _U(4)))
-        else:
-            v = _get_word(grouped, k)
-            _put_word(fields, k, v & lanes)
-            _put_word(fields + member, k, (v >> _U(4)) & lanes)
-        return
-    field_lanes = _U((1 << bits) - 1) * _LOW_BITS
-    if to:
-        v = _U(0)
-        for q in range(8 // bits):
-            v |= (_get_word(fields + q * member, k) & field_lanes) << _U(q * bits)
-        _put_word(grouped, k, v)
-    else:
-        v = _get_word(grouped, k)
-        for q in range(8 // bits):
-            _put_word(fields + q * member, k, (v >> _U(q * bits)) & lanes)
-
-
 @_subroutine
 def _regroup_rows(grouped: int, fields: int, n: int, rows: int, g_row: int, f_row: int, member: int, bits: int,
                   mask: int, to: int) -> None:
@@ -754,7 +729,7 @@ def _regroup_rows(grouped: int, fields: int, n: int, rows: int, g_row: int, f_ro
     if bits == 4 and n % 8 and g_row == n and member == n and f_row == 2 * n:
         # rows of a few groups back to back (their two fields' rows too): whole words of each row, the last one
         # reaching into the rows after it, which are then written in turn; the last rows as below (runs of 5: s4
-        # [8,48,5,6990,5]{3,0,2,4,1:T(8,128)E(4)} 'to' 7.8 -> ?x memcpy)
+        # [8,48,5,6990,5]{3,0,2,4,1:T(8,128)E(4)} 7.9 / 9.1x memcpy, now 3.7 / 5.0)
         spans = (n + 7) // 8  # words of a row
         last = max(start, rows - 1 - (8 * spans + 2 * n - 1) // n)  # (rows whose words stay within the last row)
         lanes = _U(mask) * _LOW_BITS

@@ -79,13 +79,7 @@ def _quarter_block(
                     d, step = dst + (u * du + f * small) * width, du
                     if staged:
                         d, step = scratch + (f - f0) * small * width, (span + LINE) // width
-                    s = src + (f * fs + u) * width
-                    for g in range(group):  # these rows' lines two squares on
-                        _prefetch_rows(s + g * fs * width + 2 * LINE, si * width, _1, small)
-                    if small == 4:
-                        _line_square4(d, step, s, fs * width, si, lined, pad)
-                    else:
-                        _line_square2(d, step, s, fs * width, si, lined, pad)
+                    _quarter_square(d, step, src + (f * fs + u) * width, fs, si, small, small, lined, pad)
                 if staged:
                     for r in range(side):
                         _copy_out(dst + ((u + r) * du + f0 * small) * width, scratch + r * (span + LINE), span, _1)
@@ -105,6 +99,26 @@ def _quarter_block(
         return
     for f in range(count):  # (the walk's kind gives these only rows of 2 or 4)
         _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
+
+
+@_subroutine
+def _quarter_square(d: int, step: int, s: int, fs: int, si: int, small: int, fd: int, lined: int, pad: Any) -> None:
+    """One square of quarter-line blocks (:func:`_quarter_block`): as many blocks of ``small`` source rows (``si``
+    apart; blocks ``fs`` elements apart at ``s``) as fill a line, ``fd`` elements apart in each destination row
+    (``step`` apart at ``d``), their rows' lines two squares on prefetched; ``fd`` above ``small``: groups cut short,
+    the slots past their rows left as they are (masked stores)."""
+    width = _width(pad)
+    for g in range(LINE // (fd * width)):
+        _prefetch_rows(s + g * fs * width + 2 * LINE, si * width, _1, small)
+    if fd == small:
+        if small == 4:
+            _line_square4(d, step, s, fs * width, si, lined, pad)
+        else:
+            _line_square2(d, step, s, fs * width, si, lined, pad)
+    elif small == 2:
+        _cut_square42(d, step, s, fs * width, si, _0, pad)
+    else:
+        _cut_square43(d, step, s, fs * width, si, _0, pad)
 
 
 @_subroutine
@@ -129,18 +143,12 @@ def _cut_quarters(dst: int, src: int, pad: Any, big: int, small: int, du: int, s
             for ff in range(f0, min(count, f0 + WIDE_LINES * group), group):
                 f = min(ff, count - group)
                 d, s = dst + (u * du + f * fd) * width, src + (f * fs + u) * width
-                if tall == fd:  # (rows of fewer elements than a line: fd of them at a time)
-                    if small == 2:
-                        _cut_side42(d, du, s, fs * width, si, _0, pad)
-                    else:
-                        _cut_side43(d, du, s, fs * width, si, _0, pad)
-                    continue
-                for g in range(group):  # these rows' lines two squares on
-                    _prefetch_rows(s + g * fs * width + 2 * LINE, si * width, _1, small)
-                if small == 2:
-                    _cut_square42(d, du, s, fs * width, si, _0, pad)
+                if tall == side:
+                    _quarter_square(d, du, s, fs, si, small, fd, _0, pad)
+                elif small == 2:  # (rows of fewer elements than a line: fd of them at a time)
+                    _cut_side42(d, du, s, fs * width, si, _0, pad)
                 else:
-                    _cut_square43(d, du, s, fs * width, si, _0, pad)
+                    _cut_side43(d, du, s, fs * width, si, _0, pad)
 
 
 @_subroutine

@@ -196,4 +196,30 @@ def _last_lane(dst: int, pitch: int, src: int, p: int, pad: Any) -> None:
         _deinterleave4(dst, pitch, src, _0, pad)
 
 
+@_inline
+def _regroup_word(grouped: int, fields: int, k: int, member: int, bits: int, mask: int, to: int) -> None:
+    """Word ``k`` of groups made from (``to``) or split into their fields (E(4), the common case: straight-line code
+    the compiler vectorizes)."""
+    lanes = _U(mask) * _LOW_BITS
+    if bits == 4:
+        if to:
+            _put_word(grouped, k, (_get_word(fields, k) & _LOW_NIBBLES) | ((_get_word(fields + member, k)
+                                                                           & _LOW_NIBBLES) << _U(4)))
+        else:
+            v = _get_word(grouped, k)
+            _put_word(fields, k, v & lanes)
+            _put_word(fields + member, k, (v >> _U(4)) & lanes)
+        return
+    field_lanes = _U((1 << bits) - 1) * _LOW_BITS
+    if to:
+        v = _U(0)
+        for q in range(8 // bits):
+            v |= (_get_word(fields + q * member, k) & field_lanes) << _U(q * bits)
+        _put_word(grouped, k, v)
+    else:
+        v = _get_word(grouped, k)
+        for q in range(8 // bits):
+            _put_word(fields + q * member, k, (v >> _U(q * bits)) & lanes)
+
+
 # ----- streamed copies ------------------------------------------------------------------------------------------------

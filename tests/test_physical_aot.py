@@ -146,7 +146,7 @@ def test_the_shipped_machine_code_runs_every_entry_and_width_with_nothing_compil
 
 BLOCKS = {"walk_runs": {"_runs"}, "walk_groups": {"_grouped_block", "_grouped_pieces", "_band_squares", "_scalar"},
           "walk_wide": {"_wide_block", "_scalar"}, "walk_wide_lines": {"_wide_lines_block", "_scalar"},
-          "walk_quarters": {"_quarter_block", "_quarter_square", "_cut_quarters", "_scalar"},
+          "walk_quarters": {"_quarter_block", "_cut_quarters", "_scalar"},
           "walk_rows": {"_any_rows_block", "_rows_block", "_interleaved", "_deinterleaved", "_scalar"},
           "walk_squares": {"_any_squares_block", "_squares_block", "_scalar"},
           "walk_short": {"_any_short_block", "_short_block", "_short_rows", "_scalar"},

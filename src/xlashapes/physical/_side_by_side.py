@@ -13,6 +13,7 @@ from ._intrinsics import (
     _copy,
     _get,
     _grouped_side,
+    _inline,
     _lanes,
     _prefetch_rows,
     _put,
@@ -101,7 +102,7 @@ def _quarter_block(
         _scalar(dst + f * small * width, src + f * fs * width, pad, big, small, du, _1, si, _0, _0)
 
 
-@_subroutine
+@_inline
 def _quarter_square(d: int, step: int, s: int, fs: int, si: int, small: int, fd: int, lined: int, pad: Any) -> None:
     """One square of quarter-line blocks (:func:`_quarter_block`): as many blocks of ``small`` source rows (``si``
     apart; blocks ``fs`` elements apart at ``s``) as fill a line, ``fd`` elements apart in each destination row
@@ -356,6 +357,22 @@ def _grouped_block(
             _scalar(dst + g * dg * width, src + g * sg * width, pad, big, small, du, _1, si, _0, _0)
         return
     staged = side * width == LINE and (sg > big or (stream and not lined))
+    if not staged:  # straight out: a square's lines gathered at a time where rows are 4 KiB apart, the columns after
+        # the whole squares element by element (one call of the transpose: its code is large; measured faster so)
+        gathered = (si * width) % 4096 == 0 and width == 1 and side * width == LINE
+        for i in range(0, full_i, side):
+            for gg in range(0, full_g + per if full_g < count else full_g, per):
+                g = min(gg, count - per)
+                s, s_step = src + (g * sg + i * si) * width, si
+                _prefetch_rows(s + 2 * side * width, si * width, side * width, side)  # these rows two squares on
+                if gathered:
+                    _gather_lines(scratch + room + LINE, s, _0, si * width, _1, side, LINE, LINE)
+                    s, s_step = scratch + room + LINE, LINE // width
+                _transpose_groups(dst + (g * dg + i) * width, du, s, s_step, dg, shift, lined, pad)
+        if full_i < small:
+            for g in range(count):
+                _scalar(dst + g * dg * width, src + g * sg * width, pad, big, small, du, _1, si, big, full_i)
+        return
     # the blocks a whole number of squares leaves: one more square, overlapping the last (the same values again)
     last_g = full_g + per if full_g < count else full_g
     # staged rows: a line of slack after each (no shared cache sets), or after each block when its rows continue each
@@ -363,23 +380,18 @@ def _grouped_block(
     run = du == small and full_i == small and sg == big
     stride = (covered * width + LINE - 1) // LINE * LINE + (0 if run else LINE)  # bytes from a staged row to the next
     block = sg * stride + (LINE if run else 0)  # and from a staged block to the next
-    squares = room // (per * block) if staged else 0  # staged at a time
-    if staged and squares == 0:  # (rows too long for the room)
+    squares = room // (per * block)  # staged at a time
+    if squares == 0:  # (rows too long for the room)
         _grouped_pieces(dst, src, pad, big, sg, small, du, si, count, dg, covered, shift, scratch, room)
         return
-    span = squares * per if squares else last_g  # blocks a pass takes (unstaged: all of them)
+    span = squares * per  # blocks a pass takes
     for g0 in range(0, last_g, span):
         b0, b1 = min(g0, count - per), min(count, g0 + span)  # the blocks staged
         for band in range(bands):
             i = min(band * side, covered - side)
-            if squares:
-                _band_squares(scratch - b0 * block + i * width, stride // width, block // width, src + i * si * width,
-                              pad, sg, si, count, g0, min(last_g, g0 + span), shift, _0, scratch + room + LINE)
-            else:
-                _band_squares(dst + i * width, du, dg, src + i * si * width, pad, sg, si, count, g0,
-                              min(last_g, g0 + span), shift, _1 if lined and i == band * side else _0,
-                              scratch + room + LINE)
-        for g in range(b0, b1 if squares else b0):
+            _band_squares(scratch - b0 * block + i * width, stride // width, block // width, src + i * si * width,
+                          pad, sg, si, count, g0, min(last_g, g0 + span), shift, _0, scratch + room + LINE)
+        for g in range(b0, b1):
             if run:
                 _copy_out(dst + g * dg * width, scratch + (g - b0) * block, big * stride, stream)
                 continue

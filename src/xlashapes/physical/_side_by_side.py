@@ -297,7 +297,7 @@ _wide_lines_block = _wide_block_of(True)
 @_subroutine
 def _band_squares(
     base: int, d_step: int, g_step: int, src: int, pad: Any, sg: int, si: int, count: int, lo: int, hi: int,
-    shift: int, lined: int, gather: int,
+    shift: int, gather: int,
 ) -> None:
     """The squares of one band of source rows (at ``src``, ``si`` elements apart) across the blocks ``[lo, hi)`` of
     :func:`_grouped_block` (block ``g`` at ``src + g*sg``; its destination rows ``base + g*g_step``, ``d_step``
@@ -325,7 +325,7 @@ def _band_squares(
                 s = gather + (g - first) * sg * width
             else:
                 _prefetch_rows(s + 2 * side * width, si * width, side * width, side)  # these rows two squares on
-            _transpose_groups(base + g * g_step * width, d_step, s, s_step, g_step, shift, lined, pad)
+            _transpose_groups(base + g * g_step * width, d_step, s, s_step, g_step, shift, _0, pad)  # (to scratch)
 
 
 @_subroutine
@@ -346,9 +346,8 @@ def _grouped_block(
     side = _grouped_side(pad)
     per = side // sg  # blocks a square spans
     full_g, full_i = count - count % per, small - small % side
-    ends = small - 1 if sg > big else small  # (the rows dropped from the last column may lie past the source)
-    covered = ends if ends >= side else 0  # the columns squares take (the rest element by element)
-    bands = (covered + side - 1) // side
+    # the blocks a whole number of squares leaves: one more square, overlapping the last (the same values again)
+    last_g = full_g + per if full_g < count else full_g
     lined = sg == big and stream and side * width == LINE and dst % LINE == 0 and (du * width) % LINE == 0 and (
         dg * width) % LINE == 0
     shift = 1 if sg == 2 else 2 if sg == 4 else 3 if sg == 8 else 4  # (sg is 2 ** shift)
@@ -361,7 +360,7 @@ def _grouped_block(
         # the whole squares element by element (one call of the transpose: its code is large; measured faster so)
         gathered = (si * width) % 4096 == 0 and width == 1 and side * width == LINE
         for i in range(0, full_i, side):
-            for gg in range(0, full_g + per if full_g < count else full_g, per):
+            for gg in range(0, last_g, per):
                 g = min(gg, count - per)
                 s, s_step = src + (g * sg + i * si) * width, si
                 _prefetch_rows(s + 2 * side * width, si * width, side * width, side)  # these rows two squares on
@@ -373,8 +372,9 @@ def _grouped_block(
             for g in range(count):
                 _scalar(dst + g * dg * width, src + g * sg * width, pad, big, small, du, _1, si, big, full_i)
         return
-    # the blocks a whole number of squares leaves: one more square, overlapping the last (the same values again)
-    last_g = full_g + per if full_g < count else full_g
+    ends = small - 1 if sg > big else small  # (the rows dropped from the last column may lie past the source)
+    covered = ends if ends >= side else 0  # the columns squares take (the rest element by element)
+    bands = (covered + side - 1) // side
     # staged rows: a line of slack after each (no shared cache sets), or after each block when its rows continue each
     # other in the destination (moved out as one run)
     run = du == small and full_i == small and sg == big
@@ -390,7 +390,7 @@ def _grouped_block(
         for band in range(bands):
             i = min(band * side, covered - side)
             _band_squares(scratch - b0 * block + i * width, stride // width, block // width, src + i * si * width,
-                          pad, sg, si, count, g0, min(last_g, g0 + span), shift, _0, scratch + room + LINE)
+                          pad, sg, si, count, g0, min(last_g, g0 + span), shift, scratch + room + LINE)
         for g in range(b0, b1):
             if run:
                 _copy_out(dst + g * dg * width, scratch + (g - b0) * block, big * stride, stream)
@@ -436,7 +436,7 @@ def _grouped_pieces(
             for i in range(i0, min(i1, covered), side):
                 i = min(i, covered - side)  # (the last square overlapping the one before)
                 _band_squares(scratch + LINE + (i - i0) * width - w0 * sg * pitch, pitch // width, sg * pitch // width,
-                              src + i * si * width, pad, sg, si, count, b0, b1, shift, _0, scratch + room + LINE)
+                              src + i * si * width, pad, sg, si, count, b0, b1, shift, scratch + room + LINE)
             if i1 > covered:
                 for g in range(b0, b1):
                     _scalar(scratch + (g - w0) * sg * pitch + LINE - i0 * width, src + g * sg * width, pad, big,

@@ -119,7 +119,7 @@ def test_packed_fields_laid_out_from_long_rows_keep_the_packed_transpose(
     assert slabs == [_transposed.PACKED_ROWS + 1]  # (read back: the slabs)
 
 
-@pytest.mark.parametrize("text", ["pred[40,6,56,42]{0,1,2,3:T(8,128)(4,1)}", "u8[30,17,20]{0,1,2:T(32,128)(4,1)}",
+@pytest.mark.parametrize("text", ["pred[40,6,56,42]{0,1,2,3:T(8,128)(4,1)}", "u8[30,5,3,20]{0,1,2,3:T(32,128)(4,1)}",
                                   "s8[3,5,7,11,23]{0,1,2,3,4:T(8,128)(4,1)}"])  # (minor dims over 16: not stacked)
 @pytest.mark.parametrize(("slab", "threads"), [(1 << 24, 1), (1, 2)])  # (one slab, or one index of the dim a slab)
 def test_reversed_layouts_are_read_back_in_order_slab_by_slab(
@@ -133,14 +133,15 @@ def test_reversed_layouts_are_read_back_in_order_slab_by_slab(
     assert len(slabs) == 3 + laid  # (read back three times; laid out directly, faster so, but for those words)
 
 
-@pytest.mark.parametrize(("text", "rows"), [("u8[30,17,80]{0,1,2:T(32,128)(4,1)}", 64),
-                                            ("pred[30,17,20]{0,1,2:T(8,128)(4,1)}", 20),
-                                            ("s8[30,17,40]{0,1,2:T(8,128)(4,1)}", 40)])
+@pytest.mark.parametrize(("text", "rows"), [("u8[30,6,5,80]{0,1,2,3:T(32,128)(4,1)}", 64),
+                                            ("pred[30,6,5,20]{0,1,2,3:T(8,128)(4,1)}", 20),
+                                            ("s8[30,6,5,40]{0,1,2,3:T(8,128)(4,1)}", 40)])
 def test_reversed_layouts_read_back_in_slabs_of_whole_lines(slabs: list[int], monkeypatch: pytest.MonkeyPatch,
                                                              text: str, rows: int) -> None:
     # read back, each slab writes whole lines of the logical rows (or all of them): slabs of half a line left each
     # line written twice, far apart (s8[1024,512,64]{0,1,2:T(8,128)(4,1)} 'from' 18x memcpy against 5.5x)
-    monkeypatch.setattr(_transposed, "SLAB_BYTES", 1)  # (else: one index of the major dim a slab)
+    one = _one_index(text)
+    monkeypatch.setattr(_transposed, "SLAB_BYTES", _transposed.LEAST_INDICES * one)  # (else: all of them a slab)
     cuts: list[int] = []
     real = _transposed.convert_bands
     monkeypatch.setattr(_transposed, "convert_bands", lambda logical, cut, *args: (
@@ -151,9 +152,38 @@ def test_reversed_layouts_read_back_in_slabs_of_whole_lines(slabs: list[int], mo
     got = from_physical(data, shape)
     assert same_bits(got, x)
     assert cuts == [rows], cuts
-    monkeypatch.setattr(_transposed, "MOST_SLAB", 2 * _one_index(text))  # (no more than MOST_SLAB bytes a slab)
+    most = _transposed.LEAST_INDICES + 2
+    monkeypatch.setattr(_transposed, "MOST_SLAB", most * one)  # (no more than MOST_SLAB bytes a slab)
     assert same_bits(from_physical(data, shape), x)
-    assert cuts[1:] == [2], cuts
+    assert cuts[1:] == [most], cuts
+
+
+def test_reversed_layouts_read_back_time_their_slabs_against_the_generic_kernel(
+    slabs: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:  # (``slabs``: the compiled kernels at any size)
+    # read back, the slabs (rank 4 and up) are one plan and the conversion without them the other: a large copy
+    # takes both in turn, then keeps the faster; the bytes are the same whichever runs
+    from xlashapes.physical import _tuned
+
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    monkeypatch.setattr(_tuned, "DECISIVE", float("inf"))  # (every plan its rounds, however slow)
+    _tuned.forget()
+    shape = xs.parse_shape("pred[40,6,56,42]{0,1,2,3:T(8,128)(4,1)}")
+    x = random_array(str(shape.element_type), shape.dimensions, 5)
+    data = numpy_path(monkeypatch, to_physical, x, shape)
+    cuts: list[int] = []
+    real = _transposed.convert_bands
+    monkeypatch.setattr(_transposed, "convert_bands", lambda logical, cut, *args: (
+        cuts.append(cut.rows), real(logical, cut, *args))[1])
+    ran: list[bool] = []
+    for _ in range(40):  # (the copies inside each plan settle their own choices first: till then, no time kept)
+        before = len(cuts)
+        assert same_bits(from_physical(data, shape), x)
+        ran.append(len(cuts) > before)
+    keys = [key for key in _tuned._TIMES if isinstance(key, tuple) and key[0] == "reversed"]
+    _tuned.forget()
+    assert len(keys) == 1
+    assert True in ran and False in ran, ran  # (the slabs on some calls, the generic kernel on others)
 
 
 @pytest.mark.parametrize(("text", "rows", "laid"), [("pred[40,6,56,42]{0,1,2,3:T(8,128)(4,1)}", 3, 0),
@@ -195,6 +225,10 @@ def test_reversed_layouts_keep_the_generic_kernel_where_the_route_does_not_pay(
                  f"s8[3,{_transposed.FEW_ROWS},7,11,23]{{0,1,2,3,4:T(8,128)(4,1)}}"):
         check_both_paths(monkeypatch, xs.parse_shape(text), 0, 13, False, 0)
         assert not slabs, text  # (rank 4 and up, second dim of FEW_ROWS and more: merged squares, groups)
+    for text in ("u8[30,17,20]{0,1,2:T(32,128)(4,1)}", "s8[30,6,40]{0,1,2:T(8,128)(4,1)}",
+                 "pred[30,17,80]{0,1,2:T(8,128)(4,1)}"):
+        check_both_paths(monkeypatch, xs.parse_shape(text), 0, 13, True, 0)
+        assert not slabs, text  # (rank 3, either way: merged squares read back faster than the slabs)
     monkeypatch.setattr(_transposed, "MOST_SLAB", 1024)
     check_both_paths(monkeypatch, xs.parse_shape("pred[40,6,56,42]{0,1,2,3:T(8,128)(4,1)}"), 0, 13, False, 0)
     assert not slabs  # (one index of the major dim more than MOST_SLAB)

@@ -120,9 +120,17 @@ def _read_routes(
     data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], run: Run
 ) -> None:
     """The rest of :func:`_read_physical`: the routes through slabs, then the plan's boxes."""
-    if transposed_convert(result, geometry, None, data, run, False, _read_physical) or permuted_convert(
+    rest = partial(_read_plan, data, geometry, result, run)
+    if transposed_convert(result, geometry, None, data, run, False, _read_physical, rest) or permuted_convert(
             result, geometry, None, data, run, False, _read_physical):
         return
+    rest()
+
+
+def _read_plan(
+    data: np.ndarray[Any, Any], geometry: _Geometry, result: np.ndarray[Any, Any], run: Run
+) -> None:
+    """The rest of :func:`_read_routes`: the packed routes, then the plan's boxes."""
     plan = _plan(geometry.dims, geometry.layout)
     if geometry.packed:
         if plan is not None and plan.identity and result.flags.c_contiguous:

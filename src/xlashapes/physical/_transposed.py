@@ -30,18 +30,30 @@ of the second dim staying for the others. Laid out, the generic kernel stays (4.
 as it does for ``(2,1)`` sub-tiles and at rank 3, but where the second logical dim leaves 2 or 3 elements of each
 last ``(4,1)`` word padding: then the slabs of whole indices, laid out in order (``LAID_INDICES``; u8
 ``[500,2,100,300]{0,1,2,3:T(8,128)(4,1)}`` 27 -> 2.0x memcpy).
+
+**Rank 3 now goes through the generic kernel both ways**, which (merged squares, timed) reads back all 20 of a sample
+of reversed rank-3 ``(4,1)`` layouts as fast as the slabs or faster (x memcpy, ~32 MiB, slabs -> generic: s8
+``[1024,512,64]{0,1,2:T(8,128)(4,1)}`` 8.5 -> 3.7, whose one slab of 32 MiB also faulted in a fresh scratch on every
+call; u8 ``[8192,64,64]`` 7.0 -> 3.7, f8e4m3fn ``[1024,1024,32]{...T(32,128)(4,1)}`` 6.8 -> 3.2, u8 ``[256,24,5461]``
+5.7 -> 2.8, s8 ``[1024,500,65]{...T(32,128)(4,1)}`` 5.7 -> 3.9; the same with minor dims of 3, 8 and 16). At rank 4
+and up the rules above still pick the slabs read back, but a large copy times them against the conversion without
+them and keeps the faster: the rules were right for most of a sample of 14 (pred ``[500,3,128,128]`` 1.65 against
+6.9, u8 ``[300,6,100,100]`` 3.9 against 13.8), not for s8 ``[2000,2,50,150]{0,1,2,3:T(32,128)(4,1)}`` (9.8 against
+4.0), u8 ``[128,2,128,1000]`` (2.1 against 1.35) and ``[100,10,100,300]`` (3.3 against 2.0).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ..shape import Shape
 from . import _dispatch as dispatch
+from . import _tuned
 from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
@@ -121,20 +133,22 @@ def _slab_runs(run: Run, data: np.ndarray[Any, Any]) -> tuple[Run, Run]:
 
 def transposed_convert(
     logical: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
-    run: Run, to: bool, convert: Callable[..., None],
+    run: Run, to: bool, convert: Callable[..., None], rest: Callable[[], None] | None = None,
 ) -> bool:
     """Lay ``logical`` out into ``data`` (``to``: ``convert(scratch, geometry, pad, bytes, run)`` lays a slab out in
     order) or read it back (``convert(bytes, geometry, scratch, run)``), slab by slab; False when the route does not
-    apply (or the compiled kernels are not there, or the array is small)."""
+    apply (or the compiled kernels are not there, or the array is small). ``rest`` (reading back: the conversion
+    without this route) is timed against the slabs of reversed layouts (:func:`_reversed_convert`)."""
     turned = turned_shape(geometry)
     if turned is None or logical.nbytes < run.numba_bytes or dispatch.walker() is None:
         return False
     if logical.ndim > 2:  # (read back, (4,1) sub-tiles: x memcpy, pred [128,24,256,42]{0,1,2,3:T(8,128)(4,1)} 37
         # -> 20, pred [100,16,436,48]{...} 43 -> 7.8; (2,1) ones lost, bf16 [64,100,200,24]{0,1,2,3:T(8,128)(2,1)} 10
-        # -> 14; at rank 4 and up, when each way: ``FEW_ROWS``, ``LEAST_INDICES``, ``LAID_INDICES``)
-        if turned.layout_or_default().tiles[1][0] != 4 or (to and logical.ndim == 3):
+        # -> 14; at rank 4 and up, when each way: ``FEW_ROWS``, ``LEAST_INDICES``, ``LAID_INDICES``; rank 3: the
+        # generic kernel both ways, as the module says)
+        if turned.layout_or_default().tiles[1][0] != 4 or logical.ndim == 3:
             return False
-        return _reversed_convert(logical, turned, pad, data, run, to, convert)
+        return _reversed_convert(logical, turned, pad, data, run, to, convert, rest)
     if logical.strides[0] % (turned.layout_or_default().tiles[1][0] * logical.itemsize) == 0:
         return False  # (logical rows of whole words, the sub-tiles' words: the generic kernel's)
     if to and geometry.packed and geometry.dims[1] >= PACKED_ROWS:
@@ -167,12 +181,13 @@ def transposed_convert(
 
 def _reversed_convert(
     logical: np.ndarray[Any, Any], turned: Shape, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
-    run: Run, to: bool, convert: Callable[..., None],
+    run: Run, to: bool, convert: Callable[..., None], rest: Callable[[], None] | None = None,
 ) -> bool:
-    """Lay out (``to``) or read back a layout of rank 3 and up whose dims are all reversed (``{0,1,2,...}``), slab
+    """Lay out (``to``) or read back a layout of rank 4 and up whose dims are all reversed (``{0,1,2,...}``), slab
     by slab of its physical major dim (the logical minor one), each slab converted in order by ``convert`` in a
     scratch array and turned between it and the logical array; False where the route does not pay (``FEW_ROWS``,
-    ``LEAST_INDICES``, ``LAID_INDICES``) or one index of that dim is more than ``MOST_SLAB`` bytes."""
+    ``LEAST_INDICES``, ``LAID_INDICES``) or one index of that dim is more than ``MOST_SLAB`` bytes. Read back, a
+    large copy times the slabs against ``rest`` (the conversion without them) and keeps the faster."""
     count, *inner = turned.dimensions
     one = _geometry(replace(turned, dimensions=(1, *inner)))  # (the bytes of one index of the major dim)
     if one.nbytes > MOST_SLAB:
@@ -181,13 +196,30 @@ def _reversed_convert(
     rows = logical.shape[1]
     if to and (rows % 4 < 2 or per < min(count, LAID_INDICES) or rows >= max(FEW_ROWS, turned_rows(turned))):
         return False
-    if not to and logical.ndim > 3 and (rows >= FEW_ROWS or per < min(count, LEAST_INDICES)):
-        return rows < COLUMN_ROWS and _reversed_in_columns(logical, turned, one, data, run, convert)
-    if not to:  # (each slab writes whole lines of the logical rows: half lines, each written twice, cost
-        # s8[1024,512,64]{0,1,2:T(8,128)(4,1)} 18x memcpy against 5.5x)
-        per = max(per, min(count, -(-LINE // logical.itemsize), MOST_SLAB // max(1, one.nbytes)))
+    route: Callable[[], bool]
+    if not to and (rows >= FEW_ROWS or per < min(count, LEAST_INDICES)):
+        if rows >= COLUMN_ROWS:
+            return False
+        route = partial(_reversed_in_columns, logical, turned, one, data, run, convert)
+    else:
+        if not to:  # (each slab writes whole lines of the logical rows: half lines, each written twice, cost
+            # s8[1024,512,64]{0,1,2:T(8,128)(4,1)} 18x memcpy against 5.5x)
+            per = max(per, min(count, -(-LINE // logical.itemsize), MOST_SLAB // max(1, one.nbytes)))
+        route = partial(_reversed_slabs, logical, turned, pad, data, run, to, convert, one.nbytes, per)
+    if to or rest is None or max(logical.nbytes, data.nbytes) < _tuned.TUNE_BYTES:
+        return route()
+    key = ("reversed", turned, dispatch.address(logical) % _tuned.PAGE, dispatch.address(data) % _tuned.PAGE,
+           run.threads)
+    return _tuned.run_fastest(key, [route, partial(_tuned.done, rest)])
+
+
+def _reversed_slabs(
+    logical: np.ndarray[Any, Any], turned: Shape, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
+    run: Run, to: bool, convert: Callable[..., None], one: int, per: int,
+) -> bool:
+    """:func:`_reversed_convert`'s slabs of ``per`` indices of the major dim (``one`` bytes each); True (done)."""
     order = tuple(range(logical.ndim - 1, -1, -1))
-    cut = PermutedBands(turned, order, 0, logical.ndim - 1, 1, one.nbytes, per)
+    cut = PermutedBands(turned, order, 0, logical.ndim - 1, 1, one, per)
     outer, scratch_run = _slab_runs(run, data)
     convert_bands(logical, cut, pad, data, to, convert, outer, scratch_run)
     return True

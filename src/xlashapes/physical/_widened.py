@@ -105,7 +105,7 @@ def widened_convert(
     if chunks is None:
         return False
     through = partial(_through, logical, geometry.dims[-1], pad, data, run, to, convert, chunks)
-    plans = [through, partial(_done, direct)]
+    plans = [through, partial(_tuned.done, direct)]
     if geometry.dims[-1] >= LONG_ROWS:
         plans.reverse()  # (the direct route first)
     if max(logical.nbytes, data.nbytes) < _tuned.TUNE_BYTES:
@@ -113,12 +113,6 @@ def widened_convert(
     key = ("widened", geometry.shape, to, dispatch.address(logical) % _tuned.PAGE,
            dispatch.address(data) % _tuned.PAGE, run.threads)
     return _tuned.run_fastest(key, plans)
-
-
-def _done(route: Callable[[], None]) -> bool:
-    """``route()``, True (done) as a plan of :func:`._tuned.run_fastest` returns."""
-    route()
-    return True
 
 
 def _through(logical: np.ndarray[Any, Any], length: int, pad: np.ndarray[Any, Any] | None,

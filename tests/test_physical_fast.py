@@ -19,7 +19,7 @@ import xlashapes as xs
 from xlashapes import physical
 from xlashapes.physical import _compiled as compiled
 from xlashapes.physical import _dispatch as dispatch
-from xlashapes.physical import from_physical, to_physical
+from xlashapes.physical import _tuned, from_physical, to_physical
 from xlashapes.physical._geometry import _geometry as physical_geometry
 from xlashapes.physical._plan import _plan
 
@@ -85,6 +85,29 @@ def numpy_path(monkeypatch: pytest.MonkeyPatch, function: Callable[..., Any], *a
     with monkeypatch.context() as patch:
         patch.setenv("XLASHAPES_NO_NUMBA", "1")
         return function(*args, **kwargs)
+
+
+def routes_while_tuning(monkeypatch: pytest.MonkeyPatch, shape: xs.Shape, to: bool, taken: Callable[[], int],
+                        calls: int = 40) -> list[bool]:
+    """With every copy's plans timed in turn (however slow), ``calls`` conversions one way of a random array of
+    ``shape``, each checked against the NumPy path's bytes: whether each took a route (``taken()`` grew)."""
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    monkeypatch.setattr(_tuned, "DECISIVE", float("inf"))
+    _tuned.forget()
+    x = random_array(str(shape.element_type), shape.dimensions, 5)
+    data = numpy_path(monkeypatch, to_physical, x, shape)
+    ran = []
+    try:
+        for _ in range(calls):
+            before = taken()
+            if to:
+                assert np.array_equal(to_physical(x, shape), data), shape
+            else:
+                assert same_bits(from_physical(data, shape), x), shape
+            ran.append(taken() > before)
+    finally:
+        _tuned.forget()
+    return ran
 
 
 @functools.cache

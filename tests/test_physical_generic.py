@@ -1526,6 +1526,29 @@ def test_a_choice_inside_another_counts_for_it_once_it_has_settled(monkeypatch: 
     _tuned.forget()
 
 
+def test_a_choice_inside_another_that_never_runs_does_not_hold_it_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a route inside a plan that does not apply (its plan returns False: nothing run, nothing timed) is no choice
+    # still being timed: the outer plans' times count (else the outer choice never settled, and kept taking its
+    # second plan on every call: the conversion without stacked slabs, 3x slower, of f16[29127,12,16,3]{...})
+    _tuned.forget()
+    state = {"now": 0.0}
+    monkeypatch.setattr(_tuned.time, "perf_counter", lambda: state["now"])
+    took: list[float] = []
+
+    def plan(ticks: float) -> Callable[[], bool]:
+        return lambda: bool(state.update(now=state["now"] + ticks) or took.append(ticks) or True)
+
+    def rest() -> bool:
+        assert not _tuned.run_fastest("bands", [lambda: False, plan(1)])  # (a route that does not apply)
+        return plan(9)()
+
+    for _ in range(6):
+        assert _tuned.run_fastest("stacked", [plan(3), rest])
+    assert took == [3, 3, 9, 3, 3, 3], took  # (untimed; then each plan, the slower dropped; then the faster)
+    assert _tuned.plan_for("stacked", 2) == 0 and "bands" not in _tuned._TIMES
+    _tuned.forget()
+
+
 def test_timed_choices_keep_the_fastest_plan_after_their_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
     # each plan in turn ROUNDS times (the rule's first), then the least time of any call; a slow first call
     # is not counted, nor does a slow second one settle it unless the other was DECISIVE times faster; at most KEPT

@@ -17,7 +17,7 @@ from xlashapes.physical._geometry import _geometry
 
 pytest.importorskip("numba")
 
-from test_physical_fast import check_both_paths, compiled_for_any_size  # tests/ is on sys.path
+from test_physical_fast import check_both_paths, compiled_for_any_size, routes_while_tuning  # tests/ on sys.path
 
 FAST = settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -106,6 +106,19 @@ def test_layouts_go_in_bands_of_the_permuted_array(bands: list[bool], monkeypatc
         monkeypatch.setattr(_permuted, "BAND_BYTES", rows * cut.ranges * cut.one)
     check_both_paths(monkeypatch, shape, 1, 19, True, 3, threads)
     assert bands.count(False) == 3 and bands.count(True) == (2 if laid else 0), bands  # (read back 3 times, laid out 2)
+
+
+@pytest.mark.parametrize("to", [True, False])
+def test_large_copies_time_the_bands_against_the_conversion_without_them(
+    bands: list[bool], monkeypatch: pytest.MonkeyPatch, to: bool
+) -> None:
+    # the rules that pick the bands were measured against the generic kernel of their day: a large copy takes the
+    # bands and the conversion without them in turn, then keeps the faster (the same bytes either way)
+    monkeypatch.setattr(_permuted, "LEAST_RUN", 1)
+    monkeypatch.setattr(_permuted, "LEAST_RANGE", 1)
+    ran = routes_while_tuning(monkeypatch, xs.parse_shape("u8[9,40,5,3]{1,2,0,3:T(8,128)(4,1)}"), to,
+                              lambda: len(bands))
+    assert True in ran and False in ran, ran
 
 
 @st.composite

@@ -23,7 +23,14 @@ from xlashapes.physical._geometry import _geometry
 pytest.importorskip("numba")
 
 from test_physical import random_array, same_bits  # tests/ is on sys.path
-from test_physical_fast import check_both_paths, compiled_for_any_size, count_calls, numpy_path, padding_values
+from test_physical_fast import (
+    check_both_paths,
+    compiled_for_any_size,
+    count_calls,
+    numpy_path,
+    padding_values,
+    routes_while_tuning,
+)
 from xlashapes.physical._entries import ENTRIES
 
 FAST = settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
@@ -113,6 +120,18 @@ def test_stacked_kernels_equal_numpy_path(
 ])
 def test_stacked_route_is_taken_where_it_is_faster(text: str, route: bool) -> None:
     assert taken(text) == route
+
+
+@pytest.mark.parametrize("to", [True, False])
+def test_large_copies_time_the_stacked_route_against_the_conversion_without_it(
+    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, to: bool
+) -> None:
+    # its rules were measured against the generic kernel of their day: a large copy takes the stacked kernels and
+    # the conversion without them in turn, then keeps the faster (the same bytes either way)
+    text = "bf16[128,16,64,8]{0,2,3,1:T(8,128)(2,1)}"
+    assert taken(text)
+    ran = routes_while_tuning(monkeypatch, xs.parse_shape(text), to, lambda: sum(calls.values()))
+    assert True in ran and False in ran, ran
 
 
 @pytest.mark.parametrize("text", ["pred[7,64,384,7]{2,0,3,1:T(8,128)(4,1)}",  # the module's worked examples, smaller

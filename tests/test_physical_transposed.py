@@ -19,7 +19,13 @@ from xlashapes.physical._geometry import _geometry
 pytest.importorskip("numba")
 
 from test_physical import random_array, same_bits  # tests/ is on sys.path
-from test_physical_fast import check_both_paths, compiled_for_any_size, numpy_path, padding_values
+from test_physical_fast import (
+    check_both_paths,
+    compiled_for_any_size,
+    numpy_path,
+    padding_values,
+    routes_while_tuning,
+)
 
 FAST = settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -163,26 +169,12 @@ def test_reversed_layouts_read_back_time_their_slabs_against_the_generic_kernel(
 ) -> None:  # (``slabs``: the compiled kernels at any size)
     # read back, the slabs (rank 4 and up) are one plan and the conversion without them the other: a large copy
     # takes both in turn, then keeps the faster; the bytes are the same whichever runs
-    from xlashapes.physical import _tuned
-
-    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
-    monkeypatch.setattr(_tuned, "DECISIVE", float("inf"))  # (every plan its rounds, however slow)
-    _tuned.forget()
-    shape = xs.parse_shape("pred[40,6,56,42]{0,1,2,3:T(8,128)(4,1)}")
-    x = random_array(str(shape.element_type), shape.dimensions, 5)
-    data = numpy_path(monkeypatch, to_physical, x, shape)
     cuts: list[int] = []
     real = _transposed.convert_bands
     monkeypatch.setattr(_transposed, "convert_bands", lambda logical, cut, *args: (
         cuts.append(cut.rows), real(logical, cut, *args))[1])
-    ran: list[bool] = []
-    for _ in range(40):  # (the copies inside each plan settle their own choices first: till then, no time kept)
-        before = len(cuts)
-        assert same_bits(from_physical(data, shape), x)
-        ran.append(len(cuts) > before)
-    keys = [key for key in _tuned._TIMES if isinstance(key, tuple) and key[0] == "reversed"]
-    _tuned.forget()
-    assert len(keys) == 1
+    ran = routes_while_tuning(monkeypatch, xs.parse_shape("pred[40,6,56,42]{0,1,2,3:T(8,128)(4,1)}"), False,
+                              lambda: len(cuts))
     assert True in ran and False in ran, ran  # (the slabs on some calls, the generic kernel on others)
 
 

@@ -67,15 +67,15 @@ def run_fastest(key: Hashable, plans: Sequence[Callable[[], bool]]) -> bool:
     """
     plan, settled = plan_for(key, len(plans)), _choice(key, len(plans))[1]
     outer = getattr(_NESTED, "exploring", False)
-    _NESTED.exploring = False
+    _NESTED.exploring = ran = False
     try:
         start = time.perf_counter()
-        done = plans[plan]()
+        ran = plans[plan]()
         seconds = time.perf_counter() - start
         inner = _NESTED.exploring
-    finally:
-        _NESTED.exploring = outer or not settled or _NESTED.exploring
-    if not done:
+    finally:  # (a plan that did not run, a route that does not apply, explores nothing: it never settles)
+        _NESTED.exploring = outer or (ran and not settled) or _NESTED.exploring
+    if not ran:
         return False
     if not inner or key not in _TIMES:  # (a plan that took a choice still being timed inside: not its own time)
         timed(key, len(plans), plan, seconds)

@@ -61,7 +61,8 @@ def _routed(
     slabs and bands were measured against the generic kernel of their day: 'from', x memcpy, route -> without:
     stacked f16 ``[29127,12,16,3]{0,2,3,1:T(8,128)(2,1)}`` 3.0 -> 9.9 but pred ``[1398101,12,2]{0,1,2:T(8,128)(4,1)}``
     5.3 -> 3.9, f32 ``[2621,200,16]{0,1,2:T(4,128)}`` 2.7 -> 2.0; bands u8 ``[1024,7,668,7]{2,1,0,3:T(8,128)(4,1)}``
-    2.7 -> 9.0 but s8 ``[12,116,1000,24]{2,0,1,3:T(8,128)(4,1)}`` 4.0 -> 2.5)."""
+    2.7 -> 9.0 but s8 ``[12,116,1000,24]{2,0,1,3:T(8,128)(4,1)}`` 4.0 -> 2.5; read back, the slabs of
+    :mod:`._transposed`: ``._transposed.FEW_ROWS``)."""
     if max(logical.nbytes, data.nbytes) < _tuned.TUNE_BYTES:
         return route()
     key = (name, geometry.shape, to, dispatch.address(logical) % _tuned.PAGE, dispatch.address(data) % _tuned.PAGE,
@@ -166,7 +167,8 @@ def _read_routes(
 ) -> None:
     """The rest of :func:`_read_physical`: the routes through slabs, then the plan's boxes."""
     rest = partial(_read_plan, data, geometry, result, run)
-    if transposed_convert(result, geometry, None, data, run, False, _read_physical, rest) or _routed(
+    if _routed("slabs", partial(transposed_convert, result, geometry, None, data, run, False, _read_physical), rest,
+               geometry, result, data, run, False) or _routed(
             "bands", partial(permuted_convert, result, geometry, None, data, run, False, _read_physical), rest,
             geometry, result, data, run, False):
         return

@@ -31,29 +31,28 @@ as it does for ``(2,1)`` sub-tiles and at rank 3, but where the second logical d
 last ``(4,1)`` word padding: then the slabs of whole indices, laid out in order (``LAID_INDICES``; u8
 ``[500,2,100,300]{0,1,2,3:T(8,128)(4,1)}`` 27 -> 2.0x memcpy).
 
-**Rank 3 now goes through the generic kernel both ways**, which (merged squares, timed) reads back all 20 of a sample
-of reversed rank-3 ``(4,1)`` layouts as fast as the slabs or faster (x memcpy, ~32 MiB, slabs -> generic: s8
+**Rank 3 now goes through the generic kernel both ways**, which (merged squares, timed) reads back all 20 of a sample of
+reversed rank-3 ``(4,1)`` layouts as fast as the slabs or faster (x memcpy, ~32 MiB, slabs -> generic: s8
 ``[1024,512,64]{0,1,2:T(8,128)(4,1)}`` 8.5 -> 3.7, whose one slab of 32 MiB also faulted in a fresh scratch on every
 call; u8 ``[8192,64,64]`` 7.0 -> 3.7, f8e4m3fn ``[1024,1024,32]{...T(32,128)(4,1)}`` 6.8 -> 3.2, u8 ``[256,24,5461]``
-5.7 -> 2.8, s8 ``[1024,500,65]{...T(32,128)(4,1)}`` 5.7 -> 3.9; the same with minor dims of 3, 8 and 16). At rank 4
-and up the rules above still pick the slabs read back, but a large copy times them against the conversion without
-them and keeps the faster: the rules were right for most of a sample of 14 (pred ``[500,3,128,128]`` 1.65 against
-6.9, u8 ``[300,6,100,100]`` 3.9 against 13.8), not for s8 ``[2000,2,50,150]{0,1,2,3:T(32,128)(4,1)}`` (9.8 against
-4.0), u8 ``[128,2,128,1000]`` (2.1 against 1.35) and ``[100,10,100,300]`` (3.3 against 2.0).
+5.7 -> 2.8, s8 ``[1024,500,65]{...T(32,128)(4,1)}`` 5.7 -> 3.9; the same with minor dims of 3, 8 and 16). At rank 4 and
+up the rules above still pick the slabs read back, but a large copy times them (as every route of this module read back:
+:func:`._convert._routed`) against the conversion without them and keeps the faster: the rules were right for most of a
+sample of 14 (pred ``[500,3,128,128]`` 1.65 against 6.9, u8 ``[300,6,100,100]`` 3.9 against 13.8), not for s8
+``[2000,2,50,150]{0,1,2,3:T(32,128)(4,1)}`` (9.8 against 4.0), u8 ``[128,2,128,1000]`` (2.1 against 1.35) and
+``[100,10,100,300]`` (3.3 against 2.0).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ..shape import Shape
 from . import _dispatch as dispatch
-from . import _tuned
 from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
@@ -133,12 +132,11 @@ def _slab_runs(run: Run, data: np.ndarray[Any, Any]) -> tuple[Run, Run]:
 
 def transposed_convert(
     logical: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
-    run: Run, to: bool, convert: Callable[..., None], rest: Callable[[], None] | None = None,
+    run: Run, to: bool, convert: Callable[..., None],
 ) -> bool:
     """Lay ``logical`` out into ``data`` (``to``: ``convert(scratch, geometry, pad, bytes, run)`` lays a slab out in
     order) or read it back (``convert(bytes, geometry, scratch, run)``), slab by slab; False when the route does not
-    apply (or the compiled kernels are not there, or the array is small). ``rest`` (reading back: the conversion
-    without this route) is timed against the slabs of reversed layouts (:func:`_reversed_convert`)."""
+    apply (or the compiled kernels are not there, or the array is small)."""
     turned = turned_shape(geometry)
     if turned is None or logical.nbytes < run.numba_bytes or dispatch.walker() is None:
         return False
@@ -148,7 +146,7 @@ def transposed_convert(
         # generic kernel both ways, as the module says)
         if turned.layout_or_default().tiles[1][0] != 4 or logical.ndim == 3:
             return False
-        return _reversed_convert(logical, turned, pad, data, run, to, convert, rest)
+        return _reversed_convert(logical, turned, pad, data, run, to, convert)
     if logical.strides[0] % (turned.layout_or_default().tiles[1][0] * logical.itemsize) == 0:
         return False  # (logical rows of whole words, the sub-tiles' words: the generic kernel's)
     if to and geometry.packed and geometry.dims[1] >= PACKED_ROWS:
@@ -181,13 +179,12 @@ def transposed_convert(
 
 def _reversed_convert(
     logical: np.ndarray[Any, Any], turned: Shape, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
-    run: Run, to: bool, convert: Callable[..., None], rest: Callable[[], None] | None = None,
+    run: Run, to: bool, convert: Callable[..., None],
 ) -> bool:
     """Lay out (``to``) or read back a layout of rank 4 and up whose dims are all reversed (``{0,1,2,...}``), slab
     by slab of its physical major dim (the logical minor one), each slab converted in order by ``convert`` in a
     scratch array and turned between it and the logical array; False where the route does not pay (``FEW_ROWS``,
-    ``LEAST_INDICES``, ``LAID_INDICES``) or one index of that dim is more than ``MOST_SLAB`` bytes. Read back, a
-    large copy times the slabs against ``rest`` (the conversion without them) and keeps the faster."""
+    ``LEAST_INDICES``, ``LAID_INDICES``) or one index of that dim is more than ``MOST_SLAB`` bytes."""
     count, *inner = turned.dimensions
     one = _geometry(replace(turned, dimensions=(1, *inner)))  # (the bytes of one index of the major dim)
     if one.nbytes > MOST_SLAB:
@@ -196,21 +193,12 @@ def _reversed_convert(
     rows = logical.shape[1]
     if to and (rows % 4 < 2 or per < min(count, LAID_INDICES) or rows >= max(FEW_ROWS, turned_rows(turned))):
         return False
-    route: Callable[[], bool]
     if not to and (rows >= FEW_ROWS or per < min(count, LEAST_INDICES)):
-        if rows >= COLUMN_ROWS:
-            return False
-        route = partial(_reversed_in_columns, logical, turned, one, data, run, convert)
-    else:
-        if not to:  # (each slab writes whole lines of the logical rows: half lines, each written twice, cost
-            # s8[1024,512,64]{0,1,2:T(8,128)(4,1)} 18x memcpy against 5.5x)
-            per = max(per, min(count, -(-LINE // logical.itemsize), MOST_SLAB // max(1, one.nbytes)))
-        route = partial(_reversed_slabs, logical, turned, pad, data, run, to, convert, one.nbytes, per)
-    if to or rest is None or max(logical.nbytes, data.nbytes) < _tuned.TUNE_BYTES:
-        return route()
-    key = ("reversed", turned, dispatch.address(logical) % _tuned.PAGE, dispatch.address(data) % _tuned.PAGE,
-           run.threads)
-    return _tuned.run_fastest(key, [route, partial(_tuned.done, rest)])
+        return rows < COLUMN_ROWS and _reversed_in_columns(logical, turned, one, data, run, convert)
+    if not to:  # (each slab writes whole lines of the logical rows: half lines, each written twice, cost
+        # s8[1024,512,64]{0,1,2:T(8,128)(4,1)} 18x memcpy against 5.5x)
+        per = max(per, min(count, -(-LINE // logical.itemsize), MOST_SLAB // max(1, one.nbytes)))
+    return _reversed_slabs(logical, turned, pad, data, run, to, convert, one.nbytes, per)
 
 
 def _reversed_slabs(

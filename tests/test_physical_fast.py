@@ -355,6 +355,21 @@ def test_larger_cases_with_streaming_stores(calls: Counter[str], monkeypatch: py
     assert sum(calls.values()) > 0
 
 
+@pytest.mark.parametrize("text", [
+    "s8[48,1536]{1,0:T(8,128)(4,1)}",  # rows of whole lines past JOINED_ROW: a stream a row, read back
+    "s8[3,40,2048]{2,1,0:T(8,128)(4,1)}",  # laid out, each row prefetched ROW_AHEAD on, past its end the next strip's
+    "bf16[2,33,1024]{2,1,0:T(8,128)(2,1)}",  # (the next strip another batch index; rows cut short: the odd entry)
+    "pred[24,2048]{1,0:T(8,128)(4,1)}",
+    "s8[40,1000]{1,0:T(8,128)(4,1)}",  # rows of partial lines: one stream read back
+    "u8[64,1152]{1,0:T(32,128)(4,1)}",
+])
+def test_long_tiled_rows_equal_numpy_path(calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    shape = xs.parse_shape(text)
+    for offset, stream, threads in ((0, True, 1), (16, True, 2), (13, False, 2)):
+        check_both_paths(monkeypatch, shape, None, offset, stream, offset, threads)
+    assert sum(calls.values()) > 0
+
+
 def test_nan_payloads_survive_the_kernels(calls: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
     bits = np.array([0x7FC01234, 0xFFA00001, 0x80000000, 0x7F800001], np.uint32)
     monkeypatch.setattr(dispatch, "STREAM_BYTES", 0)

@@ -51,6 +51,7 @@ from ._kinds import (
     AHEAD_TILES,
     FOLLOWED_ROWS,
     JOIN_BYTES,
+    JOINED_ROW,
     LINE,
     ROW_AHEAD,
     RUN_CHUNK,
@@ -184,7 +185,10 @@ def _tiled_to_of(canonical: bool, packed: bool, odd: bool = False) -> Any:
     - strips of short rows too big to prefetch whole ``AHEAD_STRIPS`` ahead into the first level fetch each tile of
       the next strip's rows into L2 as they move the same tile of theirs (u8 ``T(16,128)(4,1)`` on rows of 512
       bytes 2.05x -> 1.2, ``T(32,128)(4,1)`` 1.95 -> 1.3, s8 ``T(8,128)(4,1)`` on rows of 1 KiB 1.2 -> 1.0);
-    - the others prefetch each of their rows ``ROW_AHEAD`` bytes on as they move a tile (all entries).
+    - the others prefetch each of their rows ``ROW_AHEAD`` bytes on as they move a tile (all entries); past the
+      rows' ends, the next strip's rows as far in, whose first tiles were otherwise read cold ('to', 32 MiB, x
+      memcpy: s8 ``T(8,128)(4,1)`` rows of 1536 bytes 1.37 -> 1.11, 2048 1.40 -> 1.12, 3072 1.46 -> 0.99, bf16
+      ``(2,1)`` rows of 4 KiB 1.57 -> 1.27, s4 ``(2,1)E(4)`` rows of 4096 elements 1.46 -> 0.90).
     """
 
     def tiled_to(x: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
@@ -229,9 +233,11 @@ def _tiled_to_of(canonical: bool, packed: bool, odd: bool = False) -> Any:
             i = strip % row_tiles
             valid = min(r_size, rows - i * r_size)
             nxt_rows = 0
-            if big and strip + 1 < geometry.last:
+            if (big or not (short or far)) and strip + 1 < geometry.last:
                 nxt_at = _strip_offset((strip + 1) // row_tiles, batch, dims) + (strip + 1) % row_tiles * r_size * step
                 nxt_rows = min(r_size, rows - (strip + 1) % row_tiles * r_size)
+            wrap_rows = 0 if big else nxt_rows  # (the rows ROW_AHEAD past a row's end: the next strip's)
+            nxt_rows = nxt_rows if big else 0
             if short and not big and strip + AHEAD_STRIPS < geometry.last:
                 ahead = strip + AHEAD_STRIPS
                 at = _strip_offset(ahead // row_tiles, batch, dims) + ahead % row_tiles * r_size * step
@@ -240,9 +246,14 @@ def _tiled_to_of(canonical: bool, packed: bool, odd: bool = False) -> Any:
             for j in range(col_tiles):
                 first_element = source + (offset + i * r_size * step + j * c_size) * width
                 n = min(c_size, cols - j * c_size)
-                if not short and not far:  # (:data:`._kinds.ROW_AHEAD`)
-                    for r in range(valid):
-                        _prefetch_run(first_element + r * step * width + ROW_AHEAD, t_lines)
+                if not short and not far:  # (:data:`._kinds.ROW_AHEAD`; past the rows' ends, the next strip's)
+                    into = j * c_size * width + ROW_AHEAD
+                    if into < cols * width:
+                        for r in range(valid):
+                            _prefetch_run(first_element + r * step * width + ROW_AHEAD, t_lines)
+                    else:
+                        for r in range(wrap_rows):
+                            _prefetch_run(source + (nxt_at + r * step) * width + into - cols * width, t_lines)
                 if odd:
                     ahead_rows, ahead_at = nxt_rows, source + (nxt_at + j * c_size) * width  # (the next strip's)
                     if far and j + AHEAD_TILES < col_tiles:  # (more rows than the hardware follows: tiles ahead)
@@ -329,7 +340,8 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
         # bytes) and written as one stream, which goes on across strips that follow each other too (rows of other
         # lengths than whole lines would each start and end on a partial line); else a stream per row, each
         # row_bytes of scratch
-        joined = step == cols and r_size * cols * width <= JOIN_BYTES
+        joined = step == cols and r_size * cols * width <= JOIN_BYTES and (
+            tile_rows or cols * width <= JOINED_ROW or cols * width % LINE != 0)
         pitch = cols * width if joined else row_bytes
         pos = -1  # (joined: where the stream has got to)
         if joined:

@@ -52,7 +52,13 @@ RUNS_BYTES = 1 << 16  # their runs staged at a time reading back (at least one r
 # 16 KiB the same within the noise)
 
 JOIN_BYTES = 1 << 15  # tile rows (strips) of at most this many bytes whose logical rows follow each other: the tiled
-# kernels read them back as one stream (their scratch holds one)
+# kernels read them back as one stream (their scratch holds one)...
+JOINED_ROW = 512  # ... where the rows are at most this many bytes, or not whole lines (or one tile's: the
+# tiled_from_tile_rows entry); longer rows of whole lines each a stream of its own ('from', 32 MiB, x memcpy, one stream
+# -> a stream a row: s8 {1,0:T(8,128)(4,1)} rows of 1536 bytes 1.42 -> 1.13, 2048 1.45 -> 1.16, 4096 1.45 -> 1.22,
+# bf16 (2,1) rows of 4 KiB 1.73 -> 1.18, u8 T(32,128)(4,1) rows of 1 KiB 2.1 -> 1.9, bf16 T(16,128)(2,1) 1.38 -> 1.26;
+# one stream was faster for shorter rows, u8 T(32,128)(4,1) rows of 256 1.6 against 1.96, s8 T(8,128)(4,1) 1.06
+# against 1.17, and for rows of 1000 bytes, each of whose streams starts and ends in a partial line, 1.3 against 1.45)
 
 SHORT_ROWS = 1024  # logical rows of at most this many bytes: the tiled 'to' kernels prefetch their strips' rows ahead
 AHEAD_STRIPS = 4  # strips ahead (batch dims between the tiled rows make their rows far apart: more streams than the
@@ -63,7 +69,8 @@ FOLLOWED_ROWS = 16  # tiles of more rows than this, of rows longer than SHORT_RO
 AHEAD_TILES = 8  # how many tiles ahead those prefetch each row's
 ROW_AHEAD = 1 << 10  # the other tiles laid out (rows longer than SHORT_ROWS, at most FOLLOWED_ROWS of them) prefetch
 # each of their rows this many bytes on ('to', 64 MiB, x memcpy of the physical bytes: s8 [8192,8192]{1,0:T(8,128)(4,1)}
-# 1.26 -> 1.05, bf16 (2,1) 1.18 -> 1.07, pred 1.3 -> 1.2, s4 (2,1)E(4) 2.7 -> 2.1; 512 bytes the same, 4 KiB none)
+# 1.26 -> 1.05, bf16 (2,1) 1.18 -> 1.07, pred 1.3 -> 1.2, s4 (2,1)E(4) 2.7 -> 2.1; 512 bytes the same, 4 KiB none);
+# past a row's end, the next strip's rows as far in
 TILES_AHEAD = 1 << 13  # tiles read back prefetch the tile this many bytes on (physical order: tiled kernels but
 # sub-byte fields, and the stacked one; 'from', s8 (4,1) [8192,8192] 1.0-1.3 -> 0.87, on rows of 100 1.08 -> 0.88, u8
 # T(32,128)(4,1) 1.9-2.1 -> 1.7, bf16 (2,1) 1.1-1.3 -> 1.0-1.1; s4 E(4) fields 1.7-1.9 -> 1.8-2.3, left out)

@@ -1503,10 +1503,9 @@ def test_tiny_interleaved_blocks_go_in_two_passes_through_a_buffer(
     assert len(passes) >= 2, text  # (laid out and read back)
 
 
-def test_a_choice_inside_another_counts_for_it_once_it_has_settled(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the kernel's plan of a copy (against NumPy) may time merged squares against the walk's blocks inside it: calls
-    # whose inner choice was still taking its plans in turn are not the outer plan's times (else the walk's first,
-    # 50 ticks, would set NumPy's 14 decisively apart before the merged squares' 4 ever ran)
+def _ticking_plans(monkeypatch: pytest.MonkeyPatch) -> tuple[Callable[[float], Callable[[], bool]], list[float]]:
+    """(plan(ticks): a plan that takes ``ticks`` of a stopped clock the tuner reads, the ticks the plans took); every
+    timing forgotten."""
     _tuned.forget()
     state = {"now": 0.0}
     monkeypatch.setattr(_tuned.time, "perf_counter", lambda: state["now"])
@@ -1514,6 +1513,15 @@ def test_a_choice_inside_another_counts_for_it_once_it_has_settled(monkeypatch: 
 
     def plan(ticks: float) -> Callable[[], bool]:
         return lambda: bool(state.update(now=state["now"] + ticks) or took.append(ticks) or True)
+
+    return plan, took
+
+
+def test_a_choice_inside_another_counts_for_it_once_it_has_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the kernel's plan of a copy (against NumPy) may time merged squares against the walk's blocks inside it: calls
+    # whose inner choice was still taking its plans in turn are not the outer plan's times (else the walk's first,
+    # 50 ticks, would set NumPy's 14 decisively apart before the merged squares' 4 ever ran)
+    plan, took = _ticking_plans(monkeypatch)
 
     def kernel() -> bool:
         return _tuned.run_fastest("walk", [plan(50), plan(4)])
@@ -1530,13 +1538,7 @@ def test_a_choice_inside_another_that_never_runs_does_not_hold_it_back(monkeypat
     # a route inside a plan that does not apply (its plan returns False: nothing run, nothing timed) is no choice
     # still being timed: the outer plans' times count (else the outer choice never settled, and kept taking its
     # second plan on every call: the conversion without stacked slabs, 3x slower, of f16[29127,12,16,3]{...})
-    _tuned.forget()
-    state = {"now": 0.0}
-    monkeypatch.setattr(_tuned.time, "perf_counter", lambda: state["now"])
-    took: list[float] = []
-
-    def plan(ticks: float) -> Callable[[], bool]:
-        return lambda: bool(state.update(now=state["now"] + ticks) or took.append(ticks) or True)
+    plan, took = _ticking_plans(monkeypatch)
 
     def rest() -> bool:
         assert not _tuned.run_fastest("bands", [lambda: False, plan(1)])  # (a route that does not apply)

@@ -198,16 +198,8 @@ def _reversed_convert(
     if not to:  # (each slab writes whole lines of the logical rows: half lines, each written twice, cost
         # s8[1024,512,64]{0,1,2:T(8,128)(4,1)} 18x memcpy against 5.5x)
         per = max(per, min(count, -(-LINE // logical.itemsize), MOST_SLAB // max(1, one.nbytes)))
-    return _reversed_slabs(logical, turned, pad, data, run, to, convert, one.nbytes, per)
-
-
-def _reversed_slabs(
-    logical: np.ndarray[Any, Any], turned: Shape, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
-    run: Run, to: bool, convert: Callable[..., None], one: int, per: int,
-) -> bool:
-    """:func:`_reversed_convert`'s slabs of ``per`` indices of the major dim (``one`` bytes each); True (done)."""
     order = tuple(range(logical.ndim - 1, -1, -1))
-    cut = PermutedBands(turned, order, 0, logical.ndim - 1, 1, one, per)
+    cut = PermutedBands(turned, order, 0, logical.ndim - 1, 1, one.nbytes, per)
     outer, scratch_run = _slab_runs(run, data)
     convert_bands(logical, cut, pad, data, to, convert, outer, scratch_run)
     return True

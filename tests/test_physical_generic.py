@@ -636,6 +636,30 @@ def test_line_shifted_and_swept_transposes(compiled_everywhere: Counter[str], mo
         assert any(value > 0 for value in shifts), text  # some rows were shifted onto the line grid
 
 
+@pytest.mark.parametrize("text", ["u8[1100,48]{0,1:T(1,256)}", "bf16[1000,40]{0,1:T(1,256)}",
+                                  "s8[3,700,48]{0,2,1:T(1,256)}"])
+def test_swept_rows_that_end_in_part_of_a_line_sweep_their_whole_lines_then_the_rest(
+    compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    # destination rows on the line grid whose elements end inside a line (one-row tiles padding them to 256): the
+    # whole lines of every row go in sweeps, the rest after them (blocks of whole rows read all the source once
+    # for every 8 destination rows: u8 [699050,48]{0,1:T(1,256)} 'to' 5.2x memcpy -> 1.75)
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_copy, "STAGE_SIDE", 1 << 40)
+    monkeypatch.setattr(_copy, "SWEEP_BYTES", 256)
+    swept: list[int] = []
+    real = _copy._line_sweeps
+    monkeypatch.setattr(_copy, "_line_sweeps", lambda shape, *args: (swept.append(int(shape[-1])),
+                                                                      real(shape, *args))[1])
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, len(text))
+    expected = numpy_path(to_physical, x, shape)
+    assert np.array_equal(to_physical(x, shape), expected), text
+    line = 64 // x.dtype.itemsize
+    assert swept and all(n % line == 0 or n < line for n in swept), swept  # (whole lines swept, the rest apart)
+    assert same_bits(from_physical(expected, shape), x), text
+
+
 @pytest.mark.parametrize(("etype", "dims", "padded"), [
     ("s16", (72, 1030), (75, 1040)), ("f32", (1030, 520), (1033, 520)), ("f64", (300, 300), (301, 301)),
     ("bf16", (64, 1027), (64, 1030)),

@@ -93,3 +93,20 @@ def ceil_div(value: int, divisor: int) -> int:
     3
     """
     return -(-value // divisor)
+
+
+def divisor_near(n: int, target: int) -> int:
+    """The largest divisor of ``n`` that is at most ``target`` (at least 1).
+
+    >>> divisor_near(4096, 100), divisor_near(97, 10)
+    (64, 1)
+    """
+    best = 1
+    k = 1
+    while k * k <= n:
+        if n % k == 0:
+            for q in (k, n // k):
+                if best < q <= target:
+                    best = q
+        k += 1
+    return best

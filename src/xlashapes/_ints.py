@@ -1,4 +1,5 @@
-"""int64 checks in one place: every size, index and layout number xlashapes accepts fits XLA's int64."""
+"""int64 checks in one place: every size, index and layout number xlashapes accepts fits XLA's int64; and the integer
+helpers beside them (rounding up, divisors)."""
 
 from __future__ import annotations
 

@@ -47,6 +47,25 @@ def test_each_baseline_ships_every_entry_built_from_these_kernel_sources(baselin
             assert header["host"]["numba_cpu"].startswith(baseline.cpu + "|")  # numba built it for the baseline
 
 
+ZEN_EXTRAS = frozenset(("gfni", "vaes", "vpclmulqdq", "avx512vnni", "avx512bf16", "avx512ifma", "avx512bitalg",
+                        "avx512vpopcntdq", "sse4a", "adx", "sha", "aes", "pclmul", "clzero", "rdrnd", "rdseed", "prfchw",
+                        "mwaitx", "xsavec", "xsaveopt", "xsaves", "clflushopt", "clwb", "fsgsbase", "rdpid", "wbnoinvd"))
+"""Instructions LLVM's znver3 / znver4 CPUs bring beyond the x86-64 levels (a sample: none may be left on)."""
+
+
+@pytest.mark.parametrize("baseline", [b for b in _prebuilt.BASELINES if b.machine == "x86_64"], ids=lambda b: b.name)
+def test_code_tuned_for_a_cpu_uses_only_its_baselines_features(baseline: _prebuilt.Baseline) -> None:
+    with zipfile.ZipFile(ARCHIVES[baseline.name]) as archive:
+        name = next(name for name in archive.namelist() if name.endswith(".o"))
+        data = archive.read(name)
+    header = json.loads(data[len(_aot.MAGIC) : data.index(b"\n", len(_aot.MAGIC))])
+    cpu, features = header["host"]["numba_cpu"].split("|")
+    on = {f[1:] for f in features.split(",") if f.startswith("+")}
+    off = {f[1:] for f in features.split(",") if f.startswith("-")}
+    assert cpu == baseline.cpu and on == set(baseline.features)
+    assert ZEN_EXTRAS - set(baseline.features) <= off  # (what the tuning CPU would add, turned off by name)
+
+
 HOST = frozenset(_prebuilt.BASELINES[0].features)  # an AVX-512 host with VBMI
 
 

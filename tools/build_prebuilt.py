@@ -119,10 +119,22 @@ def checked(baseline: _prebuilt.Baseline) -> None:
         raise SystemExit(f"{baseline.name}: the shipped code's bytes differ from this host's NumPy path")
 
 
+def feature_string(baseline: _prebuilt.Baseline) -> str:
+    """``NUMBA_CPU_FEATURES`` for ``baseline``: its features on and, built on its own kind of machine, every other
+    feature this LLVM knows off, so that a tuning CPU (``znver4``) brings its scheduling and none of its instructions."""
+    on = ["+" + feature for feature in baseline.features]
+    if baseline.machine != platform.machine():
+        return ",".join(on)
+    import llvmlite.binding as llvm
+
+    known = sorted(llvm.get_host_cpu_features())  # (every feature name, whatever this CPU has)
+    return ",".join(on + ["-" + feature for feature in known if feature not in baseline.features])
+
+
 def build(baseline: _prebuilt.Baseline, out_folder: str) -> str:
     """Compile every case for ``baseline`` in a new process and write its zip; returns the zip's path."""
     with tempfile.TemporaryDirectory(prefix="xlashapes-prebuilt-") as cache:
-        features = ",".join("+" + feature for feature in baseline.features)
+        features = feature_string(baseline)
         env = environment(XLASHAPES_CACHE_DIR=cache, NUMBA_CPU_NAME=baseline.cpu, NUMBA_CPU_FEATURES=features,
                           **{_prebuilt.NO_PREBUILT_VARIABLE: "1"})  # (every case, compiled and kept)
         built = worked(env, baseline.machine != platform.machine())

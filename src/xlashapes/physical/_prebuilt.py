@@ -63,9 +63,9 @@ _V2 = ("64bit", "cmov", "cx8", "fxsr", "mmx", "sse", "sse2", "cx16", "sahf", "po
 _V3 = (*_V2, "avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
 _V4 = (*_V3, "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
 BASELINES = (
-    Baseline("x86-64-v4-vbmi", "x86-64-v4", (*_V4, "avx512vbmi", "avx512vbmi2")),
+    Baseline("x86-64-v4-vbmi", "znver4", (*_V4, "avx512vbmi", "avx512vbmi2")),
     Baseline("x86-64-v4", "x86-64-v4", _V4),
-    Baseline("x86-64-v3", "x86-64-v3", _V3),
+    Baseline("x86-64-v3", "znver3", _V3),
     Baseline("x86-64-v2", "x86-64-v2", _V2),
     Baseline("aarch64", "generic", (), "aarch64"),  # (ARMv8-A with NEON, which every 64-bit ARM CPU has)
 )

@@ -47,9 +47,10 @@ def test_each_baseline_ships_every_entry_built_from_these_kernel_sources(baselin
             assert header["host"]["numba_cpu"].startswith(baseline.cpu + "|")  # numba built it for the baseline
 
 
-ZEN_EXTRAS = frozenset(("gfni", "vaes", "vpclmulqdq", "avx512vnni", "avx512bf16", "avx512ifma", "avx512bitalg",
-                        "avx512vpopcntdq", "sse4a", "adx", "sha", "aes", "pclmul", "clzero", "rdrnd", "rdseed", "prfchw",
-                        "mwaitx", "xsavec", "xsaveopt", "xsaves", "clflushopt", "clwb", "fsgsbase", "rdpid", "wbnoinvd"))
+ZEN_EXTRAS = frozenset((
+    "gfni", "vaes", "vpclmulqdq", "avx512vnni", "avx512bf16", "avx512ifma", "avx512bitalg", "avx512vpopcntdq", "sse4a",
+    "adx", "sha", "aes", "pclmul", "clzero", "rdrnd", "rdseed", "prfchw", "mwaitx", "xsavec", "xsaveopt", "xsaves",
+    "clflushopt", "clwb", "fsgsbase", "rdpid", "wbnoinvd"))
 """Instructions LLVM's znver3 / znver4 CPUs bring beyond the x86-64 levels (a sample: none may be left on)."""
 
 

@@ -120,8 +120,8 @@ def checked(baseline: _prebuilt.Baseline) -> None:
 
 
 def feature_string(baseline: _prebuilt.Baseline) -> str:
-    """``NUMBA_CPU_FEATURES`` for ``baseline``: its features on and, built on its own kind of machine, every other
-    feature this LLVM knows off, so that a tuning CPU (``znver4``) brings its scheduling and none of its instructions."""
+    """``NUMBA_CPU_FEATURES`` for ``baseline``: its features on and (built on its own kind of machine) every other
+    feature this LLVM knows off, so a tuning CPU (``znver4``) brings its scheduling and none of its instructions."""
     on = ["+" + feature for feature in baseline.features]
     if baseline.machine != platform.machine():
         return ",".join(on)

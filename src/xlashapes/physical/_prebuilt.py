@@ -10,18 +10,27 @@ manifest naming the kernel sources' digest, the CPU and the features a host need
 **Which baselines.** Linux, best first for each machine. x86-64 (TPU hosts and most CI): ``x86-64-v4-vbmi`` (AVX-512
 F/BW/CD/DQ/VL and VBMI/VBMI2: Ice Lake and later, Zen 4 and later), ``x86-64-v4`` (AVX-512 without the byte permutes:
 Skylake-X, Cascade Lake), ``x86-64-v3`` (AVX2, FMA, BMI), ``x86-64-v2`` (SSE4.2, POPCNT: x86-64 CPUs from 2009 on, and
-virtual CPUs that hide AVX). All with LLVM's generic tuning for their level. Measured on this project's Zen 5 machine
-(``bench_physical.py --quick --cpu``, empty kernel caches, alternating runs), against code built for the host itself:
-the median row the same (ratio 1.02-1.03 for v4), but without VBMI the byte shuffles cost more (pred
-``[7,N,384,7]{2,0,3,1:T(8,128)(4,1)}`` 'to' 2.6 native, 3.7-4.2 v4, 2.6-2.8 v4-vbmi), and the generic tuning costs some
-rows (f32 ``[N,100]{1,0:T(8,128)}`` 'from' 1.1 native, 1.3-1.5). v3 code is ~5% slower again at the median; v2 code
-(vectors of 16 bytes), run here (the whole ``--quick`` table, best of two, alternating with v3): the median row 1.10x
-v3's time, the worst 1.5-2.5x (byte shuffles and sub-byte fields: pred ``T(8,128)(4,1)`` 'from' 1.26 -> 2.1x memcpy, u2
-``E(2)`` 'from' 0.74 -> 1.84, bf16 tiled transposes relaid out 1.72 -> 4.0), still without a compile. 64-bit ARM:
-``aarch64`` (ARMv8-A with NEON, which every such CPU has: Graviton, Ampere, Grace, Cortex-A72 and up), built and checked
-under QEMU's user-mode emulator (``tools/aarch64_python.py``): its bytes are those of the NumPy path for every case, but
-its speed is not measured (no ARM hardware here). macOS, Windows and other machines compile on first use (2-4 s a
-layout).
+virtual CPUs that hide AVX). **Tuning.** Numba is told an LLVM CPU for each (``Baseline.cpu``): its scheduling model
+decides how far loops unroll. The levels' own names (``x86-64-v4``) carry LLVM's generic tuning, which unrolls the tiled
+kernels' loops a third as far as a Zen model does, and the short tile rows cost up to 1.8x for it (s8
+``[67108,500]{1,0:T(8,128)(4,1)}`` 'to' 2.1 -> 1.04x memcpy here with ``znver4``; ``sapphirerapids`` 1.6, ``icelake-
+server`` and ``skylake-avx512`` 2.1). So ``x86-64-v4-vbmi`` is tuned for ``znver4`` and ``x86-64-v3`` for ``znver3``
+(the same row with AVX2 only: 2.1 -> 1.3): AMD Zen, this machine's CPU and many cloud hosts'; on Intel CPUs this tuning
+is unmeasured. The build (``tools/build_prebuilt.py``) turns every feature the tuning CPU would add off by name
+(``-gfni``, ``-vaes``, ...: every feature this LLVM knows beyond the baseline's), so the code still needs only the
+baseline's; the instructions the objects use were diffed against a generic build's (new ones: ``bextr``, AVX-512 mask
+and lane moves, all in the baseline). ``x86-64-v4`` (Intel only: Skylake-X, Cascade Lake) and ``x86-64-v2`` keep the
+generic tuning: no such host here to measure one against. Measured on this project's Zen 5 machine (``bench_physical.py
+--quick --cpu``, empty kernel caches, alternating runs), against code built for the host itself: the median row the same
+(ratio 1.02-1.03 for v4), but without VBMI the byte shuffles cost more (pred ``[7,N,384,7]{2,0,3,1:T(8,128)(4,1)}`` 'to'
+2.6 native, 3.7-4.2 v4, 2.6-2.8 v4-vbmi), and the generic tuning costs some rows (f32 ``[N,100]{1,0:T(8,128)}`` 'from'
+1.1 native, 1.3-1.5). v3 code is ~5% slower again at the median; v2 code (vectors of 16 bytes), run here (the whole
+``--quick`` table, best of two, alternating with v3): the median row 1.10x v3's time, the worst 1.5-2.5x (byte shuffles
+and sub-byte fields: pred ``T(8,128)(4,1)`` 'from' 1.26 -> 2.1x memcpy, u2 ``E(2)`` 'from' 0.74 -> 1.84, bf16 tiled
+transposes relaid out 1.72 -> 4.0), still without a compile. 64-bit ARM: ``aarch64`` (ARMv8-A with NEON, which every
+such CPU has: Graviton, Ampere, Grace, Cortex-A72 and up), built and checked under QEMU's user-mode emulator
+(``tools/aarch64_python.py``): its bytes are those of the NumPy path for every case, but its speed is not measured (no
+ARM hardware here). macOS, Windows and other machines compile on first use (2-4 s a layout).
 
 **When they are used.** :func:`._aot.load` looks in the host's own kept code first (code compiled here, for this
 CPU), then here: an archive is used when it was built from these kernel sources (the digest of

@@ -46,7 +46,7 @@ from xlashapes.physical import (
     to_physical,
 )
 from xlashapes.physical._geometry import _geometry
-from xlashapes.physical._kinds import GROUPS, QUARTERS, WALKS, walk_kind
+from xlashapes.physical._kinds import GROUPS, LINE, QUARTERS, WALKS, walk_kind
 from xlashapes.physical._plan import _physical_view, _plan, _transfer_boxes
 from xlashapes.physical.files import pack_file, terminal_progress, unpack_file
 
@@ -1332,7 +1332,8 @@ def test_transposes_of_short_blocks_go_as_squares_over_merged_axes(
     monkeypatch.setattr(_merged, "INNER_MOST", 64)
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
     monkeypatch.setattr(physical, "THREADS", threads)
-    merged, shape, x, expected = _spied_round_trip(monkeypatch, "merged_squares", text, offset, _dispatch.tabler)
+    merged, shape, x, expected = _spied_round_trip(monkeypatch, ("merged_squares", "merged_lines"), text, offset,
+                                                   _dispatch.tabler)
     for direction in (lambda: to_physical(x, shape), lambda: from_physical(expected, shape)):
         merged.clear()
         direction()
@@ -1345,29 +1346,82 @@ def test_transposes_of_short_blocks_go_as_squares_over_merged_axes(
 
 @pytest.mark.parametrize(("text", "offset", "streamed"), [
     ("s32[24,2,38,12,32]{0,1,2,3,4}", 0, True), ("s32[24,2,38,12,32]{0,1,2,3,4}", 16, False),
-    ("bf16[64,50,7]{0,1,2}", 0, True), ("u8[64,50,7]{0,1,2}", 0, False), ("s32[21,2,38,12,37]{0,1,2,3,4}", 0, False)])
+    ("bf16[64,50,7]{0,1,2}", 0, True), ("u8[64,50,7]{0,1,2}", 0, True), ("u8[64,50,7]{0,1,2}", 16, False),
+    ("u8[40,50,7]{0,1,2}", 0, False), ("s32[21,2,38,12,37]{0,1,2,3,4}", 0, False)])
 def test_merged_squares_of_whole_lines_on_the_grid_are_streamed(
         compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, offset: int, streamed: bool
 ) -> None:
-    # squares whose destination rows are one line each (2-byte and wider words), every row on the line grid, are
-    # streamed out (s32 [24,2,384,12,37] 'to' 3.2 -> 2.15x memcpy); rows off it (an output 16 bytes past a line,
-    # destination rows 6384 bytes apart) or of 16 bytes (bytes) are stored plainly
+    # squares whose destination rows are one line each (2-byte and wider words; bytes where both groups are a line
+    # long: 64 x 64), every row on the line grid, are streamed out (s32 [24,2,384,12,37] 'to' 3.2 -> 2.15x memcpy);
+    # rows off it (an output 16 bytes past a line, destination rows 6384 bytes apart) or of 16 bytes (bytes whose
+    # group of 40 makes no line) are stored plainly
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     tables = _dispatch.tabler()
     flags: list[int] = []
-    kernel = tables.merged_squares
-
-    def spy(*args: Any) -> None:
-        flags.append(args[-1])
-        kernel(*args)
-
-    monkeypatch.setattr(tables, "merged_squares", spy)
+    for name in ("merged_squares", "merged_lines"):
+        kernel = getattr(tables, name)
+        monkeypatch.setattr(tables, name, lambda *args, kernel=kernel: (flags.append(args[-1]), kernel(*args))[1])
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, 3)
     out = off_the_grid(shape.byte_size(), offset)
     assert to_physical(x, shape, out=out) is out
     assert np.array_equal(out, numpy_path(to_physical, x, shape)), text
     assert flags and set(flags) == {int(streamed)}, (text, flags)
+
+
+BYTE_LINE_CASES = ["u8[24,12,233,5]{0,1,2,3}", "pred[3,1165,8,12]{0,1,2,3}", "s8[5,26,2,128]{0,1,2,3}",
+                   "pred[7,100,39,12]{0,1,3,2}"]
+
+
+def _sides_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The square sides of every merged squares call from now on (``merged_lines``: a line; ``merged_squares``:
+    16, for bytes)."""
+    tables, sides = _dispatch.tabler(), []
+    for name, side in (("merged_squares", 16), ("merged_lines", LINE)):
+        kernel = getattr(tables, name)
+        monkeypatch.setattr(tables, name, lambda *args, kernel=kernel, side=side: (
+            sides.append(side), kernel(*args))[1])
+    return sides
+
+
+@pytest.mark.parametrize("text", BYTE_LINE_CASES)
+@pytest.mark.parametrize("offset", [0, 16])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_byte_squares_over_merged_axes_go_a_line_a_side(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, offset: int, threads: int
+) -> None:
+    # bytes whose merged groups are both a line long or more move in squares of 64 x 64 (whole lines read and
+    # written), the last square of each side overlapping the one before: pred [85,16,64,384]{0,1,2,3} 'to' 6.2 ->
+    # 3.8x memcpy; the same bytes as the NumPy path, on and off the line grid, over one thread or two
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(physical, "THREADS", threads)
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 1 << 40)  # (the rule's plan only)
+    sides = _sides_taken(monkeypatch)
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
+    _, _, _, expected = _spied_round_trip(monkeypatch, (), text, offset)  # (checks the bytes both ways)
+    assert np.array_equal(expected, numpy_path(to_physical, x, shape)), text
+    assert sides and set(sides) == {LINE}, (text, sides)
+
+
+@pytest.mark.parametrize("text", BYTE_LINE_CASES[:2])
+def test_byte_squares_a_line_a_side_are_timed_beside_16_by_16_ones(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    # neither side always wins (s8 [48,5,64,48,45]{0,1,2,3,4} 'from' 5.2 -> 2.9x memcpy a line a side, s8
+    # [64,64,1024,8]{0,1,2,3} 'from' 5.6 -> 7.0): a large copy times both, for each sweep, and keeps the fastest
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    plan_for = _tuned.plan_for  # (the copies themselves stay on the kernel)
+    monkeypatch.setattr(_tuned, "plan_for", lambda key, count: 0 if key[0] == "copy" else plan_for(key, count))
+    _tuned.forget()
+    sides = _sides_taken(monkeypatch)
+    shape = shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 5)
+    expected = numpy_path(to_physical, x, shape)
+    out = np.empty_like(expected)
+    for _ in range(2 * _tuned.ROUNDS * 4 + 3):
+        assert np.array_equal(to_physical(x, shape, out=out), expected), text
+    assert {LINE, 16} <= set(sides), (text, sorted(set(sides)))
+    _tuned.forget()
 
 
 @FAST
@@ -1399,11 +1453,14 @@ def test_merged_squares_equal_numpy_path(compiled_everywhere: Counter[str], rank
 def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
         compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str) -> None:
     # where both groups could be swept, calls with the same walk after the first take the two plans in turn ROUNDS
-    # times each, then keep the one that took least time; every call writes the same bytes
+    # times each (bytes a line a side: four, each sweep also in 16 x 16 squares), then keep the one that took least
+    # time; every call writes the same bytes
     tables = _dispatch.tabler()
-    sweeps: list[int] = []
-    kernel = tables.merged_squares
-    monkeypatch.setattr(tables, "merged_squares", lambda *args: (sweeps.append(args[10]), kernel(*args))[1])
+    sweeps: list[tuple[str, int]] = []
+    for name in ("merged_squares", "merged_lines"):
+        kernel = getattr(tables, name)
+        monkeypatch.setattr(tables, name, lambda *args, kernel=kernel, name=name: (
+            sweeps.append((name, args[10])), kernel(*args))[1])
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
     plan_for = _tuned.plan_for  # (the copies themselves stay on the kernel: the test after this one times those)
     monkeypatch.setattr(_tuned, "plan_for", lambda key, count: 0 if key[0] == "copy" else plan_for(key, count))
@@ -1415,13 +1472,16 @@ def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
     expected = numpy_path(to_physical, x, shape)
     plans = []
     out = np.empty_like(expected)  # (one output: the same walk at the same offsets in its pages each time)
-    for _ in range(2 * _tuned.ROUNDS + 3):
+    count = 4 if text.startswith("u8") else 2
+    for _ in range(count * _tuned.ROUNDS + 3):
         sweeps.clear()
         assert np.array_equal(to_physical(x, shape, out=out), expected), text
         plans.append(set(sweeps))
-    first, second = plans[1], plans[2]  # (the first call untimed, on the rule's plan)
-    assert len(first) == len(second) == 1 and first != second, plans  # (the rule's plan, then the other)
-    assert plans[: 2 * _tuned.ROUNDS + 1] == [first] + [first, second] * _tuned.ROUNDS
+    turn = plans[1 : count + 1]  # (the first call untimed, on the rule's plan)
+    assert all(len(plan) == 1 for plan in turn), plans
+    assert len({frozenset(plan) for plan in turn}) == count, plans  # (the rule's plan, then the others)
+    assert {sweep for plan in turn for _, sweep in plan} == {0, 1}, plans  # (both sweeps)
+    assert plans[: count * _tuned.ROUNDS + 1] == [turn[0]] + turn * _tuned.ROUNDS
     assert plans[-1] == plans[-2]  # (then one plan for good)
     _tuned.forget()
 
@@ -1448,22 +1508,28 @@ def test_walks_time_merged_squares_beside_their_own_blocks(
         real = getattr(walk, name)
         monkeypatch.setattr(walk, name, lambda *args, real=real: (
             ran.append("walk"), state.update(now=state["now"] + walk_ticks), real(*args))[2])
-    squares = tables.merged_squares
-    monkeypatch.setattr(tables, "merged_squares", lambda *args: (
-        ran.append(f"merged {args[10]}"), state.update(now=state["now"] + merged_ticks * (2 - args[10])),
-        squares(*args))[2])
+    for name, label, factor in (("merged_squares", "merged", 1), ("merged_lines", "lines", 2)):  # (bytes a line a
+        # side: twice the time of 16 x 16 squares here)
+        squares = getattr(tables, name)
+        monkeypatch.setattr(tables, name, lambda *args, squares=squares, label=label, factor=factor: (
+            ran.append(f"{label} {args[10]}"), state.update(now=state["now"] + factor * merged_ticks * (2 - args[10])),
+            squares(*args))[2])
     _tuned.forget()
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, 3)
     expected = numpy_path(to_physical, x, shape)
     out = np.empty_like(expected)  # (one output: the same walk at the same offsets in its pages each time)
     plans = []
-    for _ in range(6):
+    for _ in range(8):
         ran.clear()
         assert np.array_equal(to_physical(x, shape, out=out), expected), text
         plans.append(ran[0] if len(set(ran)) == 1 else str(ran))
-    assert plans[:4] == ["walk", "walk", "merged 1", "merged 0"], plans  # (untimed, then a round of the plans)
-    assert plans[4:] == ["merged 1" if merged_faster else "walk"] * 2, plans  # (2x apart: settled in one round)
+    lined = text in ("u8[8,48,2,300]{0,1,2,3}", "u8[100,64,81]{0,1,2}", "pred[7,5,50,9,200]{3,1,2,0,4}")  # (groups
+    # both a line long or more)
+    turn = ["lines 1", "merged 1", "lines 0", "merged 0"] if lined else ["merged 1", "merged 0"]
+    assert plans[: 2 + len(turn)] == ["walk", "walk", *turn], plans  # (untimed, then a round of the plans)
+    settled = plans[2 + len(turn) :]  # (2x apart: settled in one round)
+    assert settled == ["merged 1" if merged_faster else "walk"] * len(settled), plans
     _tuned.forget()
 
 

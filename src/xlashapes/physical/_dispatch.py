@@ -112,8 +112,8 @@ def stacker() -> Any:
 
 
 def tabler() -> Any:
-    """The table kernels' entry points (``merged_squares``, ``permuted_blocks``: :mod:`._tables`), or None (as
-    :func:`kernels`)."""
+    """The table kernels' entry points (``merged_squares``, ``merged_lines``, ``permuted_blocks``: :mod:`._tables`), or
+    None (as :func:`kernels`)."""
     return _entries_of("_tables")
 
 

@@ -23,6 +23,13 @@ faster sweep well (see :mod:`._tuned`), so copies of ``TUNE_BYTES`` and more tim
 those over 5x 41 -> 32 (``s8[1024,32,7,48,3]{1,4,2,0,3}`` 'from' 7.4 -> 3.4, ``s4[12,113,48,64,16]{0,1,2,3,4:E(4)}``
 6.9 -> 2.4).
 
+Bytes move in squares of one line a side (64 x 64, whole lines read and written, streamed where the destination rows
+sit on the line grid: :func:`._shuffles._table_line_square`) where both groups are that long, else 16 x 16. Neither
+always wins: a line a side, pred ``[85,16,64,384]{0,1,2,3}`` 'to' went 5.9 -> 3.9x memcpy and s8
+``[48,5,64,48,45]{0,1,2,3,4}`` 'from' 5.2 -> 2.9, but s8 ``[64,64,1024,8]{0,1,2,3}`` 'from' 5.6 -> 7.0 (its 64
+source rows of a square, 4 KiB apart, share one L1 set). So a copy of ``TUNE_BYTES`` and more times both sides for
+each sweep (:func:`_sides`; the same tables).
+
 Other walks (of other kinds: destination rows of 8 bytes side by side, rows of 2 or 4 elements, interleaved rows;
 squares with both sides long) keep their own blocks by rule, but a large copy times merged squares (either sweep)
 beside them and keeps the fastest (:func:`timed_routes`): no rule read from the kinds says which wins. 'to', x memcpy:
@@ -65,6 +72,10 @@ SPAN_FAR = 1 << 20
 """Elements the along group's rows must span before the narrower across group is swept instead (below it, both
 sides' lines stay in L2: ``f32[100,24,218,16]{2,1,3,0:T(8,128)}`` 'from' was 1.18 -> 1.27x memcpy swept across)."""
 
+LINES = True
+"""Bytes in squares of one line a side (64 x 64) where both groups are that long (False: 16 x 16, for
+comparison)."""
+
 STREAM = True
 """Squares of whole lines on the line grid streamed out (False: stored plainly, for comparison)."""
 
@@ -83,6 +94,7 @@ class Merged:
     along: np.ndarray[Any, Any]
     outer: np.ndarray[Any, Any]
     inner_across: bool
+    side: int
     other: Merged | None = None
     key: tuple[Any, ...] = ()
 
@@ -198,8 +210,8 @@ def merged_route(
     if first is None:
         return None
     other = _swept(shape, d_steps, s_steps, unit, width, not inner_across)
-    key = (tuple(shape), tuple(d_steps), tuple(s_steps), width)
-    return first if other is None else replace(first, other=other, key=key)
+    key = (tuple(shape), tuple(d_steps), tuple(s_steps), width)  # (timed with one sweep too: bytes, two sides)
+    return replace(first, other=other, key=key)
 
 
 def timed_routes(
@@ -232,8 +244,12 @@ def _swept(shape: list[int], d_steps: list[int], s_steps: list[int], unit: int, 
            inner_across: bool) -> Merged | None:
     """The merged squares whose inner loop sweeps the across group (``inner_across``) or the along group, or None
     where their groups would not make squares or would be no longer than the walk's own block axes."""
-    found = _groups(shape, d_steps, s_steps, side_of(width), (INNER_MOST, OUTER_MOST) if inner_across else
-                    (OUTER_MOST, INNER_MOST))
+    most = (INNER_MOST, OUTER_MOST) if inner_across else (OUTER_MOST, INNER_MOST)
+    side = LINE if width == 1 and LINES else side_of(width)
+    found = _groups(shape, d_steps, s_steps, side, most)
+    if found is None and side != side_of(width):
+        side = side_of(width)
+        found = _groups(shape, d_steps, s_steps, side, most)
     if found is None:
         return None
     across, along = found[0], found[1]
@@ -244,7 +260,7 @@ def _swept(shape: list[int], d_steps: list[int], s_steps: list[int], unit: int, 
     outer = np.array([[-(-shape[a] // taken.get(a, 1)) for a in axes], [d_steps[a] for a in axes],
                       [s_steps[a] for a in axes], [taken.get(a, 1) for a in axes],
                       [shape[a] - taken.get(a, 1) for a in axes]], np.int64).reshape(5, len(axes))
-    return Merged(_table(across, d_steps, width), _table(along, s_steps, width), outer, inner_across)
+    return Merged(_table(across, d_steps, width), _table(along, s_steps, width), outer, inner_across, side)
 
 
 def merged_copy(target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run, stream: int) -> bool:
@@ -268,22 +284,35 @@ def merged_runs(target: int, source: int, pad: Any, plans: list[Merged], nbytes:
     kernel = dispatch.tabler()
     if kernel is None:
         return []
+    if nbytes >= _tuned.TUNE_BYTES:  # (byte squares a line a side timed beside 16 x 16 ones: neither always wins)
+        plans = [each for plan in plans for each in _sides(plan, pad.itemsize)]
     return [partial(_squares, kernel, target, source, pad, plan, nbytes, run, stream) for plan in plans]
+
+
+def _sides(merged: Merged, width: int) -> tuple[Merged, ...]:
+    """``merged``, and where its squares of bytes are a line a side, the same squares 16 x 16 (the same tables).
+
+    >>> [m.side for m in _sides(timed_routes([2048, 1024, 16], [16384, 16, 1], [1, 2048, 2097152], 0, 1)[0], 1)]
+    [64, 16]
+    """
+    small = side_of(width)
+    return (merged, replace(merged, side=small)) if merged.side != small else (merged,)
 
 
 def _squares(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run,
              stream: int) -> bool:
     """The ``merged_squares`` kernel over ``merged``'s blocks, split over ``run``'s threads (True: done)."""
     width = pad.itemsize
-    stream = int(bool(stream) and STREAM and side_of(width) * width == LINE and target % LINE == 0
+    stream = int(bool(stream) and STREAM and merged.side * width == LINE and target % LINE == 0
                  and not (merged.across % LINE).any() and not (merged.outer[1] * width % LINE).any())
     blocks = int(np.prod(merged.outer[0]))
     across, along = merged.across, merged.along
 
+    entry = kernel.merged_lines if merged.side != side_of(width) else kernel.merged_squares
+
     def part(bounds: tuple[int, int]) -> None:
-        kernel.merged_squares(target, source, pad, merged.outer, dispatch.address(across), len(across),
-                              dispatch.address(along), len(along), bounds[0], bounds[1], int(merged.inner_across),
-                              stream)
+        entry(target, source, pad, merged.outer, dispatch.address(across), len(across), dispatch.address(along),
+              len(along), bounds[0], bounds[1], int(merged.inner_across), stream)
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
     return True

@@ -361,6 +361,27 @@ def _table_square(typingctx: Any, dst: Any, d_rows: Any, src: Any, s_rows: Any, 
 
 
 @_intrinsic
+def _table_line_square(typingctx: Any, dst: Any, d_rows: Any, src: Any, s_rows: Any, stream: Any,
+                       witness: Any) -> Any:
+    """A square of bytes one line a side (64 x 64) whose rows are anywhere, as :func:`_table_square` takes them
+    (tables of byte offsets), moved as :func:`_byte_square` does: each destination row one line (streamed when
+    ``stream``). No code for wider words (their ``_table_square`` is already a line a side)."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        if _element(context, signature.args[-1])[1] != 1:
+            return context.get_dummy_value()
+
+        def row(base: Any, table: Any) -> Callable[[int], Any]:
+            return lambda k: builder.add(base, builder.load(_table_pointer(builder, table, ir.Constant(_I64, k)),
+                                                            align=8))
+
+        _byte_square(builder, args, False, 0, (row(args[2], args[3]), row(args[0], args[1])))
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+
+@_intrinsic
 def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any, witness: Any) -> Any:
     """A square of one line a side of bytes (64 x 64) transposed in registers, as ``_transpose`` does (steps in
     bytes; :func:`_byte_square`)."""

@@ -25,10 +25,10 @@ those over 5x 41 -> 32 (``s8[1024,32,7,48,3]{1,4,2,0,3}`` 'from' 7.4 -> 3.4, ``s
 
 Bytes move in squares of one line a side (64 x 64, whole lines read and written, streamed where the destination rows
 sit on the line grid: :func:`._shuffles._table_line_square`) where both groups are that long, else 16 x 16. Neither
-always wins: a line a side, pred ``[85,16,64,384]{0,1,2,3}`` 'to' went 5.9 -> 3.9x memcpy and s8
-``[48,5,64,48,45]{0,1,2,3,4}`` 'from' 5.2 -> 2.9, but s8 ``[64,64,1024,8]{0,1,2,3}`` 'from' 5.6 -> 7.0 (its 64
-source rows of a square, 4 KiB apart, share one L1 set). So a copy of ``TUNE_BYTES`` and more times both sides for
-each sweep (:func:`_sides`; the same tables).
+always wins: a line a side, pred ``[85,16,64,384]{0,1,2,3}`` 'to' went 5.8 -> 3.75x memcpy and s8
+``[48,5,64,48,45]{0,1,2,3,4}`` 'from' 5.2 -> 2.8, but pred ``[12,2,1024,1000]{0,2,1,3}`` 'from' took 4.4 ms a line a
+side against 3.5 ms 16 x 16 (the same sweep). So a copy of ``TUNE_BYTES`` and more times both sides for each sweep
+(:func:`_sides`; the same tables).
 
 Other walks (of other kinds: destination rows of 8 bytes side by side, rows of 2 or 4 elements, interleaved rows;
 squares with both sides long) keep their own blocks by rule, but a large copy times merged squares (either sweep)

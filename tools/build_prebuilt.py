@@ -9,6 +9,8 @@ and element width, both directions, one and two threads) and the benchmark's lay
 at 1/16 of their size) use, with numba told to build for that CPU (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``) into an
 empty kernel cache. The kept objects it writes (``_aot.save``) and the kernel modules' constants are then put in one zip
 per baseline, with a manifest naming the kernel sources' digest, the CPU and the features a host needs to run them.
+A baseline tuned for another CPU than its level (``znver4``) is built twice: the entries of ``_prebuilt.PLAIN_ENTRIES``
+come from the second build, with the level's generic tuning (``Baseline.plain``).
 Run it again whenever a kernel source changes: ``test_physical_prebuilt`` fails until then.
 
 Each build's bytes (every case's digest) must equal this host's NumPy path's. The aarch64 baseline is built under
@@ -131,36 +133,46 @@ def feature_string(baseline: _prebuilt.Baseline) -> str:
     return ",".join(on + ["-" + feature for feature in known if feature not in baseline.features])
 
 
-def build(baseline: _prebuilt.Baseline, out_folder: str) -> str:
-    """Compile every case for ``baseline`` in a new process and write its zip; returns the zip's path."""
+def compiled(baseline: _prebuilt.Baseline, cpu: str) -> dict[str, bytes]:
+    """Every case compiled in a new process for ``baseline``'s features, tuned for LLVM CPU ``cpu``: the kept
+    objects and constants files it wrote, by name."""
     with tempfile.TemporaryDirectory(prefix="xlashapes-prebuilt-") as cache:
-        features = feature_string(baseline)
-        env = environment(XLASHAPES_CACHE_DIR=cache, NUMBA_CPU_NAME=baseline.cpu, NUMBA_CPU_FEATURES=features,
+        env = environment(XLASHAPES_CACHE_DIR=cache, NUMBA_CPU_NAME=cpu, NUMBA_CPU_FEATURES=feature_string(baseline),
                           **{_prebuilt.NO_PREBUILT_VARIABLE: "1"})  # (every case, compiled and kept)
         built = worked(env, baseline.machine != platform.machine())
         if built["digests"] != host_digests():
-            raise SystemExit(f"{baseline.name}: the compiled kernels' bytes differ from this host's")
+            raise SystemExit(f"{baseline.name} ({cpu}): the compiled kernels' bytes differ from this host's")
         folders = glob.glob(os.path.join(cache, kernels_digest(), "aot-*"))
         if len(folders) != 1:
             raise SystemExit(f"expected one folder of kept objects for {baseline.name}, found {folders}")
-        members = sorted(os.listdir(folders[0]))
-        path = os.path.join(out_folder, baseline.name + ".zip")
-        manifest = {"kernels": kernels_digest(), "name": baseline.name, "cpu": baseline.cpu,
-                    "features": list(baseline.features),
-                    "machine": baseline.machine, "platform": baseline.platform, "compiler": _compiler()}
-        with zipfile.ZipFile(path + ".tmp", "w") as archive:
-            for name in ["manifest.json", *members]:
-                if name != "manifest.json" and not name.endswith((".o", ".constants.json")):
-                    continue
-                if name == "manifest.json":
-                    data = json.dumps(manifest, indent=1, sort_keys=True).encode()
-                else:
-                    with open(os.path.join(folders[0], name), "rb") as source:
-                        data = source.read()
-                info = zipfile.ZipInfo(name, STAMP)
-                info.compress_type = zipfile.ZIP_LZMA
-                archive.writestr(info, data)
-        os.replace(path + ".tmp", path)
+        members = {}
+        for name in sorted(os.listdir(folders[0])):
+            if name.endswith((".o", ".constants.json")):
+                with open(os.path.join(folders[0], name), "rb") as source:
+                    members[name] = source.read()
+        return members
+
+
+def build(baseline: _prebuilt.Baseline, out_folder: str) -> str:
+    """Compile every case for ``baseline`` (its ``plain`` entries in a second build, with the generic tuning) and
+    write its zip; returns the zip's path."""
+    members = compiled(baseline, baseline.cpu)
+    if baseline.plain:
+        plain = compiled(baseline, baseline.plain)
+        if set(plain) != set(members):
+            raise SystemExit(f"{baseline.name}: the two tunings' builds kept different entries")
+        members = {name: (plain if baseline.cpu_of(name) == baseline.plain else members)[name] for name in members}
+    path = os.path.join(out_folder, baseline.name + ".zip")
+    manifest = {"kernels": kernels_digest(), "name": baseline.name, "cpu": baseline.cpu, "plain": baseline.plain,
+                "features": list(baseline.features),
+                "machine": baseline.machine, "platform": baseline.platform, "compiler": _compiler()}
+    with zipfile.ZipFile(path + ".tmp", "w") as archive:
+        for name in ["manifest.json", *sorted(members)]:
+            data = json.dumps(manifest, indent=1, sort_keys=True).encode() if name == "manifest.json" else members[name]
+            info = zipfile.ZipInfo(name, STAMP)
+            info.compress_type = zipfile.ZIP_LZMA
+            archive.writestr(info, data)
+    os.replace(path + ".tmp", path)
     if baseline.machine != platform.machine():
         checked(baseline)
     return path

@@ -19,18 +19,22 @@ server`` and ``skylake-avx512`` 2.1). So ``x86-64-v4-vbmi`` is tuned for ``znver
 is unmeasured. The build (``tools/build_prebuilt.py``) turns every feature the tuning CPU would add off by name
 (``-gfni``, ``-vaes``, ...: every feature this LLVM knows beyond the baseline's), so the code still needs only the
 baseline's; the instructions the objects use were diffed against a generic build's (new ones: ``bextr``, AVX-512 mask
-and lane moves, all in the baseline). ``x86-64-v4`` (Intel only: Skylake-X, Cascade Lake) and ``x86-64-v2`` keep the
-generic tuning: no such host here to measure one against. Measured on this project's Zen 5 machine (``bench_physical.py
---quick --cpu``, empty kernel caches, alternating runs), against code built for the host itself: the median row the same
-(ratio 1.02-1.03 for v4), but without VBMI the byte shuffles cost more (pred ``[7,N,384,7]{2,0,3,1:T(8,128)(4,1)}`` 'to'
-2.6 native, 3.7-4.2 v4, 2.6-2.8 v4-vbmi), and the generic tuning costs some rows (f32 ``[N,100]{1,0:T(8,128)}`` 'from'
-1.1 native, 1.3-1.5). v3 code is ~5% slower again at the median; v2 code (vectors of 16 bytes), run here (the whole
-``--quick`` table, best of two, alternating with v3): the median row 1.10x v3's time, the worst 1.5-2.5x (byte shuffles
-and sub-byte fields: pred ``T(8,128)(4,1)`` 'from' 1.26 -> 2.1x memcpy, u2 ``E(2)`` 'from' 0.74 -> 1.84, bf16 tiled
-transposes relaid out 1.72 -> 4.0), still without a compile. 64-bit ARM: ``aarch64`` (ARMv8-A with NEON, which every
-such CPU has: Graviton, Ampere, Grace, Cortex-A72 and up), built and checked under QEMU's user-mode emulator
-(``tools/aarch64_python.py``): its bytes are those of the NumPy path for every case, but its speed is not measured (no
-ARM hardware here). macOS, Windows and other machines compile on first use (2-4 s a layout).
+and lane moves, all in the baseline). The tuning made some kernels slower: the generic walks and ``regroup``
+(``PLAIN_ENTRIES``) are built in a second build with the level's generic tuning (``Baseline.plain``), in the same
+archive (over the survey the walks were even under both tunings; the two it had slowed, s8 ``[64,64,1024,8]{0,1,2,3}``
+'to' 4.6 -> 3.4x memcpy and s4 ``[3,100,384,500]{1,2,3,0:T(8,128)(2,1)E(4)}`` 'to' 6.6 -> 5.3, came back). ``x86-64-v4``
+(Intel only: Skylake-X, Cascade Lake) and ``x86-64-v2`` keep the generic tuning: no such host here to measure one
+against. Measured on this project's Zen 5 machine (``bench_physical.py --quick --cpu``, empty kernel caches, alternating
+runs), against code built for the host itself: the median row the same (ratio 1.02-1.03 for v4), but without VBMI the
+byte shuffles cost more (pred ``[7,N,384,7]{2,0,3,1:T(8,128)(4,1)}`` 'to' 2.6 native, 3.7-4.2 v4, 2.6-2.8 v4-vbmi), and
+the generic tuning costs some rows (f32 ``[N,100]{1,0:T(8,128)}`` 'from' 1.1 native, 1.3-1.5). v3 code is ~5% slower
+again at the median; v2 code (vectors of 16 bytes), run here (the whole ``--quick`` table, best of two, alternating with
+v3): the median row 1.10x v3's time, the worst 1.5-2.5x (byte shuffles and sub-byte fields: pred ``T(8,128)(4,1)``
+'from' 1.26 -> 2.1x memcpy, u2 ``E(2)`` 'from' 0.74 -> 1.84, bf16 tiled transposes relaid out 1.72 -> 4.0), still
+without a compile. 64-bit ARM: ``aarch64`` (ARMv8-A with NEON, which every such CPU has: Graviton, Ampere, Grace,
+Cortex-A72 and up), built and checked under QEMU's user-mode emulator (``tools/aarch64_python.py``): its bytes are those
+of the NumPy path for every case, but its speed is not measured (no ARM hardware here). macOS, Windows and other
+machines compile on first use (2-4 s a layout).
 
 **When they are used.** :func:`._aot.load` looks in the host's own kept code first (code compiled here, for this
 CPU), then here: an archive is used when it was built from these kernel sources (the digest of
@@ -58,13 +62,30 @@ from ._cache import kernels_digest
 @dataclass(frozen=True)
 class Baseline:
     """A CPU that shipped code is built for: its name (the archive's), LLVM's CPU name (the tuning) and the features
-    a host must have to run it (the instructions numba may use)."""
+    a host must have to run it (the instructions numba may use); ``plain``, the LLVM CPU (the level's own name:
+    generic tuning) that the kernels of ``PLAIN_ENTRIES`` are built for instead ("": none)."""
 
     name: str
     cpu: str
     features: tuple[str, ...]
     machine: str = "x86_64"
     platform: str = "linux"
+    plain: str = ""
+
+    def cpu_of(self, member: str) -> str:
+        """The LLVM CPU the archive member ``member`` (``module.entry.key.o``) is built for.
+
+        >>> BASELINES[0].cpu_of("walk.walk_groups.0.o"), BASELINES[0].cpu_of("kernels.tiled_to_physical.0.o")
+        ('x86-64-v4', 'znver4')
+        """
+        return self.plain if self.plain and member.startswith(PLAIN_ENTRIES) else self.cpu
+
+
+PLAIN_ENTRIES = ("walk.", "kernels.regroup.")
+"""Archive members built with the generic tuning where a baseline names one (``Baseline.plain``): the Zen tuning
+made these slower (``walk_groups``, s8 ``[64,64,1024,8]{0,1,2,3}`` 'to', 4.5 -> 6.9 ms; ``regroup``'s element by
+element path, s4 ``[3,100,384,500]{1,2,3,0:T(8,128)(2,1)E(4)}`` 'to', 7.3 -> 10.9 ms), and the survey's walks gained
+nothing from it."""
 
 
 _V2 = ("64bit", "cmov", "cx8", "fxsr", "mmx", "sse", "sse2", "cx16", "sahf", "popcnt", "sse3", "sse4.1", "sse4.2",
@@ -72,9 +93,9 @@ _V2 = ("64bit", "cmov", "cx8", "fxsr", "mmx", "sse", "sse2", "cx16", "sahf", "po
 _V3 = (*_V2, "avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
 _V4 = (*_V3, "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
 BASELINES = (
-    Baseline("x86-64-v4-vbmi", "znver4", (*_V4, "avx512vbmi", "avx512vbmi2")),
+    Baseline("x86-64-v4-vbmi", "znver4", (*_V4, "avx512vbmi", "avx512vbmi2"), plain="x86-64-v4"),
     Baseline("x86-64-v4", "x86-64-v4", _V4),
-    Baseline("x86-64-v3", "znver3", _V3),
+    Baseline("x86-64-v3", "znver3", _V3, plain="x86-64-v3"),
     Baseline("x86-64-v2", "x86-64-v2", _V2),
     Baseline("aarch64", "generic", (), "aarch64"),  # (ARMv8-A with NEON, which every 64-bit ARM CPU has)
 )

@@ -87,8 +87,8 @@ Group = tuple[tuple[int, int], ...]
 class Merged:
     """A copy as merged squares: the row tables (byte offsets) of the across group (destination rows) and the along
     group (source rows), the outer axes (5 x axes, int64: blocks, destination and source steps, block length, last
-    block's start) and which loop is inner; ``other``, the same copy with the other loop inner, chosen by timing
-    (:mod:`._tuned`) under ``key``."""
+    block's start), which loop is inner and the squares' side (elements: a line of bytes, or ``side_of`` the width);
+    ``other``, the same copy with the other loop inner, chosen by timing (:mod:`._tuned`) under ``key``."""
 
     across: np.ndarray[Any, Any]
     along: np.ndarray[Any, Any]

@@ -26,7 +26,8 @@ def _merged_of(lines: bool) -> Any:
         last: int, inner_across: int, stream: int,
     ) -> None:
         width = _width(pad)
-        n = LINE if lines else _side(pad)
+        lined = lines and width == 1  # (wider words' squares are a line a side already)
+        n = LINE if lined else _side(pad)
         line = LINE // width
         axes = outer.shape[1]
         for block in range(first, last):
@@ -51,7 +52,7 @@ def _merged_of(lines: bool) -> Any:
                                 _prefetch_write(d + (i + line) * width + _table_entry(d_rows, u + r))
                             else:
                                 _prefetch_run(s + (u + line) * width + _table_entry(s_rows, i + r), _1)
-                    if lines:
+                    if lined:
                         _table_line_square(d + i, d_rows + u * 8, s + u, s_rows + i * 8, stream if whole else 0, pad)
                     else:
                         _table_square(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8,

@@ -8,6 +8,7 @@ import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -17,6 +18,12 @@ from xlashapes.physical import _aot, _cache, _dispatch, _entries, _prebuilt
 
 ARCHIVES = {baseline.name: Path(_prebuilt.FOLDER) / f"{baseline.name}.zip" for baseline in _prebuilt.BASELINES}
 REBUILD = "the kernel sources changed: run python tools/build_prebuilt.py and commit the archives"
+
+
+def header_of(data: bytes) -> dict[str, Any]:
+    """The JSON header of a kept object's bytes (:func:`._aot.save`)."""
+    header: dict[str, Any] = json.loads(data[len(_aot.MAGIC) : data.index(b"\n", len(_aot.MAGIC))])
+    return header
 
 
 def manifest_of(cpu: str) -> dict[str, object]:
@@ -40,7 +47,7 @@ def test_each_baseline_ships_every_entry_built_from_these_kernel_sources(baselin
         assert {name.split(".")[1] for name in kept} == entries
         for name in kept:  # each one whole, for the entry and key its file name says, and an object
             data = archive.read(name)
-            header = json.loads(data[len(_aot.MAGIC) : data.index(b"\n", len(_aot.MAGIC))])
+            header = header_of(data)
             module, entry = header["entry"].split(".")
             assert name == Path(_aot._object_path("", module, entry, header["key"])).name
             parsed = _aot._parsed(data, header["entry"], header["key"], None)
@@ -62,7 +69,7 @@ def test_code_tuned_for_a_cpu_uses_only_its_baselines_features(baseline: _prebui
     with zipfile.ZipFile(ARCHIVES[baseline.name]) as archive:
         for name in (name for name in archive.namelist() if name.endswith(".o")):
             data = archive.read(name)
-            header = json.loads(data[len(_aot.MAGIC) : data.index(b"\n", len(_aot.MAGIC))])
+            header = header_of(data)
             cpu, features = header["host"]["numba_cpu"].split("|")
             on = {f[1:] for f in features.split(",") if f.startswith("+")}
             off = {f[1:] for f in features.split(",") if f.startswith("-")}
@@ -209,7 +216,7 @@ def test_a_shipped_object_loads_and_its_constants_are_read_where_the_host_has_no
         name = next(name for name in archive.namelist() if ".pack." in name)
         data = archive.read(name)
         constants = json.loads(archive.read("kernels.constants.json"))
-    header = json.loads(data[len(_aot.MAGIC) : data.index(b"\n", len(_aot.MAGIC))])
+    header = header_of(data)
     assert _aot.constants("_kernels") == constants
     assert isinstance(_aot.load("_kernels", "pack", header["key"]), _aot.Native)
     assert _aot.load("_kernels", "pack", header["key"] + ",i") is None  # no such overload shipped

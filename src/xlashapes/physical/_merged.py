@@ -244,15 +244,13 @@ def _swept(shape: list[int], d_steps: list[int], s_steps: list[int], unit: int, 
            inner_across: bool) -> Merged | None:
     """The merged squares whose inner loop sweeps the across group (``inner_across``) or the along group, or None
     where their groups would not make squares or would be no longer than the walk's own block axes."""
-    most = (INNER_MOST, OUTER_MOST) if inner_across else (OUTER_MOST, INNER_MOST)
-    side = LINE if width == 1 and LINES else side_of(width)
-    found = _groups(shape, d_steps, s_steps, side, most)
-    if found is None and side != side_of(width):
-        side = side_of(width)
-        found = _groups(shape, d_steps, s_steps, side, most)
+    found = _groups(shape, d_steps, s_steps, side_of(width), (INNER_MOST, OUTER_MOST) if inner_across else
+                    (OUTER_MOST, INNER_MOST))
     if found is None:
         return None
     across, along = found[0], found[1]
+    lined = width == 1 and LINES and min(_elements(across), _elements(along)) >= LINE
+    side = LINE if lined else side_of(width)  # (bytes a line a side where both groups are that long)
     if _elements(across) <= shape[unit] and _elements(along) <= shape[-1]:
         return None
     taken = dict(across + along)

@@ -5,6 +5,7 @@ rows are shifted and staged), but for the cases marked ``@0`` (on a line: the qu
 (JSON) the digests of the bytes and which entries ran from kept machine code.
 ``test_physical_aot`` runs it in new processes; the suite also runs it in the background when the session starts,
 to fill the kernel cache before the main process needs the kernels (``background``).
+Cases marked ``!`` run every plan that timing chooses among, one after the other, each writing the whole output.
 ``XLASHAPES_WORKER_PART=k/n`` takes every n-th case from the k-th; ``XLASHAPES_WORKER_CASES=a|b|...`` these cases.
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 
 import xlashapes as xs
-from xlashapes.physical import _copy
+from xlashapes.physical import _copy, _tuned
 from xlashapes.physical import _dispatch as dispatch
 
 # In the order the compiled-kernel tests first need their kernels (``background.KERNEL_TESTS``), so that the warm-up
@@ -53,8 +54,11 @@ NEEDED = [
     "s8[8,16,16,256]{3,2,1,0:T(8,128)(4,1)}>{3,0,2,1:T(8,128)(4,1)}",
     "f32[4,16,16,256]{3,2,1,0:T(8,128)(2,1)}>{3,0,2,1:T(8,128)(2,1)}",
     "f64[4,8,16,32]{3,2,1,0:T(8,32)(2,1)}>{3,0,2,1:T(8,32)(2,1)}",
-    # squares over merged axes, every width
+    # squares over merged axes, every width; then every plan timing would take for them, one after the other (the
+    # merged squares of each sweep and side, and staged through the cache)
     "u8[24,12,40,5]{0,1,2,3}", "bf16[479,50,7]{0,1,2}", "f32[24,2,38,12,37]{0,1,2,3,4}", "f64[24,12,40,5]{0,1,2,3}",
+    "u8[24,12,40,5]{0,1,2,3}!", "bf16[479,50,7]{0,1,2}!", "f32[24,2,38,12,37]{0,1,2,3,4}!",
+    "f64[24,12,40,5]{0,1,2,3}!",
     # small blocks permuted inside, through lanes, every width
     "u8[64,3,12]{1,2,0}", "bf16[70,7,8]{1,2,0}", "f32[40,4,6]{1,2,0}", "f64[40,3,4]{1,2,0}",
 ]
@@ -95,7 +99,15 @@ def placed(n: int, offset: int = 16) -> np.ndarray[Any, Any]:
 
 def digest_of(text: str) -> str:
     """The digest of the bytes both directions give for ``text``, with one and two threads (``...@k``: outputs
-    ``k`` bytes past a cache line, else 16; ``...>{layout}``: and relaid out to that layout)."""
+    ``k`` bytes past a cache line, else 16; ``...>{layout}``: and relaid out to that layout; ``...!``: every plan
+    timing chooses among run, each over the whole output)."""
+    if text.endswith("!"):
+        saved = _tuned.TUNE_BYTES, _tuned.run_fastest
+        _tuned.TUNE_BYTES, _tuned.run_fastest = 0, _every_plan
+        try:
+            return digest_of(text[:-1])
+        finally:
+            _tuned.TUNE_BYTES, _tuned.run_fastest = saved
     text, _, at = text.partition("@")
     text, _, other = text.partition(">")
     offset = int(at or 16)
@@ -115,6 +127,11 @@ def digest_of(text: str) -> str:
         if other:
             digest.update(xs.relayout(b, s, shape_of(text[: text.index("{")] + other), threads=threads).tobytes())
     return digest.hexdigest()
+
+
+def _every_plan(key: Any, plans: Any) -> bool:
+    """Every plan, the last one's bytes kept (each writes the whole output, or nothing where it returns False)."""
+    return any([plan() for plan in plans])
 
 
 def report() -> dict[str, Any]:

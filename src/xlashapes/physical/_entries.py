@@ -23,7 +23,7 @@ ENTRIES = {
                  "tiled_from_canonical", "tiled_from_packed", "tiled_from_tile_rows", "pack", "unpack",
                  "transpose_nibbles", "swap_fields", "turn_lines", "regroup", "tile_squares"),
     "_stacks": ("tiled_stacked",),
-    "_tables": ("merged_squares", "merged_lines", "permuted_blocks"),
+    "_tables": ("merged_squares", "merged_lines", "merged_staged", "permuted_blocks"),
 }
 """The kernels the dispatch calls, by module (the call sites' attribute names)."""
 

@@ -79,6 +79,20 @@ comparison)."""
 STREAM = True
 """Squares of whole lines on the line grid streamed out (False: stored plainly, for comparison)."""
 
+STAGED = True
+"""Merged squares staged through the cache (``merged_staged``) timed beside the others (False: never, for
+comparison)."""
+
+STAGE_BYTES = 1 << 18
+"""Most bytes of a staged block (staged, then as many transposed: both in L2)."""
+
+STAGE_ROWS = (256, 512, 1024, 2048, 4096)
+"""Most bytes of a staged block's source rows (its across group) tried: the one whose runs out are longest for
+the work is taken (runs of ``STAGE_RUN`` bytes or more as long as any: then the largest block)."""
+
+STAGE_RUN = 2048
+"""Bytes of a run out past which a longer one is not worth more work."""
+
 Group = tuple[tuple[int, int], ...]
 """(axis, elements taken) of a group's axes, the most minor first."""
 
@@ -97,6 +111,21 @@ class Merged:
     side: int
     other: Merged | None = None
     key: tuple[Any, ...] = ()
+    staged: Staged | None = None
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A copy as merged squares staged through the cache (``merged_staged``): its blocks (``merged``: tables and
+    outer axes), where each source row goes in the scratch (``staged``, byte offsets), where each transposed row goes
+    (``t_rows``: the destination rows' order), the runs copied out (``runs``: scratch offset, destination offset,
+    bytes, each a row or rows back to back) and the scratch's bytes."""
+
+    merged: Merged
+    staged: np.ndarray[Any, Any]
+    t_rows: np.ndarray[Any, Any]
+    runs: np.ndarray[Any, Any]
+    scratch: int
 
 
 def _group(shape: list[int], steps: list[int], most: int) -> tuple[Group, bool]:
@@ -211,7 +240,7 @@ def merged_route(
         return None
     other = _swept(shape, d_steps, s_steps, unit, width, not inner_across)
     key = (tuple(shape), tuple(d_steps), tuple(s_steps), width)  # (timed with one sweep too: bytes, two sides)
-    return replace(first, other=other, key=key)
+    return replace(first, other=other, key=key, staged=staged_plan(*key))
 
 
 def timed_routes(
@@ -235,9 +264,11 @@ def _routes(shape: tuple[int, ...], d_steps: tuple[int, ...], s_steps: tuple[int
             most: tuple[int, int]) -> tuple[Merged, ...]:
     """:func:`timed_routes`, kept for the walks seen last (their tables took 35 us a call to make; ``most``: the
     groups' limits they were made with)."""
-    plans = (_swept(list(shape), list(d_steps), list(s_steps), unit, width, inner_across)
-             for inner_across in (True, False))
-    return tuple(plan for plan in plans if plan is not None)
+    plans = [plan for plan in (_swept(list(shape), list(d_steps), list(s_steps), unit, width, inner_across)
+                               for inner_across in (True, False)) if plan is not None]
+    if plans:
+        plans[0] = replace(plans[0], staged=staged_plan(shape, d_steps, s_steps, width))
+    return tuple(plans)
 
 
 def _swept(shape: list[int], d_steps: list[int], s_steps: list[int], unit: int, width: int,
@@ -253,12 +284,62 @@ def _swept(shape: list[int], d_steps: list[int], s_steps: list[int], unit: int, 
     side = LINE if lined else side_of(width)  # (bytes a line a side where both groups are that long)
     if _elements(across) <= shape[unit] and _elements(along) <= shape[-1]:
         return None
+    return _blocks(across, along, shape, d_steps, s_steps, width, inner_across, side)
+
+
+def _blocks(across: Group, along: Group, shape: list[int], d_steps: list[int], s_steps: list[int], width: int,
+            inner_across: bool, side: int) -> Merged:
+    """The merged squares of two groups: their tables, and the outer axes the rest of the copy loops over."""
     taken = dict(across + along)
     axes = [a for a in sorted(range(len(shape)), key=lambda a: -s_steps[a]) if shape[a] > taken.get(a, 1)]
     outer = np.array([[-(-shape[a] // taken.get(a, 1)) for a in axes], [d_steps[a] for a in axes],
                       [s_steps[a] for a in axes], [taken.get(a, 1) for a in axes],
                       [shape[a] - taken.get(a, 1) for a in axes]], np.int64).reshape(5, len(axes))
     return Merged(_table(across, d_steps, width), _table(along, s_steps, width), outer, inner_across, side)
+
+
+@lru_cache(maxsize=256)
+def staged_plan(shape: tuple[int, ...], d_steps: tuple[int, ...], s_steps: tuple[int, ...], width: int
+                ) -> Staged | None:
+    """The merged squares of a walk staged through the cache, in blocks of at most ``STAGE_ROWS`` source rows of
+    ``STAGE_ROW`` bytes; None where their groups would not make squares of a line a side.
+
+    >>> plan = staged_plan((81, 2048, 200), (409600, 200, 1), (1, 81, 165888), 1)
+    >>> len(plan.merged.across), len(plan.merged.along), len(plan.runs) // 3, plan.merged.outer[0].tolist()
+    (972, 200, 81, [171])
+    """
+    n = LINE // width
+    axes = list(shape), list(d_steps), list(s_steps)
+    best: tuple[tuple[float, int], Merged] | None = None
+    for row in STAGE_ROWS:
+        found = _groups(*axes, n, (row // width, 1 << 62))
+        if found is None:
+            continue
+        found = _groups(*axes, n, (row // width, max(n, STAGE_BYTES // (_elements(found[0]) * width))))
+        if found is None:
+            continue
+        merged = _blocks(found[0], found[1], *axes, width, False, n)
+        block = len(merged.across) * len(merged.along)
+        done = math.prod(shape) / (int(np.prod(merged.outer[0])) * block)  # (less than 1: blocks overlapping)
+        key = (done * min(_run_bytes(merged, width), STAGE_RUN), block)
+        if best is None or key > best[0]:
+            best = (key, merged)
+    if best is None:
+        return None
+    merged = best[1]
+    across, along = len(merged.across), len(merged.along)
+    pitch = -(-across * width // LINE) * LINE
+    pitch += LINE if pitch % (8 * LINE) == 0 else 0  # (a line of slack keeps the staged rows off a few cache sets)
+    row = along * width
+    order = np.argsort(merged.across, kind="stable")
+    t_rows = np.empty(across, np.int64)
+    t_rows[order] = along * pitch + np.arange(across, dtype=np.int64) * row
+    ends = merged.across[order]
+    starts = np.flatnonzero(np.diff(ends, prepend=ends[0] - 1) != row)  # (rows back to back make one run)
+    counts = np.diff(starts, append=across)
+    runs = np.stack([along * pitch + starts * row, ends[starts], counts * row], axis=1).astype(np.int64).ravel()
+    staged = np.arange(along, dtype=np.int64) * pitch
+    return Staged(merged, staged, t_rows, runs, along * pitch + across * row)
 
 
 def merged_copy(target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run, stream: int) -> bool:
@@ -282,9 +363,14 @@ def merged_runs(target: int, source: int, pad: Any, plans: list[Merged], nbytes:
     kernel = dispatch.tabler()
     if kernel is None:
         return []
+    staged = next((plan.staged for plan in plans if plan.staged is not None), None)
     if nbytes >= _tuned.TUNE_BYTES:  # (byte squares a line a side timed beside 16 x 16 ones: neither always wins)
         plans = [each for plan in plans for each in _sides(plan, pad.itemsize)]
-    return [partial(_squares, kernel, target, source, pad, plan, nbytes, run, stream) for plan in plans]
+    runs: list[Callable[[], bool]] = [partial(_squares, kernel, target, source, pad, plan, nbytes, run, stream)
+                                      for plan in plans]
+    if staged is not None and STAGED and nbytes >= _tuned.TUNE_BYTES:
+        runs.append(partial(_staged, kernel, target, source, pad, staged, nbytes, run, stream))
+    return runs
 
 
 def _sides(merged: Merged, width: int) -> tuple[Merged, ...]:
@@ -311,6 +397,33 @@ def _squares(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nb
     def part(bounds: tuple[int, int]) -> None:
         entry(target, source, pad, merged.outer, dispatch.address(across), len(across), dispatch.address(along),
               len(along), bounds[0], bounds[1], int(merged.inner_across), stream)
+
+    dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
+    return True
+
+
+def _run_bytes(merged: Merged, width: int) -> float:
+    """The mean bytes of the runs a staged block copies out (its destination rows, those back to back as one)."""
+    row = len(merged.along) * width
+    ends = np.sort(merged.across)
+    return len(ends) * row / (1 + int(np.count_nonzero(np.diff(ends) != row)))
+
+
+def _staged(kernel: Any, target: int, source: int, pad: Any, staged: Staged, nbytes: int, run: Run,
+            stream: int) -> bool:
+    """The ``merged_staged`` kernel over ``staged``'s blocks, split over ``run``'s threads, each with its own
+    scratch (True: done)."""
+    merged = staged.merged
+    blocks = int(np.prod(merged.outer[0]))
+    tables = [dispatch.address(table) for table in (merged.across, merged.along, staged.staged, staged.t_rows,
+                                                    staged.runs)]
+
+    def part(bounds: tuple[int, int]) -> None:
+        room = np.empty(staged.scratch + LINE, np.uint8)
+        scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
+        kernel.merged_staged(target, source, pad, merged.outer, tables[0], len(merged.across), tables[1],
+                             len(merged.along), bounds[0], bounds[1], scratch, tables[2], tables[3], tables[4],
+                             len(staged.runs) // 3, int(bool(stream)))
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
     return True

@@ -3,6 +3,8 @@
 - ``merged_squares`` (:mod:`._merged`): a transposing copy whose rows on each side are anywhere, a block of the
   outer axes at a time; each block is a 2-d transpose of the across group (source-contiguous rows) and the along group
   (destination-contiguous rows); ``merged_lines`` the same for bytes in squares of one line a side.
+- ``merged_staged`` (:mod:`._merged`): the same blocks staged through the cache: each block's source rows copied
+  in, transposed there, and its destination rows copied out in runs (whole lines streamed).
 - ``permuted_blocks`` (:mod:`._lane_blocks`): small blocks permuted inside, a group of them at a time through lane
   rows of a scratch.
 """
@@ -11,9 +13,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._intrinsics import _0, _1, _fence, _jit, _prefetch_run, _prefetch_write, _put, _side, _table_entry, _width
+from ._intrinsics import (
+    _0,
+    _1,
+    _copy,
+    _fence,
+    _jit,
+    _prefetch_run,
+    _prefetch_write,
+    _put,
+    _side,
+    _stream,
+    _table_entry,
+    _width,
+)
 from ._kinds import LINE
 from ._shuffles import _table_line_square, _table_square
+
+AHEAD = 4
+"""Source rows a staged block prefetches ahead of the one it copies in (``merged_staged``)."""
 
 
 def _merged_of(lines: bool) -> Any:
@@ -78,6 +96,58 @@ row's next line prefetched for writing); else the source rows, read so (each row
 
 merged_lines = _merged_of(True)
 """``merged_squares`` of bytes in squares of one line a side (64 x 64: :func:`._shuffles._table_line_square`)."""
+
+
+@_jit
+def merged_staged(
+    dst: int, src: int, pad: Any, outer: Any, d_rows: int, across: int, s_rows: int, along: int, first: int,
+    last: int, scratch: int, staged: int, t_rows: int, runs: int, n_runs: int, stream: int,
+) -> None:
+    """``merged_squares``' blocks ``first <= b < last`` through the cache: each block's ``along`` source rows
+    (``across`` elements each, at the entries of ``s_rows``) copied one after the other into ``scratch`` (rows at the
+    entries of ``staged``; the rows ``AHEAD`` on prefetched), so that memory is read in runs; transposed there in
+    squares of a line a side into rows at ``scratch`` plus the entries of ``t_rows`` (``along`` elements each), laid
+    in their destination rows' order; then copied out in ``n_runs`` runs (the int64 table at ``runs``: scratch
+    offset, destination offset from the block's corner, bytes), whole lines on the line grid streamed when
+    ``stream``. ``outer`` as ``merged_squares`` takes it."""
+    width = _width(pad)
+    n = LINE // width
+    lines = -(-across * width // LINE)
+    axes = outer.shape[1]
+    for block in range(first, last):
+        rest = block
+        d, s = dst, src
+        for a in range(axes - 1, -1, -1):
+            k = rest % outer[0, a]
+            rest //= outer[0, a]
+            start = min(k * outer[3, a], outer[4, a])
+            d += start * outer[1, a] * width
+            s += start * outer[2, a] * width
+        for r in range(along):
+            if r + AHEAD < along:
+                _prefetch_run(s + _table_entry(s_rows, r + AHEAD), lines)
+            _copy(scratch + _table_entry(staged, r), s + _table_entry(s_rows, r), across * width)
+        for p0 in range(0, along, n):
+            p = min(p0, along - n)
+            for q0 in range(0, across, n):
+                q = min(q0, across - n)
+                if width == 1:
+                    _table_line_square(scratch + p, t_rows + q * 8, scratch + q, staged + p * 8, _0, pad)
+                else:
+                    _table_square(scratch + p * width, t_rows + q * 8, scratch + q * width, staged + p * 8, _0,
+                                  pad)
+        for u in range(n_runs):
+            at = scratch + _table_entry(runs, 3 * u)
+            to = d + _table_entry(runs, 3 * u + 1)
+            size = _table_entry(runs, 3 * u + 2)
+            done = min(-to % LINE, size) if stream else size
+            _copy(to, at, done)
+            while done + LINE <= size:
+                _stream(to + done, at + done)
+                done += LINE
+            _copy(to + done, at + done, size - done)
+    if stream:
+        _fence()
 
 
 @_jit

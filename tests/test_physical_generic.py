@@ -1425,6 +1425,57 @@ def test_byte_squares_a_line_a_side_are_timed_beside_16_by_16_ones(
     _tuned.forget()
 
 
+STAGED_CASES = ["u8[200,24,81]{0,1,2}", "pred[7,5,50,9,200]{3,1,2,0,4}", "bf16[479,50,7]{0,1,2}",
+                "s32[24,2,38,12,37]{0,1,2,3,4}", "f64[24,12,40,5]{0,1,2,3}", "u8[7,3,48,5,665]{3,1,0,4,2}"]
+
+
+@pytest.mark.parametrize("text", STAGED_CASES)
+@pytest.mark.parametrize("offset", [0, 16])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_merged_squares_staged_through_the_cache_equal_numpy_path(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, offset: int, threads: int
+) -> None:
+    # merged squares staged through the cache (each block's source rows copied in one after the other, transposed
+    # there, its destination rows copied out in runs, whole lines streamed): u8 [200,2048,81]{0,1,2} 'to' 4.35 ->
+    # 2.5x memcpy; the same bytes as the NumPy path both ways, on and off the line grid, blocks over one thread or two
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(physical, "THREADS", threads)
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    tables, staged = _dispatch.tabler(), Counter[int]()
+    monkeypatch.setattr(tables, "merged_staged", _counting(tables.merged_staged, staged))
+
+    def staged_last(key: Any, plans: list[Callable[[], bool]]) -> bool:  # (the plans up to the staged one: its
+        # bytes are the ones left)
+        before = sum(staged.values())
+        for plan in plans:
+            done = plan()
+            if sum(staged.values()) > before:
+                return done
+        return plans[0]()
+
+    monkeypatch.setattr(_tuned, "run_fastest", staged_last)
+    _, _, _, expected = _spied_round_trip(monkeypatch, (), text, offset)  # (checks the bytes both ways)
+    assert sum(staged.values()) >= 2, text  # (both directions)
+
+
+def test_staged_blocks_copy_destination_rows_back_to_back_out_as_one_run() -> None:
+    # u8 [200,2048,81]{0,1,2} laid out: blocks of 12 source columns x 81 bytes (972 <= 1024) from 200 rows; the 12
+    # destination rows of each of the 81 planes lie back to back, so each block copies out 81 runs of 2400 bytes,
+    # and the transposed rows are laid in the scratch in the same order
+    plan = _merged.staged_plan((81, 2048, 200), (409600, 200, 1), (1, 81, 165888), 1)
+    assert plan is not None
+    across, along = len(plan.merged.across), len(plan.merged.along)
+    assert (across, along) == (972, 200)
+    runs = plan.runs.reshape(-1, 3)
+    assert runs[:, 2].tolist() == [12 * 200] * 81
+    assert sorted(runs[:, 1].tolist()) == [k * 409600 for k in range(81)]
+    order = np.argsort(plan.merged.across)
+    assert np.array_equal(plan.t_rows[order], runs[0, 0] + np.arange(across) * along)  # (destination order)
+    assert plan.scratch == along * (1024 + 64) + across * along  # (staged rows of 972 bytes 17 lines apart: 16
+    # would put them on a few cache sets)
+    assert _merged.staged_plan((9, 5, 7), (35, 7, 1), (1, 9, 45), 1) is None  # (no square of a line a side)
+
+
 @FAST
 @given(st.integers(3, 5), st.sampled_from(["u8", "bf16", "f32", "f64", "pred"]), st.data())
 def test_merged_squares_equal_numpy_path(compiled_everywhere: Counter[str], rank: int, etype: str,
@@ -1440,9 +1491,9 @@ def test_merged_squares_equal_numpy_path(compiled_everywhere: Counter[str], rank
         patch.setattr(_merged, "INNER_MOST", most[1])
         patch.setattr(_merged, "SPAN_FAR", data.draw(st.sampled_from([0, 1 << 20])))  # (either group swept)
         pick = data.draw(st.sampled_from([0, 1, -1]))  # (walks of other kinds: their own blocks or merged squares,
-        # either sweep, as timing would pick them)
+        # either sweep, or merged squares staged through the cache, as timing would pick them)
         patch.setattr(_tuned, "TUNE_BYTES", 0)
-        patch.setattr(_tuned, "run_fastest", lambda key, plans: plans[pick if key[0] == "walk" else 0]())
+        patch.setattr(_tuned, "run_fastest", lambda key, plans: plans[0 if key[0] == "copy" else pick]())
         x = random_array(etype, dims, sum(dims))
         expected = numpy_path(to_physical, x, shape)
         assert np.array_equal(to_physical(x, shape), expected), shape
@@ -1454,14 +1505,14 @@ def test_merged_squares_equal_numpy_path(compiled_everywhere: Counter[str], rank
 def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
         compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str) -> None:
     # where both groups could be swept, calls with the same walk after the first take the two plans in turn ROUNDS
-    # times each (bytes a line a side: four, each sweep also in 16 x 16 squares), then keep the one that took least
-    # time; every call writes the same bytes
+    # times each (bytes a line a side: four, each sweep also in 16 x 16 squares), and the squares staged through the
+    # cache, then keep the one that took least time; every call writes the same bytes
     tables = _dispatch.tabler()
     sweeps: list[tuple[str, int]] = []
-    for name in ("merged_squares", "merged_lines"):
+    for name in ("merged_squares", "merged_lines", "merged_staged"):
         kernel = getattr(tables, name)
         monkeypatch.setattr(tables, name, lambda *args, kernel=kernel, name=name: (
-            sweeps.append((name, args[10])), kernel(*args))[1])
+            sweeps.append((name, args[10] if name != "merged_staged" else -1)), kernel(*args))[1])
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
     plan_for = _tuned.plan_for  # (the copies themselves stay on the kernel: the test after this one times those)
     monkeypatch.setattr(_tuned, "plan_for", lambda key, count: 0 if key[0] == "copy" else plan_for(key, count))
@@ -1473,7 +1524,7 @@ def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
     expected = numpy_path(to_physical, x, shape)
     plans = []
     out = np.empty_like(expected)  # (one output: the same walk at the same offsets in its pages each time)
-    count = 4 if text.startswith("u8") else 2
+    count = (4 if text.startswith("u8") else 2) + 1  # (and staged)
     for _ in range(count * _tuned.ROUNDS + 3):
         sweeps.clear()
         assert np.array_equal(to_physical(x, shape, out=out), expected), text
@@ -1481,7 +1532,7 @@ def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
     turn = plans[1 : count + 1]  # (the first call untimed, on the rule's plan)
     assert all(len(plan) == 1 for plan in turn), plans
     assert len({frozenset(plan) for plan in turn}) == count, plans  # (the rule's plan, then the others)
-    assert {sweep for plan in turn for _, sweep in plan} == {0, 1}, plans  # (both sweeps)
+    assert {sweep for plan in turn for _, sweep in plan} == {0, 1, -1}, plans  # (both sweeps, and staged)
     assert plans[: count * _tuned.ROUNDS + 1] == [turn[0]] + turn * _tuned.ROUNDS
     assert plans[-1] == plans[-2]  # (then one plan for good)
     _tuned.forget()
@@ -1515,6 +1566,9 @@ def test_walks_time_merged_squares_beside_their_own_blocks(
         monkeypatch.setattr(tables, name, lambda *args, squares=squares, label=label, factor=factor: (
             ran.append(f"{label} {args[10]}"), state.update(now=state["now"] + factor * merged_ticks * (2 - args[10])),
             squares(*args))[2])
+    staged = tables.merged_staged  # (staged through the cache: three times 16 x 16 squares' time here)
+    monkeypatch.setattr(tables, "merged_staged", lambda *args: (
+        ran.append("staged"), state.update(now=state["now"] + 3 * merged_ticks), staged(*args))[2])
     _tuned.forget()
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, 3)
@@ -1528,6 +1582,7 @@ def test_walks_time_merged_squares_beside_their_own_blocks(
     lined = text in ("u8[8,48,2,300]{0,1,2,3}", "u8[100,64,81]{0,1,2}", "pred[7,5,50,9,200]{3,1,2,0,4}")  # (groups
     # both a line long or more)
     turn = ["lines 1", "merged 1", "lines 0", "merged 0"] if lined else ["merged 1", "merged 0"]
+    turn += [] if text == "u8[3,8,2,6990]{1,2,0,3}" else ["staged"]  # (its groups make no square of a line a side)
     assert plans[: 2 + len(turn)] == ["walk", "walk", *turn], plans  # (untimed, then a round of the plans)
     settled = plans[2 + len(turn) :]  # (2x apart: settled in one round)
     assert settled == ["merged 1" if merged_faster else "walk"] * len(settled), plans

@@ -68,7 +68,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from ._cache import cache_directory, kernels_digest, kernels_directory, mark_used, prune_stale
-from ._entries import ENTRIES, flattened, native_entry, signature_key
+from ._entries import ENTRIES, flattened, keyed_words, native_entry
 from ._prebuilt import archive
 
 MAGIC = b"xlashapes-aot-1\n"
@@ -344,7 +344,10 @@ class Native:
         self.address_of = ctypes.addressof
 
     def __call__(self, args: tuple[Any, ...]) -> int:
-        words = flattened(args)
+        return self.run(flattened(args))
+
+    def run(self, words: list[int | float]) -> int:
+        """Run it on ``args`` already flattened (:func:`._entries.flattened`)."""
         if len(words) != self.count:
             return -1
         slots = self.slots()
@@ -601,14 +604,14 @@ class Entry:
         self.lock = threading.Lock()
 
     def __call__(self, *args: Any) -> None:
-        key = signature_key(args)
+        key, words = keyed_words(args)
         native = self.natives.get(key, _UNSET)
         if native is _UNSET:
             with self.lock:
                 native = self.natives.get(key, _UNSET)
                 if native is _UNSET:
                     native = self.natives[key] = load(self.module, self.name, key)
-        if native is not None and native(args) == 0:
+        if native is not None and native.run(words) == 0:
             return
         if native is None and key and key not in self.written:
             with compiling(self.module, self.name, key):  # another process compiling it: wait, then take its code

@@ -38,21 +38,45 @@ def signature_key(args: tuple[Any, ...]) -> str:
     >>> signature_key((1, np.uint16(0), np.zeros(3, np.int64), (2, 3)))
     'i,<u2,A1<i8Cwa,(i,i)'
     """
-    parts = [_key_of(value) for value in args]
-    return "" if "" in parts else ",".join(parts)
+    return keyed_words(args)[0]
+
+
+def keyed_words(args: tuple[Any, ...]) -> tuple[str, list[int | float]]:
+    """:func:`signature_key` and :func:`flattened` of ``args`` in one pass (a kernel call takes both: the key picks
+    the overload, the words are its arguments); the words are incomplete where the key is "".
+
+    >>> keyed_words((7, np.uint8(3), (1, 2)))
+    ('i,|u1,(i,i)', [7, 3, 1, 2])
+    """
+    parts: list[str] = []
+    words: list[int | float] = []
+    for value in args:
+        if type(value) is int:  # (most arguments: addresses, counts, flags)
+            if not -(1 << 63) <= value < (1 << 63):
+                return "", words
+            parts.append("i")
+            words.append(value)
+            continue
+        key = _key_of(value)
+        if not key:
+            return "", words
+        parts.append(key)
+        _flatten(value, words)
+    return ",".join(parts), words
 
 
 def _key_of(value: Any) -> str:
     """The key of one argument ("" for an unsupported kind)."""
+    if isinstance(value, np.ndarray):
+        flags, dtype = value.flags, value.dtype
+        layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
+        writable = "w" if flags.writeable else "r"
+        aligned = "a" if flags.aligned else "u"
+        return f"A{value.ndim}{dtype.str}{layout}{writable}{aligned}" if dtype.kind in "iuf" else ""
     if isinstance(value, bool | np.bool_):
         return "b"
     if isinstance(value, int):
         return "i" if -(1 << 63) <= value < (1 << 63) else ""
-    if isinstance(value, np.ndarray):
-        layout = "C" if value.flags.c_contiguous else "F" if value.flags.f_contiguous else "A"
-        writable = "w" if value.flags.writeable else "r"
-        aligned = "a" if value.flags.aligned else "u"
-        return f"A{value.ndim}{value.dtype.str}{layout}{writable}{aligned}" if value.dtype.kind in "iuf" else ""
     if isinstance(value, np.generic):
         if value.dtype == np.int64:
             return "i"  # numba types an int64 scalar as it types a Python int

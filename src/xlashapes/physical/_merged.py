@@ -30,6 +30,14 @@ always wins: a line a side, pred ``[85,16,64,384]{0,1,2,3}`` 'to' went 5.8 -> 3.
 side against 3.5 ms 16 x 16 (the same sweep). So a copy of ``TUNE_BYTES`` and more times both sides for each sweep
 (:func:`_sides`; the same tables).
 
+A large copy also times the same squares staged through the cache (``merged_staged``, :func:`staged_plan`): a
+block of at most ``STAGE_BYTES`` (its source rows up to one of ``STAGE_ROWS`` bytes long) has its source rows copied
+one after the other into a scratch in L2 (memory read in runs, the next rows prefetched), transposed there into rows
+laid in their destination order, and copied out in runs (destination rows back to back make one; whole lines
+streamed). Squares straight between the arrays read a line of each of up to 64 source rows pages apart and write
+part lines of destination rows off the line grid: u8 ``[200,2048,81]{0,1,2}`` 'to' (destination rows of 200 bytes,
+source rows 165888 bytes apart) went 4.35 -> 2.5x memcpy staged, pred ``[500,64,349,3]{2,3,1,0}`` 3.45 -> 2.5.
+
 Other walks (of other kinds: destination rows of 8 bytes side by side, rows of 2 or 4 elements, interleaved rows;
 squares with both sides long) keep their own blocks by rule, but a large copy times merged squares (either sweep)
 beside them and keeps the fastest (:func:`timed_routes`): no rule read from the kinds says which wins. 'to', x memcpy:

@@ -1458,21 +1458,26 @@ def test_merged_squares_staged_through_the_cache_equal_numpy_path(
     assert sum(staged.values()) >= 2, text  # (both directions)
 
 
-def test_staged_blocks_copy_destination_rows_back_to_back_out_as_one_run() -> None:
+def test_staged_blocks_copy_rows_back_to_back_in_and_out_as_one_run() -> None:
     # u8 [200,2048,81]{0,1,2} laid out: blocks of 12 source columns x 81 bytes (972 <= 1024) from 200 rows; the 12
     # destination rows of each of the 81 planes lie back to back, so each block copies out 81 runs of 2400 bytes,
-    # and the transposed rows are laid in the scratch in the same order
+    # the transposed rows laid in the scratch in the same order; read back, the source rows are those planes' (81
+    # runs of 3200 bytes in, 16 rows of 200 each), the destination rows 200 of 1296 bytes
     plan = _merged.staged_plan((81, 2048, 200), (409600, 200, 1), (1, 81, 165888), 1)
     assert plan is not None
     across, along = len(plan.merged.across), len(plan.merged.along)
     assert (across, along) == (972, 200)
-    runs = plan.runs.reshape(-1, 3)
-    assert runs[:, 2].tolist() == [12 * 200] * 81
-    assert sorted(runs[:, 1].tolist()) == [k * 409600 for k in range(81)]
+    outs, ins = plan.outs.reshape(-1, 3), plan.ins.reshape(-1, 3)
+    assert outs[:, 2].tolist() == [12 * 200] * 81
+    assert sorted(outs[:, 1].tolist()) == [k * 409600 for k in range(81)]
+    assert ins[:, 2].tolist() == [972] * 200  # (source rows 165888 bytes apart: a run each)
     order = np.argsort(plan.merged.across)
-    assert np.array_equal(plan.t_rows[order], runs[0, 0] + np.arange(across) * along)  # (destination order)
-    assert plan.scratch == along * (1024 + 64) + across * along  # (staged rows of 972 bytes 17 lines apart: 16
-    # would put them on a few cache sets)
+    assert np.array_equal(plan.t_rows[order], outs[0, 0] + np.arange(across) * along)  # (destination order)
+    assert plan.scratch == 2 * along * across  # (staged rows back to back: under 256 KiB each)
+    back = _merged.staged_plan((2048, 200, 81), (81, 165888, 1), (200, 1, 409600), 1)
+    assert back is not None and (len(back.merged.across), len(back.merged.along)) == (200, 1296)
+    assert back.ins.reshape(-1, 3)[:, 2].tolist() == [3200] * 81
+    assert back.outs.reshape(-1, 3)[:, 2].tolist() == [1296] * 200
     assert _merged.staged_plan((9, 5, 7), (35, 7, 1), (1, 9, 45), 1) is None  # (no square of a line a side)
 
 

@@ -125,14 +125,15 @@ class Merged:
 @dataclass(frozen=True)
 class Staged:
     """A copy as merged squares staged through the cache (``merged_staged``): its blocks (``merged``: tables and
-    outer axes), where each source row goes in the scratch (``staged``, byte offsets), where each transposed row goes
-    (``t_rows``: the destination rows' order), the runs copied out (``runs``: scratch offset, destination offset,
-    bytes, each a row or rows back to back) and the scratch's bytes."""
+    outer axes), where each source row goes in the scratch (``staged``, byte offsets: the source rows' order), where
+    each transposed row goes (``t_rows``: the destination rows' order), the runs copied in and out (``ins``,
+    ``outs``: scratch offset, offset in the array, bytes; each a row or rows back to back) and the scratch's bytes."""
 
     merged: Merged
     staged: np.ndarray[Any, Any]
     t_rows: np.ndarray[Any, Any]
-    runs: np.ndarray[Any, Any]
+    ins: np.ndarray[Any, Any]
+    outs: np.ndarray[Any, Any]
     scratch: int
 
 
@@ -313,7 +314,7 @@ def staged_plan(shape: tuple[int, ...], d_steps: tuple[int, ...], s_steps: tuple
     ``STAGE_ROW`` bytes; None where their groups would not make squares of a line a side.
 
     >>> plan = staged_plan((81, 2048, 200), (409600, 200, 1), (1, 81, 165888), 1)
-    >>> len(plan.merged.across), len(plan.merged.along), len(plan.runs) // 3, plan.merged.outer[0].tolist()
+    >>> len(plan.merged.across), len(plan.merged.along), len(plan.outs) // 3, plan.merged.outer[0].tolist()
     (972, 200, 81, [171])
     """
     n = LINE // width
@@ -336,18 +337,31 @@ def staged_plan(shape: tuple[int, ...], d_steps: tuple[int, ...], s_steps: tuple
         return None
     merged = best[1]
     across, along = len(merged.across), len(merged.along)
-    pitch = -(-across * width // LINE) * LINE
+    pitch = across * width  # (source rows back to back copied in as one run)
     pitch += LINE if pitch % (8 * LINE) == 0 else 0  # (a line of slack keeps the staged rows off a few cache sets)
-    row = along * width
-    order = np.argsort(merged.across, kind="stable")
-    t_rows = np.empty(across, np.int64)
-    t_rows[order] = along * pitch + np.arange(across, dtype=np.int64) * row
-    ends = merged.across[order]
-    starts = np.flatnonzero(np.diff(ends, prepend=ends[0] - 1) != row)  # (rows back to back make one run)
-    counts = np.diff(starts, append=across)
-    runs = np.stack([along * pitch + starts * row, ends[starts], counts * row], axis=1).astype(np.int64).ravel()
-    staged = np.arange(along, dtype=np.int64) * pitch
-    return Staged(merged, staged, t_rows, runs, along * pitch + across * row)
+    staged, ins = _runs(merged.along, across * width, pitch, 0)
+    t_rows, outs = _runs(merged.across, along * width, along * width, along * pitch)
+    return Staged(merged, staged, t_rows, ins, outs, along * pitch + across * along * width)
+
+
+def _runs(rows: np.ndarray[Any, Any], row: int, pitch: int, base: int) -> tuple[
+        np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Where rows of ``row`` bytes at offsets ``rows`` go in the scratch (``pitch`` apart from ``base`` on, in the
+    order of their offsets), and the runs between the two (int64 triples: scratch offset, offset, bytes), rows back
+    to back on both sides making one.
+
+    >>> [table.tolist() for table in _runs(np.array([300, 0, 100]), 100, 100, 64)]
+    [[264, 64, 164], [64, 0, 200, 264, 300, 100]]
+    """
+    order = np.argsort(rows, kind="stable")
+    places = np.empty(len(rows), np.int64)
+    places[order] = base + np.arange(len(rows), dtype=np.int64) * pitch
+    ends = rows[order]
+    joined = np.diff(ends, prepend=ends[0] - 1) == row if pitch == row else np.zeros(len(rows), bool)
+    starts = np.flatnonzero(~joined)
+    counts = np.diff(starts, append=len(rows))
+    runs = np.stack([base + starts * pitch, ends[starts], counts * row], axis=1)
+    return places, runs.astype(np.int64).ravel()
 
 
 def merged_copy(target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run, stream: int) -> bool:
@@ -423,15 +437,14 @@ def _staged(kernel: Any, target: int, source: int, pad: Any, staged: Staged, nby
     scratch (True: done)."""
     merged = staged.merged
     blocks = int(np.prod(merged.outer[0]))
-    tables = [dispatch.address(table) for table in (merged.across, merged.along, staged.staged, staged.t_rows,
-                                                    staged.runs)]
+    tables = [dispatch.address(table) for table in (staged.staged, staged.t_rows, staged.ins, staged.outs)]
 
     def part(bounds: tuple[int, int]) -> None:
         room = np.empty(staged.scratch + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
-        kernel.merged_staged(target, source, pad, merged.outer, tables[0], len(merged.across), tables[1],
-                             len(merged.along), bounds[0], bounds[1], scratch, tables[2], tables[3], tables[4],
-                             len(staged.runs) // 3, int(bool(stream)))
+        kernel.merged_staged(target, source, pad, merged.outer, bounds[0], bounds[1], scratch, tables[0],
+                             len(merged.along), tables[1], len(merged.across), tables[2], len(staged.ins) // 3,
+                             tables[3], len(staged.outs) // 3, int(bool(stream)))
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
     return True

@@ -31,7 +31,10 @@ from ._kinds import LINE
 from ._shuffles import _table_line_square, _table_square
 
 AHEAD = 4
-"""Source rows a staged block prefetches ahead of the one it copies in (``merged_staged``)."""
+"""Runs of source rows a staged block prefetches ahead of the one it copies in (``merged_staged``)."""
+
+AHEAD_LINES = 32
+"""Most lines of a run prefetched ahead (the hardware's prefetcher follows a longer one)."""
 
 
 def _merged_of(lines: bool) -> Any:
@@ -100,19 +103,19 @@ merged_lines = _merged_of(True)
 
 @_jit
 def merged_staged(
-    dst: int, src: int, pad: Any, outer: Any, d_rows: int, across: int, s_rows: int, along: int, first: int,
-    last: int, scratch: int, staged: int, t_rows: int, runs: int, n_runs: int, stream: int,
+    dst: int, src: int, pad: Any, outer: Any, first: int, last: int, scratch: int, staged: int, along: int,
+    t_rows: int, across: int, ins: int, n_ins: int, outs: int, n_outs: int, stream: int,
 ) -> None:
     """``merged_squares``' blocks ``first <= b < last`` through the cache: each block's ``along`` source rows
-    (``across`` elements each, at the entries of ``s_rows``) copied one after the other into ``scratch`` (rows at the
-    entries of ``staged``; the rows ``AHEAD`` on prefetched), so that memory is read in runs; transposed there in
-    squares of a line a side into rows at ``scratch`` plus the entries of ``t_rows`` (``along`` elements each), laid
-    in their destination rows' order; then copied out in ``n_runs`` runs (the int64 table at ``runs``: scratch
-    offset, destination offset from the block's corner, bytes), whole lines on the line grid streamed when
-    ``stream``. ``outer`` as ``merged_squares`` takes it."""
+    (``across`` elements each) copied into ``scratch`` in ``n_ins`` runs (the int64 table at ``ins``: scratch
+    offset, source offset from the block's corner, bytes; source rows back to back make one run; the runs ``AHEAD``
+    on prefetched), so that memory is read in runs; transposed there in squares of a line a side, source row ``r`` at
+    ``scratch`` plus entry ``r`` of ``staged``, destination row ``c`` (``along`` elements) at ``scratch`` plus entry
+    ``c`` of ``t_rows``, laid in their destination order; then copied out in ``n_outs`` runs (``outs``, as ``ins``:
+    scratch offset, destination offset, bytes), whole lines on the line grid streamed when ``stream``. ``outer`` as
+    ``merged_squares`` takes it."""
     width = _width(pad)
     n = LINE // width
-    lines = -(-across * width // LINE)
     axes = outer.shape[1]
     for block in range(first, last):
         rest = block
@@ -123,10 +126,12 @@ def merged_staged(
             start = min(k * outer[3, a], outer[4, a])
             d += start * outer[1, a] * width
             s += start * outer[2, a] * width
-        for r in range(along):
-            if r + AHEAD < along:
-                _prefetch_run(s + _table_entry(s_rows, r + AHEAD), lines)
-            _copy(scratch + _table_entry(staged, r), s + _table_entry(s_rows, r), across * width)
+        for u in range(n_ins):
+            if u + AHEAD < n_ins:
+                ahead = 3 * (u + AHEAD)
+                _prefetch_run(s + _table_entry(ins, ahead + 1), min(-(-_table_entry(ins, ahead + 2) // LINE),
+                                                                    AHEAD_LINES))
+            _copy(scratch + _table_entry(ins, 3 * u), s + _table_entry(ins, 3 * u + 1), _table_entry(ins, 3 * u + 2))
         for p0 in range(0, along, n):
             p = min(p0, along - n)
             for q0 in range(0, across, n):
@@ -136,10 +141,10 @@ def merged_staged(
                 else:
                     _table_square(scratch + p * width, t_rows + q * 8, scratch + q * width, staged + p * 8, _0,
                                   pad)
-        for u in range(n_runs):
-            at = scratch + _table_entry(runs, 3 * u)
-            to = d + _table_entry(runs, 3 * u + 1)
-            size = _table_entry(runs, 3 * u + 2)
+        for u in range(n_outs):
+            at = scratch + _table_entry(outs, 3 * u)
+            to = d + _table_entry(outs, 3 * u + 1)
+            size = _table_entry(outs, 3 * u + 2)
             done = min(-to % LINE, size) if stream else size
             _copy(to, at, done)
             while done + LINE <= size:

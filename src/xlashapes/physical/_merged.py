@@ -110,7 +110,8 @@ class Merged:
     """A copy as merged squares: the row tables (byte offsets) of the across group (destination rows) and the along
     group (source rows), the outer axes (5 x axes, int64: blocks, destination and source steps, block length, last
     block's start), which loop is inner and the squares' side (elements: a line of bytes, or ``side_of`` the width);
-    ``other``, the same copy with the other loop inner, chosen by timing (:mod:`._tuned`) under ``key``."""
+    ``other``, the same copy with the other loop inner, chosen by timing (:mod:`._tuned`) under ``key``; ``walk``,
+    the copy's axes, steps and width (for :func:`staged_plan`, made for large copies only)."""
 
     across: np.ndarray[Any, Any]
     along: np.ndarray[Any, Any]
@@ -119,7 +120,7 @@ class Merged:
     side: int
     other: Merged | None = None
     key: tuple[Any, ...] = ()
-    staged: Staged | None = None
+    walk: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -249,7 +250,7 @@ def merged_route(
         return None
     other = _swept(shape, d_steps, s_steps, unit, width, not inner_across)
     key = (tuple(shape), tuple(d_steps), tuple(s_steps), width)  # (timed with one sweep too: bytes, two sides)
-    return replace(first, other=other, key=key, staged=staged_plan(*key))
+    return replace(first, other=other, key=key, walk=key)
 
 
 def timed_routes(
@@ -276,7 +277,7 @@ def _routes(shape: tuple[int, ...], d_steps: tuple[int, ...], s_steps: tuple[int
     plans = [plan for plan in (_swept(list(shape), list(d_steps), list(s_steps), unit, width, inner_across)
                                for inner_across in (True, False)) if plan is not None]
     if plans:
-        plans[0] = replace(plans[0], staged=staged_plan(shape, d_steps, s_steps, width))
+        plans[0] = replace(plans[0], walk=(shape, d_steps, s_steps, width))
     return tuple(plans)
 
 
@@ -385,12 +386,14 @@ def merged_runs(target: int, source: int, pad: Any, plans: list[Merged], nbytes:
     kernel = dispatch.tabler()
     if kernel is None:
         return []
-    staged = next((plan.staged for plan in plans if plan.staged is not None), None)
-    if nbytes >= _tuned.TUNE_BYTES:  # (byte squares a line a side timed beside 16 x 16 ones: neither always wins)
+    walk = next((plan.walk for plan in plans if plan.walk is not None), None)
+    large = nbytes >= _tuned.TUNE_BYTES
+    if large:  # (byte squares a line a side timed beside 16 x 16 ones: neither always wins)
         plans = [each for plan in plans for each in _sides(plan, pad.itemsize)]
     runs: list[Callable[[], bool]] = [partial(_squares, kernel, target, source, pad, plan, nbytes, run, stream)
                                       for plan in plans]
-    if staged is not None and STAGED and nbytes >= _tuned.TUNE_BYTES:
+    staged = staged_plan(*walk) if large and STAGED and walk is not None else None
+    if staged is not None:
         runs.append(partial(_staged, kernel, target, source, pad, staged, nbytes, run, stream))
     return runs
 

@@ -18,6 +18,7 @@ from ._intrinsics import (
     _1,
     _copy,
     _fence,
+    _inline,
     _jit,
     _prefetch_run,
     _prefetch_write,
@@ -37,6 +38,20 @@ AHEAD_LINES = 32
 """Most lines of a run prefetched ahead (the hardware's prefetcher follows a longer one)."""
 
 
+@_inline
+def _corner(block: int, outer: Any, width: int) -> tuple[int, int]:
+    """The destination and source offsets (bytes) of block ``block`` of merged squares' outer axes (``outer``, 5 x
+    axes: blocks, destination and source steps, block length, last block's start)."""
+    d = s = 0
+    for a in range(outer.shape[1] - 1, -1, -1):
+        k = block % outer[0, a]
+        block //= outer[0, a]
+        start = min(k * outer[3, a], outer[4, a])
+        d += start * outer[1, a] * width
+        s += start * outer[2, a] * width
+    return d, s
+
+
 def _merged_of(lines: bool) -> Any:
     """The entry point of merged squares (:mod:`._merged`): ``lines``, squares of bytes one line a side
     (``_table_line_square``), else of ``_side`` of the width (``_table_square``); each a constant of the closure, so
@@ -50,16 +65,9 @@ def _merged_of(lines: bool) -> Any:
         lined = lines and width == 1  # (wider words' squares are a line a side already)
         n = LINE if lined else _side(pad)
         line = LINE // width
-        axes = outer.shape[1]
         for block in range(first, last):
-            rest = block
-            d, s = dst, src
-            for a in range(axes - 1, -1, -1):
-                k = rest % outer[0, a]
-                rest //= outer[0, a]
-                start = min(k * outer[3, a], outer[4, a])
-                d += start * outer[1, a] * width
-                s += start * outer[2, a] * width
+            d_at, s_at = _corner(block, outer, width)
+            d, s = dst + d_at, src + s_at
             outer_side, inner_side = (along, across) if inner_across else (across, along)
             for p0 in range(0, outer_side, n):
                 p = min(p0, outer_side - n)
@@ -116,16 +124,9 @@ def merged_staged(
     ``merged_squares`` takes it."""
     width = _width(pad)
     n = LINE // width
-    axes = outer.shape[1]
     for block in range(first, last):
-        rest = block
-        d, s = dst, src
-        for a in range(axes - 1, -1, -1):
-            k = rest % outer[0, a]
-            rest //= outer[0, a]
-            start = min(k * outer[3, a], outer[4, a])
-            d += start * outer[1, a] * width
-            s += start * outer[2, a] * width
+        d_at, s_at = _corner(block, outer, width)
+        d, s = dst + d_at, src + s_at
         for u in range(n_ins):
             if u + AHEAD < n_ins:
                 ahead = 3 * (u + AHEAD)

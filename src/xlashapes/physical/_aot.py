@@ -347,7 +347,7 @@ class Native:
         return self.run(flattened(args))
 
     def run(self, words: list[int | float]) -> int:
-        """Run it on ``args`` already flattened (:func:`._entries.flattened`)."""
+        """Run it on its arguments' machine words (:func:`._entries.flattened`); numba's status (0: done)."""
         if len(words) != self.count:
             return -1
         slots = self.slots()

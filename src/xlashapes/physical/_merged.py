@@ -311,8 +311,9 @@ def _blocks(across: Group, along: Group, shape: list[int], d_steps: list[int], s
 @lru_cache(maxsize=256)
 def staged_plan(shape: tuple[int, ...], d_steps: tuple[int, ...], s_steps: tuple[int, ...], width: int
                 ) -> Staged | None:
-    """The merged squares of a walk staged through the cache, in blocks of at most ``STAGE_ROWS`` source rows of
-    ``STAGE_ROW`` bytes; None where their groups would not make squares of a line a side.
+    """The merged squares of a walk staged through the cache, in blocks of at most ``STAGE_BYTES`` whose source rows
+    are cut at one of ``STAGE_ROWS`` bytes (the one whose runs out are longest for the work); None where their groups
+    would not make squares of a line a side.
 
     >>> plan = staged_plan((81, 2048, 200), (409600, 200, 1), (1, 81, 165888), 1)
     >>> len(plan.merged.across), len(plan.merged.along), len(plan.outs) // 3, plan.merged.outer[0].tolist()
@@ -343,6 +344,13 @@ def staged_plan(shape: tuple[int, ...], d_steps: tuple[int, ...], s_steps: tuple
     staged, ins = _runs(merged.along, across * width, pitch, 0)
     t_rows, outs = _runs(merged.across, along * width, along * width, along * pitch)
     return Staged(merged, staged, t_rows, ins, outs, along * pitch + across * along * width)
+
+
+def _run_bytes(merged: Merged, width: int) -> float:
+    """The mean bytes of the runs a staged block copies out (its destination rows, those back to back as one)."""
+    row = len(merged.along) * width
+    ends = np.sort(merged.across)
+    return len(ends) * row / (1 + int(np.count_nonzero(np.diff(ends) != row)))
 
 
 def _runs(rows: np.ndarray[Any, Any], row: int, pitch: int, base: int) -> tuple[
@@ -425,13 +433,6 @@ def _squares(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nb
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
     return True
-
-
-def _run_bytes(merged: Merged, width: int) -> float:
-    """The mean bytes of the runs a staged block copies out (its destination rows, those back to back as one)."""
-    row = len(merged.along) * width
-    ends = np.sort(merged.across)
-    return len(ends) * row / (1 + int(np.count_nonzero(np.diff(ends) != row)))
 
 
 def _staged(kernel: Any, target: int, source: int, pad: Any, staged: Staged, nbytes: int, run: Run,

@@ -349,8 +349,7 @@ def staged_plan(shape: tuple[int, ...], d_steps: tuple[int, ...], s_steps: tuple
 def _run_bytes(merged: Merged, width: int) -> float:
     """The mean bytes of the runs a staged block copies out (its destination rows, those back to back as one)."""
     row = len(merged.along) * width
-    ends = np.sort(merged.across)
-    return len(ends) * row / (1 + int(np.count_nonzero(np.diff(ends) != row)))
+    return len(merged.across) * row / (len(_runs(merged.across, row, row, 0)[1]) // 3)
 
 
 def _runs(rows: np.ndarray[Any, Any], row: int, pitch: int, base: int) -> tuple[

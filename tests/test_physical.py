@@ -168,6 +168,29 @@ def test_pred_is_one_byte_zero_or_one() -> None:
     assert from_physical(bytes([0, 1, 2, 0]), "pred[4]").view(np.uint8).tolist() == [0, 1, 1, 0]
 
 
+@pytest.mark.parametrize("text", ["pred[3000,1500]", "s4[2,1000,2500]{2,1,0}", "u2[5000,1000]", "pred[7]"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_in_order_pred_and_sub_byte_bytes_are_copied_canonical_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch, text: str, threads: int
+) -> None:
+    # bytes that are the logical array in order are copied and made canonical at once (no second pass over them),
+    # in parts over two threads from 4 MiB on; stray high bits anywhere, first and last byte too, go either way
+    from xlashapes.physical import _convert
+
+    passes: list[str] = []
+    monkeypatch.setattr(_convert, "_canonicalize", lambda *args: passes.append("second pass"))
+    shape = xs.parse_shape(text)
+    raw = np.random.default_rng(threads).integers(0, 256, size=shape.dimensions, dtype=np.uint8)
+    raw.reshape(-1)[[0, -1]] = 0xFE
+    x = raw.view(shape.element_type.numpy_dtype)
+    buffer = to_physical(x, shape, threads=threads)
+    assert np.array_equal(buffer, reference._reference_to_physical(x, shape))
+    assert buffer.max() == {"pred": 1, "s4": 0xF, "u2": 3}[str(shape.element_type)]
+    back = from_physical(raw.reshape(-1), shape, threads=threads)
+    assert same_bits(back, reference._reference_from_physical(raw.reshape(-1), shape))
+    assert passes == []
+
+
 def test_nan_payloads_and_negative_zero_survive() -> None:
     bits = np.array([0x7FC01234, 0xFFA00001, 0x80000000, 0x7F800001], dtype=np.uint32)
     x = np.resize(bits, (4, 6)).view(np.float32)

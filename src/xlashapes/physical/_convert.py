@@ -15,8 +15,9 @@ from . import _dispatch as dispatch
 from . import _tuned
 from ._compiled import _compiled_plan, _compiled_read, _compiled_write
 from ._dispatch import Run
-from ._geometry import _canonicalize, _check_size, _Geometry, _geometry
+from ._geometry import _canonical_copy, _canonicalize, _check_size, _Geometry, _geometry
 from ._grouped import Grouping, grouping, pad_byte, regroup, short_runs
+from ._kinds import LINE
 from ._packing import _elements, _pack, _packed_transpose, _unpack
 from ._permuted import permuted_convert
 from ._plan import (
@@ -107,6 +108,8 @@ def _write_plan(
         _fill_elements(x, geometry, pad, elements, plan, run)
         _pack(elements, geometry, buffer, run)
         return
+    if _canonical_in_order(x, geometry, buffer, plan, True, run):
+        return
     elements = buffer.view(geometry.storage)
     _fill_elements(x, geometry, pad, elements, plan, run)
     if geometry.etype.kind == "pred" or geometry.etype.bits < 8:
@@ -186,6 +189,8 @@ def _read_plan(
             return
         if _packed_transpose(result, geometry, data, run, False) or _read_grouped(data, geometry, result, run):
             return
+    if _canonical_in_order(result, geometry, data, plan, False, run):
+        return
     elements = _elements(data, geometry, run, "the unpacked elements")
     if plan is None:
         result[...] = _reference_logical(elements, geometry.dims, geometry.layout)
@@ -195,6 +200,27 @@ def _read_plan(
                   run)
     if not geometry.packed and (geometry.etype.kind == "pred" or geometry.etype.bits < 8):
         _canonicalize(result, geometry)
+
+
+def _canonical_in_order(
+    logical: np.ndarray[Any, Any], geometry: _Geometry, data: np.ndarray[Any, Any], plan: _Plan | None, to: bool,
+    run: Run,
+) -> bool:
+    """Copy a pred or unpacked sub-byte layout whose bytes are its logical array in order (no padding) between the
+    two, made canonical on the way (:func:`._geometry._canonical_copy`, split over ``run``'s threads); False (nothing
+    done) for any other layout or a logical array not contiguous."""
+    if geometry.packed or not (geometry.etype.kind == "pred" or geometry.etype.bits < 8):
+        return False
+    if plan is None or not plan.identity or geometry.nbytes != logical.nbytes or not logical.flags.c_contiguous:
+        return False
+    flat = logical.reshape(-1).view(np.uint8)
+    dst, src = (data[: geometry.nbytes], flat) if to else (flat, data[: geometry.nbytes])
+
+    def part(bounds: tuple[int, int]) -> None:
+        _canonical_copy(dst[bounds[0] : bounds[1]], src[bounds[0] : bounds[1]], geometry)
+
+    dispatch.run_parts(part, dispatch.parts(dst.size, dst.size, run, LINE))
+    return True
 
 
 GROUP_BYTES = 64 << 20

@@ -206,6 +206,22 @@ def _canonicalize(storage: np.ndarray[Any, Any], geometry: _Geometry) -> None:
         np.bitwise_and(storage, np.uint8(geometry.value_mask), out=storage)
 
 
+def _canonical_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], geometry: _Geometry) -> None:
+    """``dst[...] = src`` with pred and sub-byte elements put in canonical form on the way, in one pass (a copy,
+    then :func:`_canonicalize` over it, reads the bytes twice: pred ``[87381,384]{1,0}`` 1.6x memcpy; this, 1.1).
+
+    >>> from ..text import parse_shape
+    >>> out = np.zeros(3, np.uint8)
+    >>> _canonical_copy(out, np.array([0, 2, 1], np.uint8), _geometry(parse_shape("pred[3]")))
+    >>> out.tolist()
+    [0, 1, 1]
+    """
+    if geometry.etype.kind == "pred":
+        np.not_equal(src, 0, out=dst.view(np.bool_))
+    else:
+        np.bitwise_and(src, np.uint8(geometry.value_mask), out=dst)
+
+
 def _line_aligned(nbytes: int) -> np.ndarray[Any, Any]:
     """A new uint8 array of ``nbytes`` starting on a 64-byte cache line (as XLA aligns its buffers), so that the
     compiled kernels can stream whole lines into it.

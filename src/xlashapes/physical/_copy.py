@@ -30,6 +30,7 @@ from ._kinds import (
     tiled_squares,
     walk_kind,
 )
+from ._pitched import pitched_copy
 
 _SMALL_BYTES = 1 << 16  # copies this small go straight to np.copyto
 
@@ -110,7 +111,7 @@ def _compiled_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -
         return all(_compiled_copy(part_d, part_s, run) for part_d, part_s in parts)
     views = _kernel_views(d, s)
     if views is None:
-        return False
+        return pitched_copy(d, s, run, STREAM)
     d, s = views
     width = d.itemsize
     walk = dispatch.walker()

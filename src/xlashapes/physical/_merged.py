@@ -50,7 +50,7 @@ both sides long too took those over 3x from 263 to 247.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from typing import Any
@@ -120,7 +120,7 @@ class Merged:
     side: int
     other: Merged | None = None
     key: tuple[Any, ...] = ()
-    walk: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int] | None = None
+    walk: tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ class Staged:
     scratch: int
 
 
-def _group(shape: list[int], steps: list[int], most: int) -> tuple[Group, bool]:
+def _group(shape: list[int], steps: Sequence[float], most: int) -> tuple[Group, bool]:
     """The axes contiguous from the minor end of ``steps`` (each step the product of the extents before), at most
     ``most`` elements, and whether it stopped at an axis it had to cut (or could not take for its length).
 
@@ -164,8 +164,8 @@ def _elements(group: Group) -> int:
     return math.prod(extent for _, extent in group)
 
 
-def _groups(shape: list[int], d_steps: list[int], s_steps: list[int], side: int, most: tuple[int, int]) -> tuple[
-        Group, Group, bool, bool] | None:
+def _groups(shape: list[int], d_steps: Sequence[float], s_steps: Sequence[float], side: int,
+            most: tuple[int, int]) -> tuple[Group, Group, bool, bool] | None:
     """The across and along groups (at most ``most`` elements each), whether each was cut, or None when they cannot
     both take a square's side without sharing an axis.
 
@@ -192,12 +192,13 @@ def _groups(shape: list[int], d_steps: list[int], s_steps: list[int], side: int,
     return across[:a], along[:b], cut_across and a == len(across), cut_along and b == len(along)
 
 
-def _span(group: Group, steps: list[int]) -> int:
+def _span(group: Group, steps: Sequence[float]) -> float:
     """Elements between a group's first row and its last on the other side (``steps``)."""
     return sum((extent - 1) * steps[axis] for axis, extent in group)
 
 
-def _sweeps_across(found: tuple[Group, Group, bool, bool], d_steps: list[int], s_steps: list[int]) -> bool:
+def _sweeps_across(found: tuple[Group, Group, bool, bool], d_steps: Sequence[float], s_steps: Sequence[float]
+                   ) -> bool:
     """Whether the inner loop sweeps the across group (its rows on the destination side): the group that was cut
     where only one was; else the one whose rows lie closer together (the other's sweep would touch rows over more
     pages).
@@ -213,11 +214,18 @@ def _sweeps_across(found: tuple[Group, Group, bool, bool], d_steps: list[int], s
     return far > SPAN_FAR and _span(across, d_steps) * SPAN_FACTOR <= far
 
 
-def _table(group: Group, steps: list[int], width: int) -> np.ndarray[Any, Any]:
-    """The byte offsets of a group's rows on the other side, in the group's order (its most minor axis fastest)."""
+def _table(group: Group, steps: Sequence[float], width: int) -> np.ndarray[Any, Any]:
+    """The byte offsets of a group's rows on the other side, in the group's order (its most minor axis fastest);
+    a step may be a part of an element (rows a whole number of bytes apart, not of elements:
+    :func:`._pitched.pitched_copy`).
+
+    >>> _table(((0, 3),), [2.5], 4).tolist()
+    [0, 10, 20]
+    """
     offsets = np.zeros(1, np.int64)
     for axis, extent in group:
-        offsets = (np.arange(extent, dtype=np.int64)[:, None] * (steps[axis] * width) + offsets[None, :]).ravel()
+        step = int(steps[axis] * width)
+        offsets = (np.arange(extent, dtype=np.int64)[:, None] * step + offsets[None, :]).ravel()
     return offsets
 
 
@@ -281,10 +289,28 @@ def _routes(shape: tuple[int, ...], d_steps: tuple[int, ...], s_steps: tuple[int
     return tuple(plans)
 
 
-def _swept(shape: list[int], d_steps: list[int], s_steps: list[int], unit: int, width: int,
-           inner_across: bool) -> Merged | None:
+def pitched_routes(shape: list[int], d_steps: Sequence[float], s_steps: Sequence[float], unit: int, width: int
+                   ) -> list[Merged]:
+    """The merged squares (each sweep that makes some) of a walk some of whose axes step by a part of an element
+    (:func:`._pitched.pitched_copy`): the walk's own blocks cannot take those, so groups no longer than its block axes
+    are taken too (a 2-d transpose is then squares over its two axes, their rows' bytes in the tables).
+
+    >>> plans = pitched_routes([2048, 4095, 2], [2, 4096, 1], [8191, 1, 4095.5], 1, 4)  # (rows 16382 bytes apart,
+    >>> [(len(p.along), p.along[:3].tolist(), p.outer[2].tolist()) for p in plans]  # in pairs: 4-byte words)
+    [(4096, [0, 16382, 32764], [1]), (1024, [0, 16382, 32764], [8191])]
+    """
+    if unit < 0 or width not in (1, 2, 4, 8):
+        return []
+    plans = [plan for plan in (_swept(shape, d_steps, s_steps, unit, width, inner_across, True)
+                               for inner_across in (True, False)) if plan is not None]
+    return [replace(plans[0], walk=(tuple(shape), tuple(d_steps), tuple(s_steps), width)), *plans[1:]] if plans else []
+
+
+def _swept(shape: list[int], d_steps: Sequence[float], s_steps: Sequence[float], unit: int, width: int,
+           inner_across: bool, any_length: bool = False) -> Merged | None:
     """The merged squares whose inner loop sweeps the across group (``inner_across``) or the along group, or None
-    where their groups would not make squares or would be no longer than the walk's own block axes."""
+    where their groups would not make squares or (unless ``any_length``) would be no longer than the walk's own
+    block axes."""
     found = _groups(shape, d_steps, s_steps, side_of(width), (INNER_MOST, OUTER_MOST) if inner_across else
                     (OUTER_MOST, INNER_MOST))
     if found is None:
@@ -292,16 +318,20 @@ def _swept(shape: list[int], d_steps: list[int], s_steps: list[int], unit: int, 
     across, along = found[0], found[1]
     lined = width == 1 and LINES and min(_elements(across), _elements(along)) >= LINE
     side = LINE if lined else side_of(width)  # (bytes a line a side where both groups are that long)
-    if _elements(across) <= shape[unit] and _elements(along) <= shape[-1]:
+    if not any_length and _elements(across) <= shape[unit] and _elements(along) <= shape[-1]:
         return None
     return _blocks(across, along, shape, d_steps, s_steps, width, inner_across, side)
 
 
-def _blocks(across: Group, along: Group, shape: list[int], d_steps: list[int], s_steps: list[int], width: int,
-            inner_across: bool, side: int) -> Merged:
-    """The merged squares of two groups: their tables, and the outer axes the rest of the copy loops over."""
+def _blocks(across: Group, along: Group, shape: list[int], d_steps: Sequence[float], s_steps: Sequence[float],
+            width: int,
+            inner_across: bool, side: int) -> Merged | None:
+    """The merged squares of two groups: their tables, and the outer axes the rest of the copy loops over; None
+    where an outer axis steps by a part of an element on either side (the kernels step those in elements)."""
     taken = dict(across + along)
     axes = [a for a in sorted(range(len(shape)), key=lambda a: -s_steps[a]) if shape[a] > taken.get(a, 1)]
+    if any(d_steps[a] % 1 or s_steps[a] % 1 for a in axes):
+        return None
     outer = np.array([[-(-shape[a] // taken.get(a, 1)) for a in axes], [d_steps[a] for a in axes],
                       [s_steps[a] for a in axes], [taken.get(a, 1) for a in axes],
                       [shape[a] - taken.get(a, 1) for a in axes]], np.int64).reshape(5, len(axes))
@@ -309,7 +339,7 @@ def _blocks(across: Group, along: Group, shape: list[int], d_steps: list[int], s
 
 
 @lru_cache(maxsize=256)
-def staged_plan(shape: tuple[int, ...], d_steps: tuple[int, ...], s_steps: tuple[int, ...], width: int
+def staged_plan(shape: tuple[int, ...], d_steps: tuple[float, ...], s_steps: tuple[float, ...], width: int
                 ) -> Staged | None:
     """The merged squares of a walk staged through the cache, in blocks of at most ``STAGE_BYTES`` whose source rows
     are cut at one of ``STAGE_ROWS`` bytes (the one whose runs out are longest for the work); None where their groups
@@ -330,6 +360,8 @@ def staged_plan(shape: tuple[int, ...], d_steps: tuple[int, ...], s_steps: tuple
         if found is None:
             continue
         merged = _blocks(found[0], found[1], *axes, width, False, n)
+        if merged is None:
+            continue
         block = len(merged.across) * len(merged.along)
         done = math.prod(shape) / (int(np.prod(merged.outer[0])) * block)  # (less than 1: blocks overlapping)
         key = (done * min(_run_bytes(merged, width), STAGE_RUN), block)

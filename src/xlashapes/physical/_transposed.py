@@ -45,19 +45,22 @@ sample of 14 (pred ``[500,3,128,128]`` 1.65 against 6.9, u8 ``[300,6,100,100]`` 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ..shape import Shape
+from ..layout import Layout
+from ..shape import Shape, make_shape
 from . import _dispatch as dispatch
 from ._copy import _copy
 from ._dispatch import Run
-from ._geometry import _Geometry, _geometry
+from ._geometry import _canonicalize, _Geometry, _geometry
 from ._kinds import LINE
 from ._permuted import PermutedBands, band_runs, convert_bands
+from ._plan import _fill_padding, _physical_view, _plain_chains, _plan, _transfer
 
 SLAB_BYTES = 1 << 24  # bytes of the transposed array a slab holds (at least one tile row; its scratch)
 MOST_SLAB = 1 << 26  # bytes of one index of a reversed layout's major dim past which it is not read in slabs
@@ -151,6 +154,8 @@ def transposed_convert(
         return False  # (logical rows of whole words, the sub-tiles' words: the generic kernel's)
     if to and geometry.packed and geometry.dims[1] >= PACKED_ROWS:
         return False  # (E(n) fields laid out from long rows: the packed transpose, ``_packing._packed_transpose``)
+    if WORDS and _word_convert(logical, geometry, pad, data, run, to):
+        return True
     rows_of_tile, columns_of_tile = turned.layout_or_default().tiles[0]
     columns, rows = turned.dimensions[1], turned.dimensions[0]
     width = logical.dtype.itemsize
@@ -175,6 +180,92 @@ def transposed_convert(
             convert(part, slab, staged, inner)
             _copy(view, staged, outer)
     return True
+
+
+WORDS = True
+"""Two-dimensional tiled transposes with rows off the word grid moved as words (:func:`_word_convert`; False: through
+slabs, for comparison)."""
+
+_WORD_TYPES = {2: "u16", 4: "u32", 8: "u64"}
+
+
+def word_shape(geometry: _Geometry) -> Shape | None:
+    """The layout of words whose bytes a 2-d tiled transpose of ``(p,1)`` sub-tiles holds: each word the ``p``
+    elements of one sub-tile (``p`` neighbours in a logical row, the last word of a row of a length that is not a
+    multiple of ``p`` ending in padding), laid out in tiles of ``1/p`` the rows; None for other layouts (and E(n)
+    fields).
+
+    >>> from xlashapes import parse_shape
+    >>> print(word_shape(_geometry(parse_shape("bf16[1000,16777]{0,1:T(8,128)(2,1)}"))))
+    u32[1000,8389]{0,1:T(4,128)}
+    """
+    turned = turned_shape(geometry)
+    if turned is None or len(geometry.dims) != 2 or geometry.packed:
+        return None
+    (rows, columns), (p, _) = turned.layout_or_default().tiles
+    name = _WORD_TYPES.get(p * geometry.storage.itemsize)
+    if name is None:
+        return None
+    a, b = geometry.dims
+    words = make_shape(name, (a, -(-b // p)), layout=Layout((0, 1), tiles=((rows // p, columns),)))
+    return words if words.byte_size() == geometry.nbytes else None
+
+
+def _word_convert(
+    logical: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
+    run: Run, to: bool,
+) -> bool:
+    """Lay out (``to``) or read back a 2-d tiled transpose of ``(p,1)`` sub-tiles whose logical rows are not a whole
+    number of words apart as the tiled transpose of its words (:func:`word_shape`) in one pass: the logical rows
+    viewed as words at their byte offsets, which merged squares move at any alignment
+    (:func:`._pitched.pitched_copy`); the last word of each row, when the row ends inside one, by NumPy with the
+    padding elements. False (nothing done) where the logical rows are not contiguous."""
+    shape = word_shape(geometry)
+    width = logical.itemsize
+    if shape is None or logical.strides[1] != width or logical.strides[0] % width:
+        return False
+    words = _geometry(shape)
+    plan = _plan(words.dims, words.layout)
+    if plan is None or plan.phantoms:
+        return False
+    a, b = geometry.dims
+    p = words.storage.itemsize // width
+    whole = b // p
+    view = _physical_view(data[: words.nbytes].view(words.storage), plan)
+    body = logical[:, : whole * p].view(words.storage)  # (rows at their own offsets: any alignment)
+    extents = (a, whole)
+    if to:
+        assert pad is not None
+        _fill_padding(view, plan, np.repeat(pad.reshape(1), p).view(words.storage)[0])
+        _transfer(view, plan.chains, body, _plain_chains(extents), extents, run)
+    else:
+        _transfer(body, _plain_chains(extents), view, plan.chains, extents, run)
+    if whole < shape.dimensions[1]:
+        _last_words(logical, view, plan.chains, whole, p, pad, to)
+    if geometry.etype.kind == "pred":
+        _canonicalize(data if to else logical, geometry)
+    return True
+
+
+def _last_words(
+    logical: np.ndarray[Any, Any], view: np.ndarray[Any, Any], chains: tuple[tuple[int, ...], ...], column: int,
+    p: int, pad: np.ndarray[Any, Any] | None, to: bool,
+) -> None:
+    """The words of column ``column`` of the words' factor view ``view`` (the logical rows' last, cut-short words)
+    from or to the logical rows' last elements (``pad`` after them, and in the column's padding)."""
+    a, b = logical.shape
+    cut = b - column * p  # (elements of each row in its last word)
+    digits = np.unravel_index(column, chains[1])
+    column_words = view[(slice(None),) * len(chains[0]) + tuple(int(d) for d in digits)]
+    words = np.empty((math.prod(chains[0]), p), logical.dtype)
+    if to:
+        assert pad is not None
+        words[...] = pad
+        words[:a, :cut] = logical[:, column * p :]
+        column_words[...] = words.view(view.dtype).reshape(chains[0])
+        return
+    words.view(view.dtype).reshape(chains[0])[...] = column_words
+    logical[:, column * p :] = words[:a, :cut]
 
 
 def _reversed_convert(

@@ -98,7 +98,7 @@ def test_sub_tiled_transposes_round_trip_through_slabs(
 WORD_CASES = ["bf16[600,2049]{0,1:T(8,128)(2,1)}", "bf16[257,515]{0,1:T(16,128)(2,1)}",
               "pred[301,1001]{0,1:T(8,128)(4,1)}", "u8[130,1002]{0,1:T(32,128)(4,1)}",
               "s8[131,1003]{0,1:T(8,128)(4,1)}",
-              "f16[64,999]{0,1:T(8,128)(2,1)}", "u8[3,6]{0,1:T(8,128)(4,1)}"]
+              "f16[64,999]{0,1:T(8,128)(2,1)}", "u8[3,66]{0,1:T(8,128)(4,1)}"]
 
 
 @pytest.mark.parametrize("text", WORD_CASES)
@@ -116,13 +116,23 @@ def test_odd_rows_move_as_words_at_their_own_offsets(
     for name in ("merged_squares", "merged_staged"):
         real = getattr(tables, name)
         monkeypatch.setattr(tables, name, lambda *args, real=real, name=name: moved.append(name) or real(*args))
-    words = []
-    real_words = _transposed._word_convert
-    monkeypatch.setattr(_transposed, "_word_convert", lambda *args: words.append(args[1].dims) or real_words(*args))
+    real, words = _transposed._word_convert, []
+    monkeypatch.setattr(_transposed, "_word_convert", lambda *args: real(*args) and not words.append(args[1].dims))
     shape = xs.parse_shape(text)
     check_both_paths(monkeypatch, shape, 1, 11, True, offset, threads)  # (padding 1: not the zeros around it)
     assert len(words) == 5, text  # (laid out twice, read back three times: each as words)
     assert moved or shape.dimensions[0] < 16, text  # (by merged squares, but too few rows for a square: NumPy)
+
+
+def test_rows_of_few_words_keep_the_slabs(slabs: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    # rows of fewer than LEAST_WORDS whole words (bf16 rows of 31 elements: 15) make merged squares with too few rows
+    # across: those go through slabs; from LEAST_WORDS on, as words
+    real, words = _transposed._word_convert, []
+    monkeypatch.setattr(_transposed, "_word_convert", lambda *args: real(*args) and not words.append(args[1].dims))
+    short, long = 2 * _transposed.LEAST_WORDS - 1, 2 * _transposed.LEAST_WORDS + 1
+    for b in (short, long):
+        check_both_paths(monkeypatch, xs.parse_shape(f"bf16[300,{b}]{{0,1:T(8,128)(2,1)}}"), None, 5, True, 0)
+    assert slabs == [short] * 5 + [long] * 5 and words == [(300, long)] * 5
 
 
 @FAST

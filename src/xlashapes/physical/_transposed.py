@@ -186,6 +186,13 @@ WORDS = True
 """Two-dimensional tiled transposes with rows off the word grid moved as words (:func:`_word_convert`; False: through
 slabs, for comparison)."""
 
+LEAST_WORDS = 16
+"""Logical rows of fewer whole words than this go through slabs, not as words (their merged squares had too few
+rows across: x memcpy 'to' / 'from', words against slabs, bf16 ``[N,B]{0,1:T(8,128)(2,1)}`` with B = 8191 1.7 / 2.0
+against 2.9 / 2.8, 1023 1.9 / 2.3 against 2.7 / 3.3, 255 2.1 / 2.6 against 3.6 / 3.6, 63 3.0 / 3.5 against 4.2 /
+3.8, but 15 3.3 / 5.8 against 3.3 / 4.2, 7 3.6 / 5.3 against 2.9 / 2.9; pred ``(4,1)`` B = 127 3.4 / 3.6 against
+4.6 / 5.1, 31 6.3 / 6.7 against 4.5 / 3.7)."""
+
 _WORD_TYPES = {2: "u16", 4: "u32", 8: "u64"}
 
 
@@ -219,7 +226,8 @@ def _word_convert(
     number of words apart as the tiled transpose of its words (:func:`word_shape`) in one pass: the logical rows
     viewed as words at their byte offsets, which merged squares move at any alignment
     (:func:`._pitched.pitched_copy`); the last word of each row, when the row ends inside one, by NumPy with the
-    padding elements. False (nothing done) where the logical rows are not contiguous."""
+    padding elements. False (nothing done) where the logical rows are not contiguous or too short
+    (``LEAST_WORDS``)."""
     shape = word_shape(geometry)
     width = logical.itemsize
     if shape is None or logical.strides[1] != width or logical.strides[0] % width:
@@ -231,6 +239,8 @@ def _word_convert(
     a, b = geometry.dims
     p = words.storage.itemsize // width
     whole = b // p
+    if whole < LEAST_WORDS:
+        return False
     view = _physical_view(data[: words.nbytes].view(words.storage), plan)
     body = logical[:, : whole * p].view(words.storage)  # (rows at their own offsets: any alignment)
     extents = (a, whole)

@@ -30,6 +30,7 @@ from xlashapes.layout import COMBINE_DIMENSION
 from xlashapes.physical import (
     _blocks,
     _cache,
+    _canonical,
     _chunks,
     _compiled,
     _convert,
@@ -1360,7 +1361,7 @@ def test_merged_squares_of_whole_lines_on_the_grid_are_streamed(
     flags: list[int] = []
     for name in ("merged_squares", "merged_lines"):
         kernel = getattr(tables, name)
-        monkeypatch.setattr(tables, name, lambda *args, kernel=kernel: (flags.append(args[-1]), kernel(*args))[1])
+        monkeypatch.setattr(tables, name, lambda *args, kernel=kernel: (flags.append(args[-2]), kernel(*args))[1])
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, 3)
     out = off_the_grid(shape.byte_size(), offset)
@@ -1456,6 +1457,55 @@ def test_merged_squares_staged_through_the_cache_equal_numpy_path(
     monkeypatch.setattr(_tuned, "run_fastest", staged_last)
     _spied_round_trip(monkeypatch, (), text, offset)  # (checks the bytes both ways)
     assert sum(staged.values()) >= 2, text  # (both directions)
+
+
+CANONICAL_CASES = [("pred[600,700]{0,1}", "staged_transpose"), ("pred[24,12,233,5]{0,1,2,3}", "merged_lines"),
+                   ("pred[7,100,39,12]{0,1,3,2}", "merged_lines"),
+                   ("pred[300,1001]{0,1:T(8,128)(4,1)}", "merged_squares")]  # (words of 4 pred bytes, rows 1001 apart)
+
+
+@pytest.mark.parametrize(("text", "entry"), CANONICAL_CASES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pred_bytes_are_made_canonical_by_the_squares_that_move_them(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, entry: str, threads: int
+) -> None:
+    # pred bytes may be anything; XLA's are 0 or 1. The squares of merged copies and of staged transposes make them so
+    # in registers as they move them (words of (4,1) sub-tiles byte by byte), so that neither the copy nor the
+    # conversion passes over the bytes again: pred [16384,2048]{0,1:T(8,128)(4,1)} laid out 3.6 -> 2.4 ms
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)  # (large: staged transposes, streamed squares)
+    kernels = _dispatch.tabler() if entry.startswith("merged") else _dispatch.walker()
+    canons: list[int] = []
+    real = getattr(kernels, entry)
+    monkeypatch.setattr(kernels, entry, lambda *args: (canons.append(args[-1]), real(*args))[1])
+    shape = shape_of(text)
+    x = random_array("pred", shape.dimensions, len(text))  # (bytes 0-255)
+    expected = numpy_path(to_physical, x, shape)
+    dirty = np.random.default_rng(threads).integers(0, 256, expected.size, dtype=np.uint8)
+    reference = numpy_path(from_physical, dirty, shape)
+    assert x.view(np.uint8).max() > 1 and expected.max() == reference.view(np.uint8).max() == 1  # (canonical)
+    passes: list[str] = []  # (no pass over the bytes after the squares: neither the conversion's nor the copy's)
+    monkeypatch.setattr(_convert, "_canonicalize", lambda *args: passes.append("conversion"))
+    monkeypatch.setattr(_canonical, "canonical_bytes", lambda *args: passes.append("copy"))
+    assert np.array_equal(to_physical(x, shape, threads=threads), expected), text
+    assert same_bits(from_physical(dirty, shape, threads=threads), reference), text
+    assert canons and set(canons) == {1} and not passes, (text, canons, passes)
+
+
+def test_other_conversions_leave_the_squares_plain(compiled_everywhere: Counter[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # u8 bytes are what they are: the same squares without the compare; a pred conversion inside a route's scratch
+    # keeps its own account
+    tables = _dispatch.tabler()
+    canons: list[int] = []
+    for name in ("merged_squares", "merged_lines"):
+        real = getattr(tables, name)
+        monkeypatch.setattr(tables, name, lambda *args, real=real: (canons.append(args[-1]), real(*args))[1])
+    shape = shape_of("u8[24,12,233,5]{0,1,2,3}")
+    x = random_array("u8", shape.dimensions, 5)
+    assert np.array_equal(to_physical(x, shape), numpy_path(to_physical, x, shape))
+    assert canons and set(canons) == {0}
+    assert _dispatch.canonical_account() is None
 
 
 def test_staged_blocks_copy_rows_back_to_back_in_and_out_as_one_run() -> None:
@@ -2232,7 +2282,7 @@ def test_packed_transposes_that_do_not_fit_the_staged_kernel_go_the_generic_way(
     original = walk.staged_transpose
 
     def counted(*args: Any) -> Any:
-        fields[int(args[-2])] += 1
+        fields[int(args[-3])] += 1  # (bits: before packs and canon)
         return original(*args)
 
     monkeypatch.setattr(walk, "staged_transpose", counted)

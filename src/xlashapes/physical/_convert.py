@@ -111,9 +111,10 @@ def _write_plan(
     if _canonical_in_order(x, geometry, buffer, plan, True, run):
         return
     elements = buffer.view(geometry.storage)
-    _fill_elements(x, geometry, pad, elements, plan, run)
-    if geometry.etype.kind == "pred" or geometry.etype.bits < 8:
-        _canonicalize(buffer, geometry)
+    with dispatch.canonical_writes(geometry.etype.kind == "pred") as account:
+        _fill_elements(x, geometry, pad, elements, plan, run)
+    if (geometry.etype.kind == "pred" or geometry.etype.bits < 8) and not (account and account.covers(x.nbytes)):
+        _canonicalize(buffer, geometry)  # (a second pass, where the copies did not leave every byte canonical)
 
 
 def _fill_elements(
@@ -192,13 +193,15 @@ def _read_plan(
     if _canonical_in_order(result, geometry, data, plan, False, run):
         return
     elements = _elements(data, geometry, run, "the unpacked elements")
-    if plan is None:
-        result[...] = _reference_logical(elements, geometry.dims, geometry.layout)
-    else:
-        target = result.reshape(result.shape + (1,) * plan.phantoms)
-        _transfer(target, _plain_chains(plan.extents), _physical_view(elements, plan), plan.chains, plan.extents,
-                  run)
-    if not geometry.packed and (geometry.etype.kind == "pred" or geometry.etype.bits < 8):
+    with dispatch.canonical_writes(geometry.etype.kind == "pred" and not geometry.packed) as account:
+        if plan is None:
+            result[...] = _reference_logical(elements, geometry.dims, geometry.layout)
+        else:
+            target = result.reshape(result.shape + (1,) * plan.phantoms)
+            _transfer(target, _plain_chains(plan.extents), _physical_view(elements, plan), plan.chains,
+                      plan.extents, run)
+    canonical = account is not None and account.covers(result.nbytes)
+    if not geometry.packed and (geometry.etype.kind == "pred" or geometry.etype.bits < 8) and not canonical:
         _canonicalize(result, geometry)
 
 
@@ -399,10 +402,12 @@ def _relayout_direct(
     _fill_padding(_physical_view(dst_elements, dst_plan), dst_plan, pad)
     src_view = _factor_view(src_elements, src_plan, phantoms)
     dst_view = _factor_view(dst_elements, dst_plan, phantoms)
-    _transfer(dst_view, dst_chains, src_view, src_chains, extents, run)
+    with dispatch.canonical_writes(dst.etype.kind == "pred" and not dst.packed) as account:
+        _transfer(dst_view, dst_chains, src_view, src_chains, extents, run)
     if dst.packed:
         _pack(dst_elements, dst, result, run)
-    elif dst.etype.kind == "pred" or dst.etype.bits < 8:
+    elif (dst.etype.kind == "pred" or dst.etype.bits < 8) and not (
+            account and account.covers(dst.count * dst.storage.itemsize)):
         _canonicalize(result, dst)
     return True
 

@@ -14,6 +14,7 @@ from numpy.lib.stride_tricks import as_strided
 from .._ints import divisor_near
 from . import _dispatch as dispatch
 from . import _lane_blocks, _merged, _passes, _tuned
+from ._canonical import canonical_after, canonical_copy, canonical_plans
 from ._dispatch import Run
 from ._geometry import _STORAGE, _void
 from ._kinds import (
@@ -34,12 +35,9 @@ from ._pitched import pitched_copy
 
 _SMALL_BYTES = 1 << 16  # copies this small go straight to np.copyto
 
-
 _BLOCK_BYTES = 1 << 18  # working set of one cache block
 
-
 _WIDEN_BYTES = 4096  # common contiguous runs up to this size become one (void) element
-
 
 _SHORT_AXIS = 16  # a dst-contiguous axis this short is looped over in Python
 
@@ -56,9 +54,14 @@ _MAX_LOOPS = 256  # most Python-level passes over one cache block
 def _copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run | None = None) -> None:
     """``dst[...] = src`` for same-dtype strided views: the generic compiled kernel for large copies when ``run``
     allows it, else NumPy organised for its loops and the cache; for copies of ``_tuned.TUNE_BYTES`` and more,
-    whichever of the two took less time on the same copy before (:mod:`._tuned`)."""
-    if dst.size == 0:
-        return
+    whichever of the two took less time on the same copy before (:mod:`._tuned`). In a pred conversion, ``dst`` is
+    left canonical (:func:`._canonical.canonical_copy`)."""
+    if dst.size:
+        canonical_copy(dst, partial(_copy_by_plan, dst, src, run))
+
+
+def _copy_by_plan(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run | None) -> None:
+    """The rest of :func:`_copy`: the plan, chosen by rule or timed."""
     d, s = _normalized(dst, src)
     if run is None or d.nbytes < run.numba_bytes:
         _numpy_copy(d, s)
@@ -69,8 +72,9 @@ def _copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run | None 
         return
     key = ("copy", d.shape, d.strides, s.strides, d.itemsize, dispatch.address(d) % _tuned.PAGE,
            dispatch.address(s) % _tuned.PAGE, run.threads, d.nbytes >= run.stream_bytes)
-    if not _tuned.run_fastest(key, [lambda: _compiled_copy(d, s, run), lambda: _numpy_copied(d, s)]):
-        _numpy_copy(d, s)  # (no kernel for it: nothing to choose)
+    plans = [lambda: _compiled_copy(d, s, run), lambda: _numpy_copied(d, s)]
+    if not _tuned.run_fastest(key, canonical_plans(plans, d)):
+        canonical_after(lambda: _numpy_copied(d, s), d)()  # (no kernel for it: nothing to choose)
 
 
 def _numpy_copied(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any]) -> bool:
@@ -317,10 +321,10 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
         plans += [lanes] if lanes is not None and not tiny else []
         plans += _timed_plans(walk, d, s, pad, shape, d_steps, s_steps, unit, run, stream)
         plans += [channels] if channels is not None and not first else []
-        if len(plans) > 1:  # (the faster on this copy, timed)
+        if len(plans) > 1:  # (the faster on this copy, timed; a pred copy's time with its pass to canonical bytes)
             key = ("walk", tuple(shape.tolist()), tuple(d_steps.tolist()), tuple(s_steps.tolist()), width,
                    target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
-            _tuned.run_fastest(key, plans)
+            _tuned.run_fastest(key, canonical_plans(plans, d))
             return
     plans[0]()
 
@@ -685,6 +689,7 @@ def _staged(
     line = LINE // width
     staged = -(-rows // line) * line * (cols * width + LINE)  # (a partial band's squares read whole lines of rows)
     ring = LINE * (rows * width + LINE) + cols * LINE  # a band's rows (up to a line's bytes), then a line per row
+    canon = int(bits == 8 and not packs and dispatch.fusing())  # (pred: the bytes made 0 or 1 by the squares)
 
     def part(bounds: tuple[int, int]) -> None:
         room = np.empty(staged + ring + LINE, np.uint8)
@@ -693,9 +698,11 @@ def _staged(
         plain = width > 1 or (bits == 8 and mode == 2)  # (rows staged as they are, as the kernel decides)
         ahead = _stage_ahead(min(cols, last - bounds[0] * line) * width, plain, bits)
         walk.staged_transpose(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, rows, cols,
-                              ahead, scratch + staged, int(mode == 2), bits, packs)
+                              ahead, scratch + staged, int(mode == 2), bits, packs, canon)
 
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
+    if canon:
+        dispatch.made_canonical(nbytes)
 
 
 DENSE_ROWS = STAGE_ROWS + LINE

@@ -197,6 +197,64 @@ def address(array: np.ndarray[Any, Any]) -> int:
     return int(array.ctypes.data)
 
 
+class Canonical:
+    """A pred conversion's account of its copies (:func:`._copy._copy`): the bytes of the outermost ones, each left
+    canonical (0 or 1) by the copy itself (``covered``); the bytes the kernels made canonical as they wrote them in
+    the copy running (``made``); how deep the copies running are nested (``depth``). Where ``covered`` is all the
+    logical bytes, no pass over the bytes after the conversion is needed.
+
+    >>> with canonical_writes(True) as account:
+    ...     account.depth = 1; made_canonical(8)
+    >>> account.made, canonical_account() is None
+    (8, True)
+    """
+
+    def __init__(self) -> None:
+        self.covered = 0
+        self.made = 0
+        self.depth = 0
+
+    def covers(self, nbytes: int) -> bool:
+        """True when the outermost copies left ``nbytes`` canonical (all of a conversion's logical bytes)."""
+        return 0 < nbytes == self.covered
+
+
+_CANONICAL = threading.local()
+
+
+@contextmanager
+def canonical_writes(wanted: bool) -> Iterator[Canonical | None]:
+    """The account of a conversion that wants its bytes canonical (``wanted``: pred), the current one until the
+    block ends (None for other conversions; a conversion inside another has its own)."""
+    before = getattr(_CANONICAL, "account", None)
+    account = Canonical() if wanted else None
+    _CANONICAL.account = account
+    try:
+        yield account
+    finally:
+        _CANONICAL.account = before
+
+
+def canonical_account() -> Canonical | None:
+    """The account of the conversion running on this thread that wants its bytes canonical, or None."""
+    found: Canonical | None = getattr(_CANONICAL, "account", None)
+    return found
+
+
+def fusing() -> bool:
+    """True where the kernels should make the bytes they write canonical: in the outermost copy of a conversion that
+    wants them so (copies inside it, as two passes through a buffer, write plain bytes)."""
+    account = canonical_account()
+    return account is not None and account.depth == 1
+
+
+def made_canonical(nbytes: int) -> None:
+    """Count ``nbytes`` a kernel wrote canonical in the outermost copy running (:func:`fusing`)."""
+    account = canonical_account()
+    if account is not None and account.depth == 1:
+        account.made += nbytes
+
+
 _POOLS: dict[int, ThreadPoolExecutor] = {}  # by thread count, made on first use
 _POOLS_LOCK = threading.Lock()
 

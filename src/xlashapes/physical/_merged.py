@@ -457,13 +457,22 @@ def _squares(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nb
     across, along = merged.across, merged.along
 
     entry = kernel.merged_lines if merged.side != side_of(width) else kernel.merged_squares
+    canon = _canon()
 
     def part(bounds: tuple[int, int]) -> None:
         entry(target, source, pad, merged.outer, dispatch.address(across), len(across), dispatch.address(along),
-              len(along), bounds[0], bounds[1], int(merged.inner_across), stream)
+              len(along), bounds[0], bounds[1], int(merged.inner_across), stream, canon)
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
+    if canon:
+        dispatch.made_canonical(nbytes)
     return True
+
+
+def _canon() -> int:
+    """1 where the conversion running wants its bytes canonical (pred: :func:`._dispatch.fusing`), which the kernels
+    then make 0 or 1 as they move them (words of pred bytes byte by byte); else 0."""
+    return int(dispatch.fusing())
 
 
 def _staged(kernel: Any, target: int, source: int, pad: Any, staged: Staged, nbytes: int, run: Run,
@@ -473,13 +482,16 @@ def _staged(kernel: Any, target: int, source: int, pad: Any, staged: Staged, nby
     merged = staged.merged
     blocks = int(np.prod(merged.outer[0]))
     tables = [dispatch.address(table) for table in (staged.staged, staged.t_rows, staged.ins, staged.outs)]
+    canon = _canon()
 
     def part(bounds: tuple[int, int]) -> None:
         room = np.empty(staged.scratch + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         kernel.merged_staged(target, source, pad, merged.outer, bounds[0], bounds[1], scratch, tables[0],
                              len(merged.along), tables[1], len(merged.across), tables[2], len(staged.ins) // 3,
-                             tables[3], len(staged.outs) // 3, int(bool(stream)))
+                             tables[3], len(staged.outs) // 3, int(bool(stream)), canon)
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
+    if canon:
+        dispatch.made_canonical(nbytes)
     return True

@@ -81,7 +81,7 @@ def _square_intrinsic(codegen: Callable[..., Any], grouped: bool) -> Any:
     return square
 
 
-def _transposer(side: int, grouped: bool = False, native: bool = True) -> Any:
+def _transposer(side: int, grouped: bool = False, native: bool = True, canonical: bool = False) -> Any:
     """An intrinsic: element (j, i) of a square block at ``dst`` = element (i, j) at ``src``, in registers.
 
     The block is ``side`` elements square (0: ``side_of`` the element width). Row steps are in elements; the
@@ -91,7 +91,8 @@ def _transposer(side: int, grouped: bool = False, native: bool = True) -> Any:
     d_step + (j >> shift) * g_step``, ``g_step`` and ``shift`` arguments after ``s_step`` (a run-time group size:
     one square's code for every size); such squares of bytes are one line a side (:func:`_byte_square`). With
     ``native`` false, a width whose own side is ``side`` gets no code: its callers take the side-0 transposer
-    instead (an intrinsic's code is emitted at each call site, for every width).
+    instead (an intrinsic's code is emitted at each call site, for every width). ``canonical``: the bytes made 0 or 1
+    as they are read (pred; words of several byte by byte).
     """
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
@@ -99,12 +100,13 @@ def _transposer(side: int, grouped: bool = False, native: bool = True) -> Any:
         if not native and side == side_of(width):
             return context.get_dummy_value()  # (never called for this width: no code)
         if grouped and width == 1:
-            _byte_square(builder, args, True)
+            _byte_square(builder, args, True, canonical=canonical)
             return context.get_dummy_value()
         n = side or side_of(width)
         vector = ir.VectorType(element, n)
-        moved = _squares(builder, [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector),
-                                                align=1) for i in range(n)])
+        loaded = [builder.load(_at(builder, _offset(builder, args[2], args[3], i, width), vector), align=1)
+                  for i in range(n)]
+        moved = _squares(builder, [_canonical_bytes(builder, row) for row in loaded] if canonical else loaded)
         targets = [_square_row(builder, args, j, grouped, width, vector) for j in range(n)]
         _stores(builder, list(zip(moved, targets)), args[-2])
         return context.get_dummy_value()
@@ -270,7 +272,8 @@ def _short_transposer(short: int, groups: int, flagged: bool = False, bytes_only
 
 
 def _byte_square(builder: Any, args: Any, grouped: bool, rows: int = 0,
-                 rows_at: tuple[Callable[[int], Any], Callable[[int], Any]] | None = None, real: int = 0) -> None:
+                 rows_at: tuple[Callable[[int], Any], Callable[[int], Any]] | None = None, real: int = 0,
+                 canonical: bool = False) -> None:
     """A square of one line a side of bytes (64 x 64) transposed in registers (steps in bytes): pairs of source rows
     interleaved into rows of 2-byte words, whose two 32 x 32 squares are then transposed as words; each destination
     row (:func:`_square_row`) is one line (streamed with the ``stream`` argument, the last but one). Source row ``k``
@@ -278,7 +281,7 @@ def _byte_square(builder: Any, args: Any, grouped: bool, rows: int = 0,
     src, g_step, s_step, ...: :func:`_line_square_transposer`); ``rows_at`` gives both rows' addresses instead
     (source row ``k``, destination row ``j``: :func:`_tile_square`). With ``real`` (fewer than ``rows``), each group
     of ``rows`` holds that many rows: the others are read as its last and their bytes of each destination row left
-    as they are (masked stores)."""
+    as they are (masked stores). ``canonical``: the bytes made 0 or 1 as they are read (pred)."""
     byte, word = ir.IntType(8), ir.IntType(16)
     half, words = ir.VectorType(byte, LINE // 2), ir.VectorType(word, LINE // 2)
     order = _mask([v for u in range(LINE // 2) for v in (u, LINE // 2 + u)])
@@ -299,6 +302,8 @@ def _byte_square(builder: Any, args: Any, grouped: bool, rows: int = 0,
 
     for h in range(2):  # destination rows 32h .. 32h + 31: the source rows' half lines h
         loaded = [builder.load(_at(builder, row(h, k), half), align=1) for k in range(LINE)]
+        if canonical:
+            loaded = [_canonical_bytes(builder, value) for value in loaded]
         joined = [builder.bitcast(builder.shuffle_vector(loaded[k], loaded[k + 1], order), words)
                   for k in range(0, LINE, 2)]
         pairs = [(column, target(h * LINE // 2 + u)) for u, column in enumerate(_squares(builder, joined))]
@@ -337,61 +342,96 @@ def _tile_square(typingctx: Any, dst: Any, d_step: Any, dg_step: Any, d_shift: A
     return types.void(*(types.intp,) * 9, witness), codegen
 
 
-@_intrinsic
-def _table_square(typingctx: Any, dst: Any, d_rows: Any, src: Any, s_rows: Any, stream: Any, witness: Any) -> Any:
-    """A square block transposed in registers (``side_of`` its width a side) whose rows are anywhere: source row
-    ``k`` at ``src`` plus entry ``k`` of the int64 table at ``s_rows`` (bytes), destination row ``j`` at ``dst`` plus
-    entry ``j`` of ``d_rows`` (rows of merged axes: :mod:`._merged`); streamed out when ``stream`` is nonzero (each
-    destination row then a whole line on a line boundary), else stored plainly."""
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        element, width = _element(context, signature.args[-1])
-        n = side_of(width)
-        vector = ir.VectorType(element, n)
-
-        def row(base: Any, table: Any, k: int) -> Any:
-            offset = builder.load(_table_pointer(builder, table, ir.Constant(_I64, k)), align=8)
-            return _at(builder, builder.add(base, offset), vector)
-
-        moved = _squares(builder, [builder.load(row(args[2], args[3], k), align=1) for k in range(n)])
-        _stores(builder, [(value, row(args[0], args[1], j)) for j, value in enumerate(moved)], args[4])
-        return context.get_dummy_value()
-
-    return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+def _canonical_bytes(builder: Any, value: Any) -> Any:
+    """A vector of pred bytes made canonical: each byte 1 where it is not 0 (words of several pred bytes, as the
+    ``(4,1)`` sub-tiles' are moved, byte by byte)."""
+    lanes = ir.VectorType(ir.IntType(8), value.type.count * value.type.element.width // 8)
+    as_bytes = builder.bitcast(value, lanes)
+    made = builder.zext(builder.icmp_unsigned("!=", as_bytes, ir.Constant(lanes, None)), lanes)
+    return builder.bitcast(made, value.type)
 
 
-@_intrinsic
-def _table_line_square(typingctx: Any, dst: Any, d_rows: Any, src: Any, s_rows: Any, stream: Any,
-                       witness: Any) -> Any:
-    """A square of bytes one line a side (64 x 64) whose rows are anywhere, as :func:`_table_square` takes them
-    (tables of byte offsets), moved as :func:`_byte_square` does: each destination row one line (streamed when
-    ``stream``). No code for wider words (their ``_table_square`` is already a line a side)."""
+def _table_squarer(canonical: bool) -> Any:
+    """An intrinsic: a square block transposed in registers (``side_of`` its width a side) whose rows are anywhere:
+    source row ``k`` at ``src`` plus entry ``k`` of the int64 table at ``s_rows`` (bytes), destination row ``j`` at
+    ``dst`` plus entry ``j`` of ``d_rows`` (rows of merged axes: :mod:`._merged`); streamed out when ``stream`` is
+    nonzero (each destination row then a whole line on a line boundary), else stored plainly. ``canonical``: bytes
+    made 0 or 1 on the way (pred)."""
 
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        if _element(context, signature.args[-1])[1] != 1:
+    @_intrinsic
+    def table_square(typingctx: Any, dst: Any, d_rows: Any, src: Any, s_rows: Any, stream: Any, witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            element, width = _element(context, signature.args[-1])
+            n = side_of(width)
+            vector = ir.VectorType(element, n)
+
+            def row(base: Any, table: Any, k: int) -> Any:
+                offset = builder.load(_table_pointer(builder, table, ir.Constant(_I64, k)), align=8)
+                return _at(builder, builder.add(base, offset), vector)
+
+            loaded = [builder.load(row(args[2], args[3], k), align=1) for k in range(n)]
+            if canonical:
+                loaded = [_canonical_bytes(builder, value) for value in loaded]
+            moved = _squares(builder, loaded)
+            _stores(builder, [(value, row(args[0], args[1], j)) for j, value in enumerate(moved)], args[4])
             return context.get_dummy_value()
 
-        def row(base: Any, table: Any) -> Callable[[int], Any]:
-            return lambda k: builder.add(base, builder.load(_table_pointer(builder, table, ir.Constant(_I64, k)),
-                                                            align=8))
+        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
 
-        _byte_square(builder, args, False, 0, (row(args[2], args[3]), row(args[0], args[1])))
-        return context.get_dummy_value()
-
-    return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+    return table_square
 
 
-@_intrinsic
-def _transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any, witness: Any) -> Any:
-    """A square of one line a side of bytes (64 x 64) transposed in registers, as ``_transpose`` does (steps in
-    bytes; :func:`_byte_square`)."""
+def _table_line_squarer(canonical: bool) -> Any:
+    """An intrinsic: a square of bytes one line a side (64 x 64) whose rows are anywhere, as :func:`_table_squarer`'s
+    take them (tables of byte offsets), moved as :func:`_byte_square` does: each destination row one line (streamed
+    when ``stream``); ``canonical``: bytes made 0 or 1 on the way. No code for wider words (their table squares are
+    a line a side already)."""
 
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        if _element(context, signature.args[-1])[1] == 1:  # (never called for wider words: no code)
-            _byte_square(builder, args, False)
-        return context.get_dummy_value()
+    @_intrinsic
+    def table_line_square(typingctx: Any, dst: Any, d_rows: Any, src: Any, s_rows: Any, stream: Any,
+                          witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            if _element(context, signature.args[-1])[1] != 1:
+                return context.get_dummy_value()
 
-    return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+            def row(base: Any, table: Any) -> Callable[[int], Any]:
+                return lambda k: builder.add(base, builder.load(_table_pointer(builder, table, ir.Constant(_I64, k)),
+                                                                align=8))
+
+            _byte_square(builder, args, False, 0, (row(args[2], args[3]), row(args[0], args[1])),
+                         canonical=canonical)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+    return table_line_square
+
+
+_table_square = _table_squarer(False)
+_table_square_canonical = _table_squarer(True)
+_table_line_square = _table_line_squarer(False)
+_table_line_square_canonical = _table_line_squarer(True)
+
+
+def _byte_transposer(canonical: bool) -> Any:
+    """An intrinsic: a square of one line a side of bytes (64 x 64) transposed in registers, as ``_transpose`` does
+    (steps in bytes; :func:`_byte_square`); ``canonical``: the bytes made 0 or 1 on the way (pred)."""
+
+    @_intrinsic
+    def transpose_bytes(typingctx: Any, dst: Any, d_step: Any, src: Any, s_step: Any, stream: Any,
+                        witness: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            if _element(context, signature.args[-1])[1] == 1:  # (never called for wider words: no code)
+                _byte_square(builder, args, False, canonical=canonical)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
+
+    return transpose_bytes
+
+
+_transpose_bytes = _byte_transposer(False)
+_transpose_bytes_canonical = _byte_transposer(True)
 
 
 def _line_square_transposer(rows: int, real: int = 0) -> Any:
@@ -436,6 +476,7 @@ _line_square2, _line_square4 = _line_square_transposer(2), _line_square_transpos
 _cut_square42, _cut_square43 = _line_square_transposer(4, 2), _line_square_transposer(4, 3)  # (groups cut short)
 _transpose_groups = _transposer(0, grouped=True)
 _transpose = _transposer(0)
+_transpose_canonical = _transposer(0, canonical=True)  # (pred: the bytes made 0 or 1 on the way)
 _transpose_short_nt = _short_transposer(8, 2)  # 8 destination rows of one line, streamed
 _wide_lines2 = _short_transposer(8, 2, True)  # (the same, streamed or stored plainly: rows of half a line, two blocks
 _wide_lines4 = _short_transposer(8, 4, True)  # side by side; a quarter of a line, four blocks;

@@ -29,7 +29,7 @@ from ._intrinsics import (
     _width,
 )
 from ._kinds import LINE
-from ._shuffles import _table_line_square, _table_square
+from ._shuffles import _table_line_square, _table_line_square_canonical, _table_square, _table_square_canonical
 
 AHEAD = 4
 """Runs of source rows a staged block prefetches ahead of the one it copies in (``merged_staged``)."""
@@ -59,7 +59,7 @@ def _merged_of(lines: bool) -> Any:
 
     def merged(
         dst: int, src: int, pad: Any, outer: Any, d_rows: int, across: int, s_rows: int, along: int, first: int,
-        last: int, inner_across: int, stream: int,
+        last: int, inner_across: int, stream: int, canon: int,
     ) -> None:
         width = _width(pad)
         lined = lines and width == 1  # (wider words' squares are a line a side already)
@@ -81,8 +81,14 @@ def _merged_of(lines: bool) -> Any:
                                 _prefetch_write(d + (i + line) * width + _table_entry(d_rows, u + r))
                             else:
                                 _prefetch_run(s + (u + line) * width + _table_entry(s_rows, i + r), _1)
-                    if lined:
+                    if lined and canon:
+                        _table_line_square_canonical(d + i, d_rows + u * 8, s + u, s_rows + i * 8,
+                                                     stream if whole else 0, pad)
+                    elif lined:
                         _table_line_square(d + i, d_rows + u * 8, s + u, s_rows + i * 8, stream if whole else 0, pad)
+                    elif canon:
+                        _table_square_canonical(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8,
+                                                stream if whole else 0, pad)
                     else:
                         _table_square(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8,
                                       stream if whole else 0, pad)
@@ -103,7 +109,9 @@ last square of each side overlapping the one before).
 ``outer`` (int64, 5 x axes) holds each outer axis's count of blocks, destination and source steps (elements), its
 block length and its last block's start (the last block of a cut axis overlaps the one before). The loop over the
 shorter-lived side runs innermost: ``inner_across``, the destination rows, written a square's width at a time (each
-row's next line prefetched for writing); else the source rows, read so (each row's next line prefetched)."""
+row's next line prefetched for writing); else the source rows, read so (each row's next line prefetched).
+``canon``: each byte written 0 or 1, as pred's are (in words of any width: :func:`._shuffles._canonical_bytes`), so
+that no pass over the bytes after the copy is needed."""
 
 merged_lines = _merged_of(True)
 """``merged_squares`` of bytes in squares of one line a side (64 x 64: :func:`._shuffles._table_line_square`)."""
@@ -112,7 +120,7 @@ merged_lines = _merged_of(True)
 @_jit
 def merged_staged(
     dst: int, src: int, pad: Any, outer: Any, first: int, last: int, scratch: int, staged: int, along: int,
-    t_rows: int, across: int, ins: int, n_ins: int, outs: int, n_outs: int, stream: int,
+    t_rows: int, across: int, ins: int, n_ins: int, outs: int, n_outs: int, stream: int, canon: int,
 ) -> None:
     """``merged_squares``' blocks ``first <= b < last`` through the cache: each block's ``along`` source rows
     (``across`` elements each) copied into ``scratch`` in ``n_ins`` runs (the int64 table at ``ins``: scratch
@@ -120,8 +128,8 @@ def merged_staged(
     on prefetched), so that memory is read in runs; transposed there in squares of a line a side, source row ``r`` at
     ``scratch`` plus entry ``r`` of ``staged``, destination row ``c`` (``along`` elements) at ``scratch`` plus entry
     ``c`` of ``t_rows``, laid in their destination order; then copied out in ``n_outs`` runs (``outs``, as ``ins``:
-    scratch offset, destination offset, bytes), whole lines on the line grid streamed when ``stream``. ``outer`` as
-    ``merged_squares`` takes it."""
+    scratch offset, destination offset, bytes), whole lines on the line grid streamed when ``stream``. ``outer`` and
+    ``canon`` as ``merged_squares`` takes them."""
     width = _width(pad)
     n = LINE // width
     for block in range(first, last):
@@ -137,8 +145,13 @@ def merged_staged(
             p = min(p0, along - n)
             for q0 in range(0, across, n):
                 q = min(q0, across - n)
-                if width == 1:
+                if width == 1 and canon:
+                    _table_line_square_canonical(scratch + p, t_rows + q * 8, scratch + q, staged + p * 8, _0, pad)
+                elif width == 1:
                     _table_line_square(scratch + p, t_rows + q * 8, scratch + q, staged + p * 8, _0, pad)
+                elif canon:
+                    _table_square_canonical(scratch + p * width, t_rows + q * 8, scratch + q * width,
+                                            staged + p * 8, _0, pad)
                 else:
                     _table_square(scratch + p * width, t_rows + q * 8, scratch + q * width, staged + p * 8, _0,
                                   pad)

@@ -244,25 +244,28 @@ def _word_convert(
     view = _physical_view(data[: words.nbytes].view(words.storage), plan)
     body = logical[:, : whole * p].view(words.storage)  # (rows at their own offsets: any alignment)
     extents = (a, whole)
-    if to:
-        assert pad is not None
-        _fill_padding(view, plan, np.repeat(pad.reshape(1), p).view(words.storage)[0])
-        _transfer(view, plan.chains, body, _plain_chains(extents), extents, run)
-    else:
-        _transfer(body, _plain_chains(extents), view, plan.chains, extents, run)
+    pred = geometry.etype.kind == "pred"
+    with dispatch.canonical_writes(pred) as account:  # (words of pred bytes: the squares make them canonical too)
+        if to:
+            assert pad is not None
+            _fill_padding(view, plan, np.repeat(pad.reshape(1), p).view(words.storage)[0])
+            _transfer(view, plan.chains, body, _plain_chains(extents), extents, run)
+        else:
+            _transfer(body, _plain_chains(extents), view, plan.chains, extents, run)
     if whole < shape.dimensions[1]:
-        _last_words(logical, view, plan.chains, whole, p, pad, to)
-    if geometry.etype.kind == "pred":
+        _last_words(logical, view, plan.chains, whole, p, pad, to, pred)
+    if pred and not (account and account.covers(body.nbytes)):
         _canonicalize(data if to else logical, geometry)
     return True
 
 
 def _last_words(
     logical: np.ndarray[Any, Any], view: np.ndarray[Any, Any], chains: tuple[tuple[int, ...], ...], column: int,
-    p: int, pad: np.ndarray[Any, Any] | None, to: bool,
+    p: int, pad: np.ndarray[Any, Any] | None, to: bool, pred: bool,
 ) -> None:
     """The words of column ``column`` of the words' factor view ``view`` (the logical rows' last, cut-short words)
-    from or to the logical rows' last elements (``pad`` after them, and in the column's padding)."""
+    from or to the logical rows' last elements (``pad`` after them, and in the column's padding); ``pred``: their
+    bytes made 0 or 1 on the way."""
     a, b = logical.shape
     cut = b - column * p  # (elements of each row in its last word)
     digits = np.unravel_index(column, chains[1])
@@ -272,9 +275,13 @@ def _last_words(
         assert pad is not None
         words[...] = pad
         words[:a, :cut] = logical[:, column * p :]
+        if pred:
+            np.not_equal(words, 0, out=words.view(np.bool_))
         column_words[...] = words.view(view.dtype).reshape(chains[0])
         return
     words.view(view.dtype).reshape(chains[0])[...] = column_words
+    if pred:
+        np.not_equal(words, 0, out=words.view(np.bool_))
     logical[:, column * p :] = words[:a, :cut]
 
 

@@ -81,6 +81,8 @@ from ._shuffles import (
     _transpose8,
     _transpose16,
     _transpose_bytes,
+    _transpose_bytes_canonical,
+    _transpose_canonical,
     _transpose_short2_nt,
     _transpose_short4_nt,
     _transpose_short_nt,
@@ -807,22 +809,25 @@ def _stage(
 
 
 @_subroutine
-def _square(to: int, step: int, at: int, stride: int, stream: int, pad: Any, word: int) -> None:
-    """A square of one line a side transposed from staged rows at ``at`` (``stride`` bytes apart) to rows ``step``
-    bytes apart at ``to``; bytes staged as 2-byte words (``word`` 2: two source rows interleaved) as such words."""
+def _square(to: int, step: int, at: int, stride: int, stream: int, pad: Any, word: int, canon: int) -> None:
+    """A square of one line a side from staged rows at ``at`` (``stride`` bytes apart) to rows ``step`` bytes apart at
+    ``to``; bytes staged as 2-byte words (``word`` 2: two source rows) as such words; ``canon``: bytes made 0 or 1."""
     width = _width(pad)
     if word == 1:
-        _transpose_bytes(to, step, at, stride, stream, pad)
+        _transpose_bytes_canonical(to, step, at, stride, stream, pad) if canon else _transpose_bytes(
+            to, step, at, stride, stream, pad)
     elif width == 1:
-        _transpose(to, step // 2, at, stride // 2, stream, _WORD)
+        _transpose_canonical(to, step // 2, at, stride // 2, stream, _WORD) if canon else _transpose(
+            to, step // 2, at, stride // 2, stream, _WORD)
     else:
-        _transpose(to, step // width, at, stride // width, stream, pad)
+        _transpose_canonical(to, step // width, at, stride // width, stream, pad) if canon else _transpose(
+            to, step // width, at, stride // width, stream, pad)
 
 
 @_jit
 def staged_transpose(
     dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, first: int, last: int, scratch: int,
-    rows: int, cols: int, ahead: int, ring: int, shifted: int, bits: int, packs: int,
+    rows: int, cols: int, ahead: int, ring: int, shifted: int, bits: int, packs: int, canon: int,
 ) -> None:
     """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small``: a 2-d transpose with
     streamed destination rows, through blocks of ``rows`` source rows x ``cols`` words (1-, 2-, 4-byte).
@@ -844,7 +849,7 @@ def staged_transpose(
     Sub-byte fields (E(``bits``), ``bits`` < 8; bytes): ``packs``, the destination is packed and everything here
     counts its bytes (``small``, ``du``), each of its source rows ``8 / bits`` rows of bytes (``si`` apart / ``8 /
     bits``), packed as they are staged; else the source is packed (``si``, ``u``: in fields) and unpacked as it is
-    staged.
+    staged. ``canon``: every byte written 0 or 1, as pred's are, by the squares that move them (no pass after).
     """
     width = _width(pad)
     line = LINE // width
@@ -877,16 +882,18 @@ def staged_transpose(
                 if not shifted and valid == band and r % line == 0:
                     for rb in range(0, r, line):
                         _square(dst + ((u0 + cb) * du + i0 + rb) * width, du * width,
-                                at + rb // pair * stride, stride, _1, pad, word)
+                                at + rb // pair * stride, stride, _1, pad, word, canon)
                     continue
                 if packed:  # the band's rows, one run, last lines first (each spills into the next row's first)
                     for rb in range(r - 1 - (r - 1) % line, -1, -line):
-                        _square(ring + LINE + rb * width, ring_step, at + rb // pair * stride, stride, _0, pad, word)
+                        _square(ring + LINE + rb * width, ring_step, at + rb // pair * stride, stride, _0, pad, word,
+                                canon)
                     u = u0 + cb
                     _emit(dst + u * du * width, ring, valid * ring_step, carry, u == first, u + valid >= last)
                     continue
                 for rb in range(0, r, line):  # the band's lines of this block, after each row's carry
-                    _square(ring + LINE + rb * width, ring_step, at + rb // pair * stride, stride, _0, pad, word)
+                    _square(ring + LINE + rb * width, ring_step, at + rb // pair * stride, stride, _0, pad, word,
+                            canon)
                 for k in range(valid):
                     _emit(dst + ((u0 + cb + k) * du + i0) * width, ring + k * ring_step, r * width,
                           carry + (cb + k) * LINE, i0 == 0, i0 + r >= small)

@@ -407,7 +407,7 @@ def _relayout_direct(
     if dst.packed:
         _pack(dst_elements, dst, result, run)
     elif (dst.etype.kind == "pred" or dst.etype.bits < 8) and not (
-            account and account.covers(dst.count * dst.storage.itemsize)):
+            account and account.covers(math.prod(dst.dims) * dst.storage.itemsize)):
         _canonicalize(result, dst)
     return True
 

@@ -213,6 +213,7 @@ class Canonical:
         self.covered = 0
         self.made = 0
         self.depth = 0
+        self.passes = True
 
     def covers(self, nbytes: int) -> bool:
         """True when the outermost copies left ``nbytes`` canonical (all of a conversion's logical bytes)."""
@@ -233,6 +234,21 @@ def canonical_writes(wanted: bool) -> Iterator[Canonical | None]:
         yield account
     finally:
         _CANONICAL.account = before
+
+
+@contextmanager
+def no_passes(wanted: bool) -> Iterator[None]:
+    """Within the block, where ``wanted``, the copies of the current pred conversion make no pass of their own over
+    their bytes (only their kernels make them canonical, as they write them)."""
+    account = canonical_account()
+    before = account.passes if account is not None else True
+    if account is not None and wanted:
+        account.passes = False
+    try:
+        yield
+    finally:
+        if account is not None:
+            account.passes = before
 
 
 def canonical_account() -> Canonical | None:

@@ -15,7 +15,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..layout import Layout
 from ..tiling import COMBINE_DIMENSION, tiled_dimensions
 from ._copy import _copy, _normalized, fine_grained, padded_rows
-from ._dispatch import Run
+from ._dispatch import Run, no_passes
 
 Chains = tuple[tuple[int, ...], ...]
 
@@ -349,9 +349,14 @@ def _transfer(
     dst: np.ndarray[Any, Any], dst_chains: Chains, src: np.ndarray[Any, Any], src_chains: Chains,
     extents: Sequence[int], run: Run | None = None,
 ) -> None:
-    """Copy every logical element from one factor view to another (their chains must have common boundaries)."""
-    for d, s in _transfer_boxes(dst, dst_chains, src, src_chains, extents):
-        _copy(d, s, run)
+    """Copy every logical element from one factor view to another (their chains must have common boundaries). In a
+    pred conversion, the copies of several boxes make their bytes canonical only where their kernels do it as they
+    write them, the rest left to the conversion's single pass (each box's own pass went over a span of the whole
+    output: pred ``[12,1000,256,10]{1,2,0,3:T(8,128)(4,1)}`` laid out took three)."""
+    boxes = _transfer_boxes(dst, dst_chains, src, src_chains, extents)
+    with no_passes(len(boxes) > 1):
+        for d, s in boxes:
+            _copy(d, s, run)
 
 
 def _fine_transfer(

@@ -711,6 +711,10 @@ def round_trip_off_the_grid(x: np.ndarray[Any, Any], shape: xs.Shape, offset: in
     return expected
 
 
+CANONICAL_ENTRIES = {"merged_squares", "merged_lines", "merged_staged", "staged_transpose"}
+"""Entries with a twin for pred that makes the bytes canonical as it moves them (``<name>_canonical``)."""
+
+
 def _spied_round_trip(monkeypatch: pytest.MonkeyPatch, entry: str | tuple[str, ...], text: str, offset: int,
                       kernel: Callable[[], Any] = _dispatch.walker) -> tuple[
         Counter[int], xs.Shape, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
@@ -722,7 +726,8 @@ def _spied_round_trip(monkeypatch: pytest.MonkeyPatch, entry: str | tuple[str, .
     walk = kernel()
     calls = Counter[int]()
     for name in (entry,) if isinstance(entry, str) else entry:
-        monkeypatch.setattr(walk, name, _counting(getattr(walk, name), calls))
+        for variant in (name, name + "_canonical") if name in CANONICAL_ENTRIES else (name,):  # (pred's: its own)
+            monkeypatch.setattr(walk, variant, _counting(getattr(walk, variant), calls))
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, offset + len(text))
     return calls, shape, x, round_trip_off_the_grid(x, shape, offset)
@@ -1359,9 +1364,9 @@ def test_merged_squares_of_whole_lines_on_the_grid_are_streamed(
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     tables = _dispatch.tabler()
     flags: list[int] = []
-    for name in ("merged_squares", "merged_lines"):
+    for name in ("merged_squares", "merged_lines", "merged_squares_canonical", "merged_lines_canonical"):
         kernel = getattr(tables, name)
-        monkeypatch.setattr(tables, name, lambda *args, kernel=kernel: (flags.append(args[-2]), kernel(*args))[1])
+        monkeypatch.setattr(tables, name, lambda *args, kernel=kernel: (flags.append(args[-1]), kernel(*args))[1])
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, 3)
     out = off_the_grid(shape.byte_size(), offset)
@@ -1378,7 +1383,8 @@ def _sides_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The square sides of every merged squares call from now on (``merged_lines``: a line; ``merged_squares``:
     16, for bytes)."""
     tables, sides = _dispatch.tabler(), []
-    for name, side in (("merged_squares", 16), ("merged_lines", LINE)):
+    for name, side in (("merged_squares", 16), ("merged_lines", LINE), ("merged_squares_canonical", 16),
+                       ("merged_lines_canonical", LINE)):
         kernel = getattr(tables, name)
         monkeypatch.setattr(tables, name, lambda *args, kernel=kernel, side=side: (
             sides.append(side), kernel(*args))[1])
@@ -1443,7 +1449,8 @@ def test_merged_squares_staged_through_the_cache_equal_numpy_path(
     monkeypatch.setattr(physical, "THREADS", threads)
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
     tables, staged = _dispatch.tabler(), Counter[int]()
-    monkeypatch.setattr(tables, "merged_staged", _counting(tables.merged_staged, staged))
+    for name in ("merged_staged", "merged_staged_canonical"):
+        monkeypatch.setattr(tables, name, _counting(getattr(tables, name), staged))
 
     def staged_last(key: Any, plans: list[Callable[[], bool]]) -> bool:  # (the plans up to the staged one: its
         # bytes are the ones left)
@@ -1475,9 +1482,10 @@ def test_pred_bytes_are_made_canonical_by_the_squares_that_move_them(
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)  # (large: staged transposes, streamed squares)
     kernels = _dispatch.tabler() if entry.startswith("merged") else _dispatch.walker()
-    canons: list[int] = []
-    real = getattr(kernels, entry)
-    monkeypatch.setattr(kernels, entry, lambda *args: (canons.append(args[-1]), real(*args))[1])
+    canons: list[int] = []  # (1: the entry that makes the bytes canonical, 0: the plain one)
+    for canon, name in enumerate((entry, entry + "_canonical")):
+        real = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *args, real=real, canon=canon: (canons.append(canon), real(*args))[1])
     shape = shape_of(text)
     x = random_array("pred", shape.dimensions, len(text))  # (bytes 0-255)
     expected = numpy_path(to_physical, x, shape)
@@ -1498,9 +1506,10 @@ def test_other_conversions_leave_the_squares_plain(compiled_everywhere: Counter[
     # keeps its own account
     tables = _dispatch.tabler()
     canons: list[int] = []
-    for name in ("merged_squares", "merged_lines"):
+    for name in ("merged_squares", "merged_lines", "merged_squares_canonical", "merged_lines_canonical"):
         real = getattr(tables, name)
-        monkeypatch.setattr(tables, name, lambda *args, real=real: (canons.append(args[-1]), real(*args))[1])
+        monkeypatch.setattr(tables, name, lambda *args, real=real, name=name: (
+            canons.append(int(name.endswith("_canonical"))), real(*args))[1])
     shape = shape_of("u8[24,12,233,5]{0,1,2,3}")
     x = random_array("u8", shape.dimensions, 5)
     assert np.array_equal(to_physical(x, shape), numpy_path(to_physical, x, shape))
@@ -1564,9 +1573,10 @@ def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
     # cache, then keep the one that took least time; every call writes the same bytes
     tables = _dispatch.tabler()
     sweeps: list[tuple[str, int]] = []
-    for name in ("merged_squares", "merged_lines", "merged_staged"):
-        kernel = getattr(tables, name)
-        monkeypatch.setattr(tables, name, lambda *args, kernel=kernel, name=name: (
+    for entry in ("merged_squares", "merged_lines", "merged_staged", "merged_squares_canonical",
+                  "merged_lines_canonical", "merged_staged_canonical"):
+        kernel, name = getattr(tables, entry), entry.removesuffix("_canonical")
+        monkeypatch.setattr(tables, entry, lambda *args, kernel=kernel, name=name: (
             sweeps.append((name, args[10] if name != "merged_staged" else -1)), kernel(*args))[1])
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
     plan_for = _tuned.plan_for  # (the copies themselves stay on the kernel: the test after this one times those)
@@ -1617,13 +1627,16 @@ def test_walks_time_merged_squares_beside_their_own_blocks(
             ran.append("walk"), state.update(now=state["now"] + walk_ticks), real(*args))[2])
     for name, label, factor in (("merged_squares", "merged", 1), ("merged_lines", "lines", 2)):  # (bytes a line a
         # side: twice the time of 16 x 16 squares here)
-        squares = getattr(tables, name)
-        monkeypatch.setattr(tables, name, lambda *args, squares=squares, label=label, factor=factor: (
-            ran.append(f"{label} {args[10]}"), state.update(now=state["now"] + factor * merged_ticks * (2 - args[10])),
-            squares(*args))[2])
-    staged = tables.merged_staged  # (staged through the cache: three times 16 x 16 squares' time here)
-    monkeypatch.setattr(tables, "merged_staged", lambda *args: (
-        ran.append("staged"), state.update(now=state["now"] + 3 * merged_ticks), staged(*args))[2])
+        for entry in (name, name + "_canonical"):  # (pred's twin, which makes the bytes canonical, alike)
+            squares = getattr(tables, entry)
+            monkeypatch.setattr(tables, entry, lambda *args, squares=squares, label=label, factor=factor: (
+                ran.append(f"{label} {args[10]}"),
+                state.update(now=state["now"] + factor * merged_ticks * (2 - args[10])), squares(*args))[2])
+    for name in ("merged_staged", "merged_staged_canonical"):  # (staged through the cache: three times 16 x 16
+        # squares' time here)
+        staged = getattr(tables, name)
+        monkeypatch.setattr(tables, name, lambda *args, staged=staged: (
+            ran.append("staged"), state.update(now=state["now"] + 3 * merged_ticks), staged(*args))[2])
     _tuned.forget()
     shape = shape_of(text)
     x = random_array(str(shape.element_type), shape.dimensions, 3)
@@ -2282,7 +2295,7 @@ def test_packed_transposes_that_do_not_fit_the_staged_kernel_go_the_generic_way(
     original = walk.staged_transpose
 
     def counted(*args: Any) -> Any:
-        fields[int(args[-3])] += 1  # (bits: before packs and canon)
+        fields[int(args[-2])] += 1
         return original(*args)
 
     monkeypatch.setattr(walk, "staged_transpose", counted)

@@ -113,7 +113,7 @@ def test_odd_rows_move_as_words_at_their_own_offsets(
     # 'from' 2.9 / 2.8 -> 1.7 / 2.0x memcpy (slabs of the transposed array before: two passes)
     compiled_for_any_size(monkeypatch)
     tables, moved = _dispatch.tabler(), []
-    for name in ("merged_squares", "merged_staged"):
+    for name in ("merged_squares", "merged_staged", "merged_squares_canonical", "merged_staged_canonical"):
         real = getattr(tables, name)
         monkeypatch.setattr(tables, name, lambda *args, real=real, name=name: moved.append(name) or real(*args))
     real, words = _transposed._word_convert, []

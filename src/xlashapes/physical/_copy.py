@@ -697,8 +697,9 @@ def _staged(
         last = big if bounds[1] * line >= big - big % line else bounds[1] * line
         plain = width > 1 or (bits == 8 and mode == 2)  # (rows staged as they are, as the kernel decides)
         ahead = _stage_ahead(min(cols, last - bounds[0] * line) * width, plain, bits)
-        walk.staged_transpose(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, rows, cols,
-                              ahead, scratch + staged, int(mode == 2), bits, packs, canon)
+        kernel = walk.staged_transpose_canonical if canon else walk.staged_transpose
+        kernel(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, rows, cols, ahead,
+               scratch + staged, int(mode == 2), bits, packs)
 
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
     if canon:

@@ -17,13 +17,15 @@ import numpy as np
 
 ENTRIES = {
     "_walk": ("walk_runs", "walk_groups", "walk_wide", "walk_wide_lines", "walk_quarters", "walk_rows", "walk_squares",
-              "walk_planes", "walk_short", "walk_turns", "shifted_rows", "staged_transpose", "padded_rows"),
+              "walk_planes", "walk_short", "walk_turns", "shifted_rows", "staged_transpose",
+              "staged_transpose_canonical", "padded_rows"),
     "_kernels": ("tiled_to_physical", "tiled_to_canonical", "tiled_to_packed", "tiled_to_odd_physical",
                  "tiled_to_odd_canonical", "tiled_to_odd_packed", "tiled_from_physical",
                  "tiled_from_canonical", "tiled_from_packed", "tiled_from_tile_rows", "pack", "unpack",
                  "transpose_nibbles", "swap_fields", "turn_lines", "regroup", "tile_squares"),
     "_stacks": ("tiled_stacked",),
-    "_tables": ("merged_squares", "merged_lines", "merged_staged", "permuted_blocks"),
+    "_tables": ("merged_squares", "merged_lines", "merged_staged", "merged_squares_canonical", "merged_lines_canonical",
+                "merged_staged_canonical", "permuted_blocks"),
 }
 """The kernels the dispatch calls, by module (the call sites' attribute names)."""
 

@@ -456,12 +456,14 @@ def _squares(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nb
     blocks = int(np.prod(merged.outer[0]))
     across, along = merged.across, merged.along
 
-    entry = kernel.merged_lines if merged.side != side_of(width) else kernel.merged_squares
     canon = _canon()
+    lines = merged.side != side_of(width)
+    entry = {(True, False): kernel.merged_lines, (False, False): kernel.merged_squares,
+             (True, True): kernel.merged_lines_canonical, (False, True): kernel.merged_squares_canonical}[lines, canon]
 
     def part(bounds: tuple[int, int]) -> None:
         entry(target, source, pad, merged.outer, dispatch.address(across), len(across), dispatch.address(along),
-              len(along), bounds[0], bounds[1], int(merged.inner_across), stream, canon)
+              len(along), bounds[0], bounds[1], int(merged.inner_across), stream)
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
     if canon:
@@ -469,10 +471,10 @@ def _squares(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nb
     return True
 
 
-def _canon() -> int:
-    """1 where the conversion running wants its bytes canonical (pred: :func:`._dispatch.fusing`), which the kernels
-    then make 0 or 1 as they move them (words of pred bytes byte by byte); else 0."""
-    return int(dispatch.fusing())
+def _canon() -> bool:
+    """True where the conversion running wants its bytes canonical (pred: :func:`._dispatch.fusing`): the kernels'
+    entries that make them 0 or 1 as they move them (words of pred bytes byte by byte) are taken."""
+    return dispatch.fusing()
 
 
 def _staged(kernel: Any, target: int, source: int, pad: Any, staged: Staged, nbytes: int, run: Run,
@@ -483,13 +485,14 @@ def _staged(kernel: Any, target: int, source: int, pad: Any, staged: Staged, nby
     blocks = int(np.prod(merged.outer[0]))
     tables = [dispatch.address(table) for table in (staged.staged, staged.t_rows, staged.ins, staged.outs)]
     canon = _canon()
+    entry = kernel.merged_staged_canonical if canon else kernel.merged_staged
 
     def part(bounds: tuple[int, int]) -> None:
         room = np.empty(staged.scratch + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
-        kernel.merged_staged(target, source, pad, merged.outer, bounds[0], bounds[1], scratch, tables[0],
-                             len(merged.along), tables[1], len(merged.across), tables[2], len(staged.ins) // 3,
-                             tables[3], len(staged.outs) // 3, int(bool(stream)), canon)
+        entry(target, source, pad, merged.outer, bounds[0], bounds[1], scratch, tables[0], len(merged.along),
+              tables[1], len(merged.across), tables[2], len(staged.ins) // 3, tables[3], len(staged.outs) // 3,
+              int(bool(stream)))
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
     if canon:

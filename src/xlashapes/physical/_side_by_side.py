@@ -27,6 +27,19 @@ from ._shuffles import (
     _cut_side43,
     _cut_square42,
     _cut_square43,
+    _deinterleave2,
+    _deinterleave3,
+    _deinterleave4,
+    _deinterleave5,
+    _deinterleave6,
+    _deinterleave7,
+    _interleave2,
+    _interleave3,
+    _interleave4,
+    _interleave5,
+    _interleave6,
+    _interleave7,
+    _interleave8,
     _line_square2,
     _line_square4,
     _side_by_side2,
@@ -467,3 +480,55 @@ def _turned_block(dst: int, src: int, pad: Any, p: int, length: int, du: int, si
         k = c % p
         for j in range(p):
             _put(dst + j * du * width, c, _get(src + k * si * width, c - k + j, pad))
+
+
+@_subroutine
+def _interleaved(dst: int, src: int, pad: Any, big: int, small: int, si: int, aligned: int) -> None:
+    """``dst[u*small + i] = src[u + i*si]`` for ``small`` (2 to 8) rows of ``big`` elements, a line of each row's
+    elements at a time (``aligned``: the destination is on a line, whole lines streamed)."""
+    width = _width(pad)
+    lanes = _lanes(pad)
+    full = big - big % lanes
+    for u in range(0, full + lanes if lanes < big != full else full, lanes):
+        last = u >= full  # the columns left: the last line's worth again, overlapping (same values)
+        at = big - lanes if last else u
+        d = dst + at * small * width
+        if small == 2:
+            _interleave2(d, src + at * width, si, aligned and not last, pad)
+        elif small == 3:
+            _interleave3(d, src + at * width, si, aligned and not last, pad)
+        elif small == 4:
+            _interleave4(d, src + at * width, si, aligned and not last, pad)
+        elif small == 5:
+            _interleave5(d, src + at * width, si, aligned and not last, pad)
+        elif small == 6:
+            _interleave6(d, src + at * width, si, aligned and not last, pad)
+        elif small == 7:
+            _interleave7(d, src + at * width, si, aligned and not last, pad)
+        else:
+            _interleave8(d, src + at * width, si, aligned and not last, pad)
+
+
+@_subroutine
+def _deinterleaved(dst: int, src: int, pad: Any, big: int, small: int, du: int, rows_aligned: int) -> None:
+    """``dst[u*du + i] = src[u + i*big]`` for ``big`` (2 to 7) destination rows of ``small`` elements, a line of
+    each row at a time (``rows_aligned``: every destination row on a line, whole lines streamed)."""
+    width = _width(pad)
+    lanes = _lanes(pad)
+    full = small - small % lanes
+    for i in range(0, full + lanes if lanes < small != full else full, lanes):
+        last = i >= full  # the columns left: the last line's worth again, overlapping (same values)
+        at = small - lanes if last else i
+        d, s = dst + at * width, src + at * big * width
+        if big == 2:
+            _deinterleave2(d, du, s, rows_aligned and not last, pad)
+        elif big == 3:
+            _deinterleave3(d, du, s, rows_aligned and not last, pad)
+        elif big == 4:
+            _deinterleave4(d, du, s, rows_aligned and not last, pad)
+        elif big == 5:
+            _deinterleave5(d, du, s, rows_aligned and not last, pad)
+        elif big == 6:
+            _deinterleave6(d, du, s, rows_aligned and not last, pad)
+        else:
+            _deinterleave7(d, du, s, rows_aligned and not last, pad)

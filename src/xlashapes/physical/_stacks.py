@@ -27,8 +27,9 @@ from typing import Any
 from ._intrinsics import _0, _1, _copy, _fence, _get, _inline, _jit, _lanes, _prefetch_run, _put, _subroutine, _width
 from ._kernels import _copy_out, _scalar, _strip_offset
 from ._kinds import ALIASED, LINE, RUNS_BYTES, STAGED_RUN, TILES_AHEAD
+from ._side_by_side import _deinterleaved, _interleaved
 from ._tile_parts import _canonical, _deinterleaved_rows, _interleaved_rows
-from ._walk import _deinterleaved, _interleaved, _squares_block
+from ._walk import _squares_block
 
 PREFETCH_BYTES = 4096  # of each run of the next chunk's source, prefetched while the same run of this one is read
 SCATTER_COLUMNS = 32  # columns whose runs the scatter turns at a time, at least (in pieces where whole runs would not

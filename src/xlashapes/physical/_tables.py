@@ -52,14 +52,16 @@ def _corner(block: int, outer: Any, width: int) -> tuple[int, int]:
     return d, s
 
 
-def _merged_of(lines: bool) -> Any:
+def _merged_of(lines: bool, canonical: bool = False) -> Any:
     """The entry point of merged squares (:mod:`._merged`): ``lines``, squares of bytes one line a side
     (``_table_line_square``), else of ``_side`` of the width (``_table_square``); each a constant of the closure, so
-    neither entry holds the other's square (in one loop with both, LLVM made the 16 x 16 one up to 1.4x slower)."""
+    neither entry holds the other's square (in one loop with both, LLVM made the 16 x 16 one up to 1.4x slower);
+    ``canonical``, pred's: every byte written 0 or 1 (an entry of its own: a run-time flag made the plain squares of
+    bytes up to 1.25x slower)."""
 
     def merged(
         dst: int, src: int, pad: Any, outer: Any, d_rows: int, across: int, s_rows: int, along: int, first: int,
-        last: int, inner_across: int, stream: int, canon: int,
+        last: int, inner_across: int, stream: int,
     ) -> None:
         width = _width(pad)
         lined = lines and width == 1  # (wider words' squares are a line a side already)
@@ -81,12 +83,12 @@ def _merged_of(lines: bool) -> Any:
                                 _prefetch_write(d + (i + line) * width + _table_entry(d_rows, u + r))
                             else:
                                 _prefetch_run(s + (u + line) * width + _table_entry(s_rows, i + r), _1)
-                    if lined and canon:
+                    if lined and canonical:
                         _table_line_square_canonical(d + i, d_rows + u * 8, s + u, s_rows + i * 8,
                                                      stream if whole else 0, pad)
                     elif lined:
                         _table_line_square(d + i, d_rows + u * 8, s + u, s_rows + i * 8, stream if whole else 0, pad)
-                    elif canon:
+                    elif canonical:
                         _table_square_canonical(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8,
                                                 stream if whole else 0, pad)
                     else:
@@ -95,7 +97,8 @@ def _merged_of(lines: bool) -> Any:
         if stream:
             _fence()
 
-    merged.__name__ = merged.__qualname__ = "merged_lines" if lines else "merged_squares"
+    name = "merged_lines" if lines else "merged_squares"
+    merged.__name__ = merged.__qualname__ = name + ("_canonical" if canonical else "")
     return _jit(merged)
 
 
@@ -109,18 +112,38 @@ last square of each side overlapping the one before).
 ``outer`` (int64, 5 x axes) holds each outer axis's count of blocks, destination and source steps (elements), its
 block length and its last block's start (the last block of a cut axis overlaps the one before). The loop over the
 shorter-lived side runs innermost: ``inner_across``, the destination rows, written a square's width at a time (each
-row's next line prefetched for writing); else the source rows, read so (each row's next line prefetched).
-``canon``: each byte written 0 or 1, as pred's are (in words of any width: :func:`._shuffles._canonical_bytes`), so
-that no pass over the bytes after the copy is needed."""
+row's next line prefetched for writing); else the source rows, read so (each row's next line prefetched)."""
 
 merged_lines = _merged_of(True)
 """``merged_squares`` of bytes in squares of one line a side (64 x 64: :func:`._shuffles._table_line_square`)."""
 
+merged_squares_canonical = _merged_of(False, True)
+"""``merged_squares`` writing every byte 0 or 1, as pred's are (in words of any width:
+:func:`._shuffles._canonical_bytes`), so that no pass over the bytes after the copy is needed."""
 
-@_jit
-def merged_staged(
+merged_lines_canonical = _merged_of(True, True)
+"""``merged_lines`` writing every byte 0 or 1 (as ``merged_squares_canonical``)."""
+
+
+def _merged_staged_of(canonical: bool) -> Any:
+    """The entry point of staged merged squares (``merged_staged``; ``canonical``: every byte written 0 or 1, as
+    pred's are, an entry of its own as ``_merged_of``'s)."""
+
+    def merged_staged(
+        dst: int, src: int, pad: Any, outer: Any, first: int, last: int, scratch: int, staged: int, along: int,
+        t_rows: int, across: int, ins: int, n_ins: int, outs: int, n_outs: int, stream: int,
+    ) -> None:
+        _staged_blocks(dst, src, pad, outer, first, last, scratch, staged, along, t_rows, across, ins, n_ins, outs,
+                       n_outs, stream, canonical)
+
+    merged_staged.__name__ = merged_staged.__qualname__ = "merged_staged" + ("_canonical" if canonical else "")
+    return _jit(merged_staged)
+
+
+@_inline
+def _staged_blocks(
     dst: int, src: int, pad: Any, outer: Any, first: int, last: int, scratch: int, staged: int, along: int,
-    t_rows: int, across: int, ins: int, n_ins: int, outs: int, n_outs: int, stream: int, canon: int,
+    t_rows: int, across: int, ins: int, n_ins: int, outs: int, n_outs: int, stream: int, canon: bool,
 ) -> None:
     """``merged_squares``' blocks ``first <= b < last`` through the cache: each block's ``along`` source rows
     (``across`` elements each) copied into ``scratch`` in ``n_ins`` runs (the int64 table at ``ins``: scratch
@@ -128,8 +151,8 @@ def merged_staged(
     on prefetched), so that memory is read in runs; transposed there in squares of a line a side, source row ``r`` at
     ``scratch`` plus entry ``r`` of ``staged``, destination row ``c`` (``along`` elements) at ``scratch`` plus entry
     ``c`` of ``t_rows``, laid in their destination order; then copied out in ``n_outs`` runs (``outs``, as ``ins``:
-    scratch offset, destination offset, bytes), whole lines on the line grid streamed when ``stream``. ``outer`` and
-    ``canon`` as ``merged_squares`` takes them."""
+    scratch offset, destination offset, bytes), whole lines on the line grid streamed when ``stream``. ``outer`` as
+    ``merged_squares`` takes it; ``canon`` (a constant of the entry): every byte written 0 or 1."""
     width = _width(pad)
     n = LINE // width
     for block in range(first, last):
@@ -220,3 +243,7 @@ def permuted_blocks(
             for i0 in range(0, length, n):
                 i = min(i0, length - n)
                 _table_square((offset + i) * width, bases + n * 8, scratch, order + (entry + i) * 8, _0, pad)
+
+
+merged_staged = _merged_staged_of(False)
+merged_staged_canonical = _merged_staged_of(True)

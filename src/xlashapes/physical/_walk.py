@@ -10,10 +10,10 @@ source of the next one while they move their own.
 
 A copy's block kind is chosen in Python (:mod:`._kinds`); each kind is an entry point of its own (``_kinds.WALKS``),
 made by :func:`_walker` with the kind a constant of the closure, so numba prunes the other kinds' branches and a first
-use compiles its own kind's code only. Row (de)interleaves are loops of their own (:func:`_interleaved`,
-:func:`_deinterleaved`): inside the block subroutine LLVM made the byte ones up to 1.6x slower. Blocks side by side in
-the destination are in :mod:`._side_by_side`; long 2-d transposes (``staged_transpose``: source rows staged in the
-cache, then transposed out) and long rows at different offsets in their lines (``shifted_rows``) have kernels here.
+use compiles its own kind's code only. Row (de)interleaves are loops of their own (in :mod:`._side_by_side`, with the
+blocks side by side in the destination): inside the block subroutine LLVM made the byte ones up to 1.6x slower. Long
+2-d transposes (``staged_transpose``: source rows staged in the cache, then transposed out) and long rows at different
+offsets in their lines (``shifted_rows``) have kernels here.
 """
 
 from __future__ import annotations
@@ -61,19 +61,7 @@ from ._kinds import (
 )
 from ._shuffles import (
     _byte_rows8,
-    _deinterleave2,
-    _deinterleave3,
-    _deinterleave4,
-    _deinterleave5,
-    _deinterleave6,
-    _deinterleave7,
     _interleave2,
-    _interleave3,
-    _interleave4,
-    _interleave5,
-    _interleave6,
-    _interleave7,
-    _interleave8,
     _interleave_lane_planes,
     _pack_rows2,
     _pack_rows4,
@@ -90,8 +78,10 @@ from ._shuffles import (
     _unpack_rows4,
 )
 from ._side_by_side import (
+    _deinterleaved,
     _gather_lines,
     _grouped_block,
+    _interleaved,
     _quarter_block,
     _turned_block,
     _wide_block,
@@ -200,33 +190,6 @@ def _short_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, si:
 
 
 @_subroutine
-def _interleaved(dst: int, src: int, pad: Any, big: int, small: int, si: int, aligned: int) -> None:
-    """``dst[u*small + i] = src[u + i*si]`` for ``small`` (2 to 8) rows of ``big`` elements, a line of each row's
-    elements at a time (``aligned``: the destination is on a line, whole lines streamed)."""
-    width = _width(pad)
-    lanes = _lanes(pad)
-    full = big - big % lanes
-    for u in range(0, full + lanes if lanes < big != full else full, lanes):
-        last = u >= full  # the columns left: the last line's worth again, overlapping (same values)
-        at = big - lanes if last else u
-        d = dst + at * small * width
-        if small == 2:
-            _interleave2(d, src + at * width, si, aligned and not last, pad)
-        elif small == 3:
-            _interleave3(d, src + at * width, si, aligned and not last, pad)
-        elif small == 4:
-            _interleave4(d, src + at * width, si, aligned and not last, pad)
-        elif small == 5:
-            _interleave5(d, src + at * width, si, aligned and not last, pad)
-        elif small == 6:
-            _interleave6(d, src + at * width, si, aligned and not last, pad)
-        elif small == 7:
-            _interleave7(d, src + at * width, si, aligned and not last, pad)
-        else:
-            _interleave8(d, src + at * width, si, aligned and not last, pad)
-
-
-@_subroutine
 def _interleaved_planes(dst: int, src: int, pad: Any, big: int, small: int, si: int, room: int) -> None:
     """``dst[u*small + i] = src[u + i*si]`` for ``small`` rows (planes: from 9, up to ``MOST_PLANES`` of the width)
     of ``big`` elements, a line of each row's elements at a time (the columns left: the last line's worth again,
@@ -244,31 +207,6 @@ def _interleaved_planes(dst: int, src: int, pad: Any, big: int, small: int, si: 
             _interleave_lane_planes(dst + at * small * width, src + at * width, si, small, pad)
             done = at + lanes
     _scalar(dst, src, pad, big, small, small, _1, si, done, small)
-
-
-@_subroutine
-def _deinterleaved(dst: int, src: int, pad: Any, big: int, small: int, du: int, rows_aligned: int) -> None:
-    """``dst[u*du + i] = src[u + i*big]`` for ``big`` (2 to 7) destination rows of ``small`` elements, a line of
-    each row at a time (``rows_aligned``: every destination row on a line, whole lines streamed)."""
-    width = _width(pad)
-    lanes = _lanes(pad)
-    full = small - small % lanes
-    for i in range(0, full + lanes if lanes < small != full else full, lanes):
-        last = i >= full  # the columns left: the last line's worth again, overlapping (same values)
-        at = small - lanes if last else i
-        d, s = dst + at * width, src + at * big * width
-        if big == 2:
-            _deinterleave2(d, du, s, rows_aligned and not last, pad)
-        elif big == 3:
-            _deinterleave3(d, du, s, rows_aligned and not last, pad)
-        elif big == 4:
-            _deinterleave4(d, du, s, rows_aligned and not last, pad)
-        elif big == 5:
-            _deinterleave5(d, du, s, rows_aligned and not last, pad)
-        elif big == 6:
-            _deinterleave6(d, du, s, rows_aligned and not last, pad)
-        else:
-            _deinterleave7(d, du, s, rows_aligned and not last, pad)
 
 
 @_inline
@@ -808,93 +746,118 @@ def _stage(
             _put(to, 2 * u + 1, _staged_byte(at + si, u, sub, bits, packs, pad))
 
 
-@_subroutine
-def _square(to: int, step: int, at: int, stride: int, stream: int, pad: Any, word: int, canon: int) -> None:
-    """A square of one line a side from staged rows at ``at`` (``stride`` bytes apart) to rows ``step`` bytes apart at
-    ``to``; bytes staged as 2-byte words (``word`` 2: two source rows) as such words; ``canon``: bytes made 0 or 1."""
-    width = _width(pad)
-    if word == 1:
-        _transpose_bytes_canonical(to, step, at, stride, stream, pad) if canon else _transpose_bytes(
-            to, step, at, stride, stream, pad)
-    elif width == 1:
-        _transpose_canonical(to, step // 2, at, stride // 2, stream, _WORD) if canon else _transpose(
-            to, step // 2, at, stride // 2, stream, _WORD)
-    else:
-        _transpose_canonical(to, step // width, at, stride // width, stream, pad) if canon else _transpose(
-            to, step // width, at, stride // width, stream, pad)
+def _square_of(canonical: bool) -> Any:
+    """The subroutine moving a square of one line a side from staged rows at ``at`` (``stride`` bytes apart) to rows
+    ``step`` bytes apart at ``to``; bytes staged as 2-byte words (``word`` 2: two source rows interleaved) as such
+    words. ``canonical``: every byte made 0 or 1 on the way (pred's; a subroutine of its own, not a flag: the plain
+    one with both took u8 transposes 2.6 -> 3.5 ms)."""
+
+    def square(to: int, step: int, at: int, stride: int, stream: int, pad: Any, word: int) -> None:
+        width = _width(pad)
+        if word == 1:
+            if canonical:
+                _transpose_bytes_canonical(to, step, at, stride, stream, pad)
+            else:
+                _transpose_bytes(to, step, at, stride, stream, pad)
+        elif width == 1:
+            if canonical:
+                _transpose_canonical(to, step // 2, at, stride // 2, stream, _WORD)
+            else:
+                _transpose(to, step // 2, at, stride // 2, stream, _WORD)
+        elif canonical:
+            _transpose_canonical(to, step // width, at, stride // width, stream, pad)
+        else:
+            _transpose(to, step // width, at, stride // width, stream, pad)
+
+    square.__name__ = square.__qualname__ = "_square_canonical" if canonical else "_square"
+    return _subroutine(square)
 
 
-@_jit
-def staged_transpose(
-    dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, first: int, last: int, scratch: int,
-    rows: int, cols: int, ahead: int, ring: int, shifted: int, bits: int, packs: int, canon: int,
-) -> None:
-    """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small``: a 2-d transpose with
-    streamed destination rows, through blocks of ``rows`` source rows x ``cols`` words (1-, 2-, 4-byte).
+_square = _square_of(False)
+_square_canonical = _square_of(True)
 
-    Each block's source rows are first copied to ``scratch`` (line-aligned, ``rows * (cols * width + LINE)``
-    bytes, in L2) one after the other, prefetched ``ahead`` rows on, so that memory is read in long runs, one at
-    a time. Squares of one line a side are then transposed out of it, a band of destination rows at a time, each
-    row's lines in order: streamed straight to rows on the line grid; or (``shifted``: rows at any offset, as
-    legacy padding and odd row lengths make them; and the partial bands and squares at the ends) into ``ring``
-    (scratch for a band's rows and a line each, then a line for each of ``cols`` rows), whence each row's whole
-    lines are streamed from its own line boundary (:func:`_emit`), the line a block leaves unfinished carried to
-    the next one. Bytes streamed straight are staged as rows of 2-byte words (two source rows interleaved), whose
-    squares are one line of each destination row too; ``shifted`` ones are staged as they are (a plain copy, which
-    prefetches as wider words do: 2.05 -> 1.85-1.9x memcpy for u8[65552,8191]{0,1} 'to') and transposed in squares
-    of 64 x 64 bytes, 64 destination rows at a time. Destination rows back to back (``du`` = ``small``, at most
-    ``rows``: a minor batch dim, as ``u8[B,H,W]{0,2,1}``) are one run: a band's rows are transposed into ``ring``
-    as they lie there, and streamed on as one piece (u8[184,520,700]{0,2,1} 'to': 3.2 -> 1.7x memcpy).
 
-    Sub-byte fields (E(``bits``), ``bits`` < 8; bytes): ``packs``, the destination is packed and everything here
-    counts its bytes (``small``, ``du``), each of its source rows ``8 / bits`` rows of bytes (``si`` apart / ``8 /
-    bits``), packed as they are staged; else the source is packed (``si``, ``u``: in fields) and unpacked as it is
-    staged. ``canon``: every byte written 0 or 1, as pred's are, by the squares that move them (no pass after).
-    """
-    width = _width(pad)
-    line = LINE // width
-    word = width if width > 1 or (bits == 8 and shifted) else 2  # bytes of a staged word (2 for bytes: two source
-    # rows' bytes side by side)
-    pair = word // width  # source rows per staged row
-    band = LINE // word  # destination rows a square covers
-    stride = cols * word + LINE  # a line of slack per staged row keeps the squares' rows off one cache set
-    ring_step = rows * width + LINE
-    carry = ring + band * ring_step
-    # destination rows back to back, each whole in one block (E(n) fields go row by row)
-    packed = shifted and bits == 8 and small <= rows and du == small
-    if packed:
-        ring_step = small * width  # (the band's rows as they lie in the destination)
-    per = 8 // bits
-    unpacks = per > 1 and not packs
-    step = si // per if unpacks else si  # between source rows, in the units of ``u``'s bytes
-    end = src + ((small * (per if packs else 1) - 1) * (si // per if packs else si) + big) * width  # (the source's)
-    if unpacks:
-        end = src + (small - 1) * step + (big - 1) // per + 1
-    for u0 in range(first, last, cols):
-        c = min(cols, last - u0)
-        for i0 in range(0, small, rows):
-            r = min(rows, small - i0)
-            at = src + (u0 // per + i0 * step if unpacks else (u0 + i0 * si) * width)
-            _stage(scratch, stride, at, pad, r, c, step, ahead, end, bits, packs, word == width)
-            for cb in range(0, c, band):
-                at = scratch + cb * word
-                valid = min(band, c - cb)
-                if not shifted and valid == band and r % line == 0:
-                    for rb in range(0, r, line):
-                        _square(dst + ((u0 + cb) * du + i0 + rb) * width, du * width,
-                                at + rb // pair * stride, stride, _1, pad, word, canon)
-                    continue
-                if packed:  # the band's rows, one run, last lines first (each spills into the next row's first)
-                    for rb in range(r - 1 - (r - 1) % line, -1, -line):
-                        _square(ring + LINE + rb * width, ring_step, at + rb // pair * stride, stride, _0, pad, word,
-                                canon)
-                    u = u0 + cb
-                    _emit(dst + u * du * width, ring, valid * ring_step, carry, u == first, u + valid >= last)
-                    continue
-                for rb in range(0, r, line):  # the band's lines of this block, after each row's carry
-                    _square(ring + LINE + rb * width, ring_step, at + rb // pair * stride, stride, _0, pad, word,
-                            canon)
-                for k in range(valid):
-                    _emit(dst + ((u0 + cb + k) * du + i0) * width, ring + k * ring_step, r * width,
-                          carry + (cb + k) * LINE, i0 == 0, i0 + r >= small)
-    _fence()
+def _staged_transpose_of(canonical: bool) -> Any:
+    """The entry point of staged 2-d transposes (``staged_transpose``); ``canonical``: every byte written 0 or 1, as
+    pred's are, by the squares that move them (``staged_transpose_canonical``; no pass over the bytes after)."""
+    square = _square_canonical if canonical else _square
+
+    def staged_transpose(
+        dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, first: int, last: int, scratch: int,
+        rows: int, cols: int, ahead: int, ring: int, shifted: int, bits: int, packs: int,
+    ) -> None:
+        """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small``: a 2-d transpose with
+        streamed destination rows, through blocks of ``rows`` source rows x ``cols`` words (1-, 2-, 4-byte).
+
+        Each block's source rows are first copied to ``scratch`` (line-aligned, ``rows * (cols * width + LINE)``
+        bytes, in L2) one after the other, prefetched ``ahead`` rows on, so that memory is read in long runs, one at
+        a time. Squares of one line a side are then transposed out of it, a band of destination rows at a time, each
+        row's lines in order: streamed straight to rows on the line grid; or (``shifted``: rows at any offset, as
+        legacy padding and odd row lengths make them; and the partial bands and squares at the ends) into ``ring``
+        (scratch for a band's rows and a line each, then a line for each of ``cols`` rows), whence each row's whole
+        lines are streamed from its own line boundary (:func:`_emit`), the line a block leaves unfinished carried to
+        the next one. Bytes streamed straight are staged as rows of 2-byte words (two source rows interleaved), whose
+        squares are one line of each destination row too; ``shifted`` ones are staged as they are (a plain copy, which
+        prefetches as wider words do: 2.05 -> 1.85-1.9x memcpy for u8[65552,8191]{0,1} 'to') and transposed in squares
+        of 64 x 64 bytes, 64 destination rows at a time. Destination rows back to back (``du`` = ``small``, at most
+        ``rows``: a minor batch dim, as ``u8[B,H,W]{0,2,1}``) are one run: a band's rows are transposed into ``ring``
+        as they lie there, and streamed on as one piece (u8[184,520,700]{0,2,1} 'to': 3.2 -> 1.7x memcpy).
+
+        Sub-byte fields (E(``bits``), ``bits`` < 8; bytes): ``packs``, the destination is packed and everything here
+        counts its bytes (``small``, ``du``), each of its source rows ``8 / bits`` rows of bytes (``si`` apart / ``8 /
+        bits``), packed as they are staged; else the source is packed (``si``, ``u``: in fields) and unpacked as it is
+        staged.
+        """
+        width = _width(pad)
+        line = LINE // width
+        word = width if width > 1 or (bits == 8 and shifted) else 2  # bytes of a staged word (2 for bytes: two source
+        # rows' bytes side by side)
+        pair = word // width  # source rows per staged row
+        band = LINE // word  # destination rows a square covers
+        stride = cols * word + LINE  # a line of slack per staged row keeps the squares' rows off one cache set
+        ring_step = rows * width + LINE
+        carry = ring + band * ring_step
+        # destination rows back to back, each whole in one block (E(n) fields go row by row)
+        packed = shifted and bits == 8 and small <= rows and du == small
+        if packed:
+            ring_step = small * width  # (the band's rows as they lie in the destination)
+        per = 8 // bits
+        unpacks = per > 1 and not packs
+        step = si // per if unpacks else si  # between source rows, in the units of ``u``'s bytes
+        end = src + ((small * (per if packs else 1) - 1) * (si // per if packs else si) + big) * width  # (the source's)
+        if unpacks:
+            end = src + (small - 1) * step + (big - 1) // per + 1
+        for u0 in range(first, last, cols):
+            c = min(cols, last - u0)
+            for i0 in range(0, small, rows):
+                r = min(rows, small - i0)
+                at = src + (u0 // per + i0 * step if unpacks else (u0 + i0 * si) * width)
+                _stage(scratch, stride, at, pad, r, c, step, ahead, end, bits, packs, word == width)
+                for cb in range(0, c, band):
+                    at = scratch + cb * word
+                    valid = min(band, c - cb)
+                    if not shifted and valid == band and r % line == 0:
+                        for rb in range(0, r, line):
+                            square(dst + ((u0 + cb) * du + i0 + rb) * width, du * width, at + rb // pair * stride,
+                                   stride, _1, pad, word)
+                        continue
+                    if packed:  # the band's rows, one run, last lines first (each spills into the next row's first)
+                        for rb in range(r - 1 - (r - 1) % line, -1, -line):
+                            square(ring + LINE + rb * width, ring_step, at + rb // pair * stride, stride, _0, pad, word)
+                        u = u0 + cb
+                        _emit(dst + u * du * width, ring, valid * ring_step, carry, u == first, u + valid >= last)
+                        continue
+                    for rb in range(0, r, line):  # the band's lines of this block, after each row's carry
+                        square(ring + LINE + rb * width, ring_step, at + rb // pair * stride, stride, _0, pad, word)
+                    for k in range(valid):
+                        _emit(dst + ((u0 + cb + k) * du + i0) * width, ring + k * ring_step, r * width,
+                              carry + (cb + k) * LINE, i0 == 0, i0 + r >= small)
+        _fence()
+
+    staged_transpose.__name__ = staged_transpose.__qualname__ = "staged_transpose" + (
+        "_canonical" if canonical else "")
+    return _jit(staged_transpose)
+
+
+staged_transpose = _staged_transpose_of(False)
+staged_transpose_canonical = _staged_transpose_of(True)

@@ -3,8 +3,8 @@
 XLA's pred is one byte, 0 or 1; the bytes given may be anything, so a pred conversion made its output canonical in a
 second pass over it (``_geometry._canonicalize``), which cost 0.5-1x memcpy on top of the copy. Kernels whose bytes pass
 through registers or a scratch in the cache make them canonical there at next to no cost: merged squares
-(``merged_squares``, ``merged_lines``, ``merged_staged``) and the staged 2-d transposes (``staged_transpose``), their
-``canon`` argument set where :func:`._dispatch.fusing` says so. A pred conversion holds an account
+(``merged_squares``, ``merged_lines``, ``merged_staged``) and the staged 2-d transposes (``staged_transpose``) have
+twins that do (``<name>_canonical``, taken where :func:`._dispatch.fusing` says so). A pred conversion holds an account
 (:func:`._dispatch.canonical_writes`); each of its outermost copies (:func:`._copy._copy`) leaves its destination
 canonical, by those kernels or by a pass over that destination's span (:func:`canonical_bytes`; not where the
 destination is sparse in it); a timed plan's time counts that pass (:func:`canonical_after`), so that timing prefers the
@@ -33,10 +33,11 @@ def canonical_copy(dst: np.ndarray[Any, Any], copy: Callable[[], None]) -> None:
         return
     account.depth += 1
     try:
-        made = account.made
+        made, account.left = account.made, False
         copy()
         if account.depth == 1:  # (not all made canonical by the kernels as they wrote them: a pass, if it pays)
-            done = account.made - made >= dst.nbytes or (account.passes and canonical_bytes(dst))
+            fused = not account.left and account.made - made >= dst.nbytes
+            done = fused or (account.passes and canonical_bytes(dst))
             account.made = made
             account.covered += dst.nbytes if done else 0
     finally:
@@ -59,8 +60,9 @@ def canonical_after(plan: Callable[[], bool], d: np.ndarray[Any, Any]) -> Callab
             return plan()
         made = account.made
         done = plan()
-        if done and (account.made - made >= d.nbytes or (account.passes and canonical_bytes(d))):
-            account.made = made + d.nbytes
+        if done:  # (a plan run after another, as the kernel worker runs them all, leaves its own bytes)
+            left = account.made - made < d.nbytes and not (account.passes and canonical_bytes(d))
+            account.made, account.left = made + (0 if left else d.nbytes), left
         return done
 
     return run

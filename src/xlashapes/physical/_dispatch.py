@@ -214,6 +214,7 @@ class Canonical:
         self.made = 0
         self.depth = 0
         self.passes = True
+        self.left = False  # (the last plan of the copy running left its bytes as they were)
 
     def covers(self, nbytes: int) -> bool:
         """True when the outermost copies left ``nbytes`` canonical (all of a conversion's logical bytes)."""

@@ -113,8 +113,8 @@ def _write_plan(
     elements = buffer.view(geometry.storage)
     with dispatch.canonical_writes(geometry.etype.kind == "pred") as account:
         _fill_elements(x, geometry, pad, elements, plan, run)
-    if (geometry.etype.kind == "pred" or geometry.etype.bits < 8) and not (account and account.covers(x.nbytes)):
-        _canonicalize(buffer, geometry)  # (a second pass, where the copies did not leave every byte canonical)
+    if _second_pass(geometry, account, x.nbytes):
+        _canonicalize(buffer, geometry)
 
 
 def _fill_elements(
@@ -200,9 +200,15 @@ def _read_plan(
             target = result.reshape(result.shape + (1,) * plan.phantoms)
             _transfer(target, _plain_chains(plan.extents), _physical_view(elements, plan), plan.chains,
                       plan.extents, run)
-    canonical = account is not None and account.covers(result.nbytes)
-    if not geometry.packed and (geometry.etype.kind == "pred" or geometry.etype.bits < 8) and not canonical:
+    if not geometry.packed and _second_pass(geometry, account, result.nbytes):
         _canonicalize(result, geometry)
+
+
+def _second_pass(geometry: _Geometry, account: dispatch.Canonical | None, nbytes: int) -> bool:
+    """True where a pred or sub-byte layout's bytes still need the pass that makes them canonical: its copies did
+    not leave all ``nbytes`` logical bytes so (:mod:`._canonical`)."""
+    wanted = geometry.etype.kind == "pred" or geometry.etype.bits < 8
+    return wanted and not (account is not None and account.covers(nbytes))
 
 
 def _canonical_in_order(
@@ -406,8 +412,7 @@ def _relayout_direct(
         _transfer(dst_view, dst_chains, src_view, src_chains, extents, run)
     if dst.packed:
         _pack(dst_elements, dst, result, run)
-    elif (dst.etype.kind == "pred" or dst.etype.bits < 8) and not (
-            account and account.covers(math.prod(dst.dims) * dst.storage.itemsize)):
+    elif _second_pass(dst, account, math.prod(dst.dims) * dst.storage.itemsize):
         _canonicalize(result, dst)
     return True
 

@@ -199,11 +199,8 @@ def _padding_storage(geometry: _Geometry, padding_value: Any) -> np.ndarray[Any,
 
 def _canonicalize(storage: np.ndarray[Any, Any], geometry: _Geometry) -> None:
     """Put pred and sub-byte elements in canonical form in place: 0/1, or only the value bits set."""
-    # (np.minimum on uint8 takes a slow loop; not_equal into a bool view of the same bytes is vectorized)
-    if geometry.etype.kind == "pred":
-        np.not_equal(storage, 0, out=storage.view(np.bool_))
-    elif geometry.etype.bits < 8:
-        np.bitwise_and(storage, np.uint8(geometry.value_mask), out=storage)
+    if geometry.etype.kind == "pred" or geometry.etype.bits < 8:
+        _canonical_copy(storage, storage, geometry)
 
 
 def _canonical_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], geometry: _Geometry) -> None:
@@ -216,7 +213,7 @@ def _canonical_copy(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], geomet
     >>> out.tolist()
     [0, 1, 1]
     """
-    if geometry.etype.kind == "pred":
+    if geometry.etype.kind == "pred":  # (np.minimum on uint8 loops slowly; this is vectorized)
         np.not_equal(src, 0, out=dst.view(np.bool_))
     else:
         np.bitwise_and(src, np.uint8(geometry.value_mask), out=dst)

@@ -79,7 +79,8 @@ CASES = NEEDED + OTHER_PATHS
 COMPILED = ["u4[64,256]{1,0:E(4)}", "f32[64,256]{0,1}", "bf16[40,100]{1,0:T(1,128)}", "s16[72,1030]{0,1:P(75,1040)}",
             "bf16[64,256]{1,0:T(8,128)(2,1)}"]
 """Cases whose kernels the suite compiles itself where the shipped machine code runs (``test_physical_aot``'s
-compile-and-keep tests): two kernel modules, ten overloads (walks, transposes, legacy padding, tiles, packing)."""
+compile-and-keep tests): two kernel modules, the overloads of walks, transposes, legacy padding, padding runs,
+tiles and packing."""
 
 
 def shape_of(text: str) -> xs.Shape:

@@ -34,8 +34,9 @@ EXPECTED = {("walk_squares", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
     ("pack", "i"), ("unpack", "i"), ("transpose_nibbles", "i"), ("swap_fields", "i")} | {
     ("turn_lines", w) for w in ("|u1", "<u2")} | {("walk_turns", w) for w in ("|u1", "<u2")} | {("regroup", "i")} | {
     ("tile_squares", w) for w in ("|u1", "<u2")} | {("tiled_to_odd_physical", "<u2")} | {
-    (f"tiled_to_odd_{kind}", "|u1") for kind in ("canonical", "packed")} | {("padded_rows", "|u1")} | {
-    ("tiled_stacked", w) for w in ("|u1", "<u2", "<u4")} | {("tiled_from_tile_rows", w) for w in ("|u1", "<u2")}
+    (f"tiled_to_odd_{kind}", "|u1") for kind in ("canonical", "packed")} | {
+    ("padded_rows", "|u1"), ("padding_runs", "i")} | {("tiled_stacked", w) for w in ("|u1", "<u2", "<u4")} | {
+    ("tiled_from_tile_rows", w) for w in ("|u1", "<u2")}
 
 
 def run_worker(cache: Path, numba: bool = True, processes: int = 1, shipped: bool = False,
@@ -112,8 +113,8 @@ def objects(cache: Path) -> list[Path]:
     return sorted(cache.glob("kernels-*/aot-*/*.o"))
 
 
-COMPILED_ENTRIES = {"pack", "unpack", "staged_transpose", "walk_squares", "walk_runs", "padded_rows", "shifted_rows",
-                    "tiled_to_physical", "tiled_from_physical"}
+COMPILED_ENTRIES = {"pack", "unpack", "staged_transpose", "walk_squares", "walk_runs", "padded_rows", "padding_runs",
+                    "shifted_rows", "tiled_to_physical", "tiled_from_physical"}
 """The entries the worker's ``COMPILED`` cases run."""
 
 

@@ -48,7 +48,7 @@ from xlashapes.physical import (
 )
 from xlashapes.physical._geometry import _geometry
 from xlashapes.physical._kinds import GROUPS, LINE, QUARTERS, WALKS, walk_kind
-from xlashapes.physical._plan import _physical_view, _plan, _transfer_boxes
+from xlashapes.physical._plan import PIECE, _physical_view, _plan, _transfer_boxes
 from xlashapes.physical.files import pack_file, terminal_progress, unpack_file
 
 STAR = COMBINE_DIMENSION
@@ -256,6 +256,36 @@ def test_rows_that_end_in_padding_are_laid_out_with_it(monkeypatch: pytest.Monke
     assert to_physical(x, shape, out=out, threads=threads, padding_value=padding) is out
     assert np.array_equal(out, expected), text
     assert (calls["rows"] > 0) == taken
+
+
+@pytest.mark.parametrize("text", [
+    "f16[200,300]{0,1:T(8,128)(2,1)}", "f32[40,300]{0,1:T(8,128)}", "s8[300,70]{0,1:T(8,128)(4,1)}",
+    "bf16[30,100,1,128]{0,3,1,2:T(8,128)(2,1)}", "u8[40000,3]{0,1:P(40000,5)}", "f32[9000,7]{0,1:P(9000,10)}"])
+@pytest.mark.parametrize(("stream", "threads", "offset"), [(True, 1, 0), (True, 2, 16), (False, 1, 0)])
+def test_padding_of_a_line_or_more_a_run_is_written_by_the_kernel(monkeypatch: pytest.MonkeyPatch, text: str,
+                                                                    stream: bool, threads: int, offset: int) -> None:
+    # padding in runs of a line and more (the columns of a partial tile, whole padding rows) is written before the
+    # elements by the padding_runs kernel, whole lines streamed: NumPy's fill stored them plainly, as costly as a pass
+    # over the whole buffer; runs longer than its pattern go a piece at a time
+    walk = _dispatch.walker()
+    if walk is None:
+        pytest.skip("numba is not installed")
+    runs: list[tuple[int, int]] = []
+    kernel = walk.padding_runs
+    monkeypatch.setattr(walk, "padding_runs", lambda *args: (runs.append((args[2], args[3])), kernel(*args))[1])
+    monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 0)
+    monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0 if stream else 1 << 62)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    shape = xs.parse_shape(text) if "P(" not in text else shape_of(text)
+    x = random_array(str(shape.element_type), shape.dimensions, len(text))
+    expected = numpy_path(to_physical, x, shape, padding_value=3)
+    room = np.full(len(expected) + 64, 0xAB, np.uint8)  # (whatever the buffer held: the padding must be written)
+    out = room[offset : offset + len(expected)]
+    assert to_physical(x, shape, out=out, threads=threads, padding_value=3) is out
+    assert np.array_equal(out, expected), text
+    assert runs and all(length >= LINE and piece == min(length, PIECE) for piece, length in runs), runs
+    assert any(length > PIECE for _, length in runs) == ("P(" in text)  # (legacy padding: whole rows of it)
 
 
 @pytest.mark.parametrize("text", ["u8[3,16500]{1,0:T(1,256)}", "bf16[2,8200]{1,0:T(1,128)}",

@@ -213,7 +213,7 @@ def _turn_lines(data: np.ndarray[Any, Any], result: np.ndarray[Any, Any], turn: 
         plan = _plan(dst.dims, dst.layout)
         if plan is None:
             raise AssertionError("a tiled layout without a factor plan")  # (T(R,C)(p,1) layouts always have one)
-        _fill_padding(_physical_view(result[: dst.nbytes].view(dst.storage), plan), plan, pad)
+        _fill_padding(_physical_view(result[: dst.nbytes].view(dst.storage), plan), plan, pad, run=run)
     return True
 
 

@@ -141,7 +141,7 @@ def _fill_elements(
     if run is not None and fine_padding(view, boxes):
         elements[: geometry.count] = pad  # (one pass over the whole buffer, then the elements over it)
     else:
-        _fill_padding(view, plan, pad, boxes=boxes)
+        _fill_padding(view, plan, pad, boxes=boxes, run=run)
     _transfer(view, plan.chains, source, _plain_chains(plan.extents), plan.extents, run)
 
 
@@ -295,7 +295,7 @@ def _write_grouped(
     plan = _plan(found.shape.dimensions, found.shape.layout_or_default())
     assert plan is not None  # (grouped_route)
     view = _physical_view(buffer[: geometry.nbytes], plan)
-    _fill_padding(view, plan, byte)
+    _fill_padding(view, plan, byte, run=run)
     for part, grouped, window, chains, extents in _grouped_windows(x, found, plan, view):
         regroup(grouped, part, found, pad, geometry.value_mask, True, run)
         _transfer(window, chains, grouped.reshape(grouped.shape + (1,) * plan.phantoms), _plain_chains(extents),
@@ -405,7 +405,7 @@ def _relayout_direct(
     else:
         dst_elements = result.view(dst.storage)
     dst_elements[dst.count :] = pad
-    _fill_padding(_physical_view(dst_elements, dst_plan), dst_plan, pad)
+    _fill_padding(_physical_view(dst_elements, dst_plan), dst_plan, pad, run=run)
     src_view = _factor_view(src_elements, src_plan, phantoms)
     dst_view = _factor_view(dst_elements, dst_plan, phantoms)
     with dispatch.canonical_writes(dst.etype.kind == "pred" and not dst.packed) as account:

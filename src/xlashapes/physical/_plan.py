@@ -14,8 +14,10 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..layout import Layout
 from ..tiling import COMBINE_DIMENSION, tiled_dimensions
+from . import _dispatch as dispatch
 from ._copy import _copy, _normalized, fine_grained, padded_rows
 from ._dispatch import Run, no_passes
+from ._kinds import LINE
 
 Chains = tuple[tuple[int, ...], ...]
 
@@ -228,13 +230,47 @@ def _box_slices(parts: Sequence[Box]) -> tuple[Any, ...]:
 
 def _fill_padding(
     view: np.ndarray[Any, Any], plan: _Plan, pad: np.ndarray[Any, Any], skip: int = -1,
-    boxes: Sequence[np.ndarray[Any, Any]] | None = None,
+    boxes: Sequence[np.ndarray[Any, Any]] | None = None, run: Run | None = None,
 ) -> None:
     """Write ``pad`` to every element of the factor view that is outside the logical array; with ``skip``, but
     the padding of that axis within the other axes' valid ranges (written by the caller); ``boxes``: those of
-    :func:`_padding_boxes`, found already."""
+    :func:`_padding_boxes`, found already; with ``run``, large boxes of runs of a line or more by the compiled
+    kernel (:func:`_padding_runs`)."""
     for box in _padding_boxes(view, plan, skip) if boxes is None else boxes:
-        np.copyto(box, pad)
+        if run is None or not _padding_runs(box, pad, run):
+            np.copyto(box, pad)
+
+
+PIECE = 1 << 14
+"""Most bytes of padding a run is filled with at a time by the ``padding_runs`` kernel (its pattern's size)."""
+
+
+def _padding_runs(box: np.ndarray[Any, Any], pad: np.ndarray[Any, Any], run: Run) -> bool:
+    """``box[...] = pad`` by the ``padding_runs`` kernel over ``run``'s threads, whole lines streamed where the box
+    is that large: for boxes of ``run.numba_bytes`` and more whose runs (:func:`_run_bytes`) are a line or longer;
+    False (nothing written) otherwise, or without the compiled kernels."""
+    length, outer = _runs_of(box)
+    walk = dispatch.walker() if box.nbytes >= run.numba_bytes and length >= LINE else None
+    if walk is None or min(box.strides, default=0) < 0:
+        return False
+    shape = np.array([n for _, n in outer] or [1], np.int64)
+    steps = np.array([stride for stride, _ in outer] or [0], np.int64)
+    piece = min(length, PIECE)
+    pattern = np.empty(piece + LINE, np.uint8)
+    at = dispatch.address(pattern) + (-dispatch.address(pattern)) % LINE
+    value = np.empty(1, box.dtype)
+    value[0] = pad
+    start = at - dispatch.address(pattern)
+    pattern[start : start + piece] = np.tile(value.view(np.uint8), piece // box.itemsize)
+    target = dispatch.address(box)
+    stream = int(box.nbytes >= run.stream_bytes)
+
+    def part(bounds: tuple[int, int]) -> None:
+        walk.padding_runs(target, at, piece, length, shape, steps, bounds[0], bounds[1], stream,
+                          np.empty(len(shape), np.int64))
+
+    dispatch.run_parts(part, dispatch.parts(int(shape[0]), box.nbytes, run))
+    return True
 
 
 def _padding_boxes(view: np.ndarray[Any, Any], plan: _Plan, skip: int = -1) -> Iterator[np.ndarray[Any, Any]]:
@@ -270,12 +306,31 @@ def fine_padding(view: np.ndarray[Any, Any], boxes: Sequence[np.ndarray[Any, Any
     >>> fine_padding(v, list(_padding_boxes(v, p)))
     False
     """
-    fine = 0
-    for box in boxes:
-        steps = sorted((abs(stride), n) for n, stride in zip(box.shape, box.strides) if n > 1)
-        run = steps[0][1] * box.itemsize if steps and steps[0][0] == box.itemsize else box.itemsize
-        fine += box.nbytes if run < FINE_PADDING else 0
+    fine = sum(box.nbytes for box in boxes if _run_bytes(box) < FINE_PADDING)
     return 8 * fine >= view.size * view.itemsize
+
+
+def _run_bytes(box: np.ndarray[Any, Any]) -> int:
+    """Bytes of the contiguous runs of ``box``: its axes that continue each other, from the smallest stride up (the
+    padding columns of ``(2,1)`` sub-tiles: words of two rows, the columns after each other).
+
+    >>> _run_bytes(np.zeros((6, 4, 8, 2), np.uint16)[:, :, 3:, :])
+    20
+    """
+    return _runs_of(box)[0]
+
+
+def _runs_of(box: np.ndarray[Any, Any]) -> tuple[int, list[tuple[int, int]]]:
+    """:func:`_run_bytes` of ``box``, and its other axes (stride, extent), the outermost first.
+
+    >>> _runs_of(np.zeros((6, 4, 8, 2), np.uint16)[:, :, 3:, :])
+    (20, [(128, 6), (32, 4)])
+    """
+    run = box.itemsize
+    axes = sorted((abs(stride), n) for n, stride in zip(box.shape, box.strides) if n > 1)
+    while axes and axes[0][0] == run:
+        run *= axes.pop(0)[1]
+    return run, axes[::-1]
 
 
 def _weights(chain: Sequence[int]) -> list[int]:
@@ -341,7 +396,7 @@ def _padded_transfer(
         return False
     if not padded_rows(d, s, pitch, pad, run):
         return False
-    _fill_padding(view, plan, pad, skip=axis)  # (whole rows of padding: the other axes')
+    _fill_padding(view, plan, pad, skip=axis, run=run)  # (whole rows of padding: the other axes')
     return True
 
 

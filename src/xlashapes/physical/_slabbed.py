@@ -235,7 +235,7 @@ def relayout_in_windows(
     elements = result.view(dst.storage)
     elements[dst.count :] = pad
     view = _physical_view(elements, plan)
-    _fill_padding(view, plan, pad)
+    _fill_padding(view, plan, pad, run=run)
     out = _as_whole(run, result.nbytes)
     grid = math.lcm(cut.weight * cut.step, _outer_rows(plan, cut.axis))
     for low, high, logical in _logical_chunks(data, src, cut, grid, run):

@@ -248,7 +248,7 @@ def _word_convert(
     with dispatch.canonical_writes(pred) as account:  # (words of pred bytes: the squares make them canonical too)
         if to:
             assert pad is not None
-            _fill_padding(view, plan, np.repeat(pad.reshape(1), p).view(words.storage)[0])
+            _fill_padding(view, plan, np.repeat(pad.reshape(1), p).view(words.storage)[0], run=run)
             _transfer(view, plan.chains, body, _plain_chains(extents), extents, run)
         else:
             _transfer(body, _plain_chains(extents), view, plan.chains, extents, run)

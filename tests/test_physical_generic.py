@@ -2451,12 +2451,16 @@ def test_odd_sub_tiled_minor_dims_go_through_the_widened_array(
     real = _widened._through
     monkeypatch.setattr(_widened, "_through", lambda *args: taken.append(real(*args)) or taken[-1])
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 1 << 62)  # (small arrays here: the rule's route, not timed)
+    count_calls(monkeypatch, _dispatch.walker(), ["padded_rows", "cut_rows"], compiled_everywhere,
+                lambda name, args: "")
     shape = shape_of(text)
     assert _widened.widened(_geometry(shape)) is not None
     x = random_array(str(shape.element_type), shape.dimensions, len(text) + chunk)
     round_trip_off_the_grid(x, shape, 16)
     long = shape.dimensions[-1] >= _widened.LONG_ROWS  # (long rows: the direct route first, whole words already)
     assert taken == ([] if long else [True, True]), text  # (laid out and read back)
+    # (the rows widened and cut back by kernels of their own: rows of words, the added elements' padding put in)
+    assert (compiled_everywhere["padded_rows"] > 0 and compiled_everywhere["cut_rows"] > 0) == (not long), text
     value = True if shape.element_type.kind == "pred" else 3
     expected = numpy_path(to_physical, x, shape, padding_value=value)
     assert np.array_equal(to_physical(x, shape, padding_value=value), expected), text

@@ -411,31 +411,6 @@ def _walked(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: 
     return True
 
 
-def padded_rows(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pitch: int, pad: np.ndarray[Any, Any],
-                run: Run) -> bool:
-    """``d[...] = s`` for 2-d views whose destination rows are ``pitch`` elements apart and end in padding (the
-    elements up to the next row), the padding written too, by the ``padded_rows`` kernel over ``run``'s threads;
-    False (nothing written) without the compiled kernels, below their size, or for rows longer than the kernel's
-    scratch (``STAGED_BLOCK``: it stages whole rows)."""
-    walk = dispatch.walker() if d.nbytes >= run.numba_bytes and d.itemsize in _STORAGE else None
-    if walk is None or s.strides[0] < 0 or pitch * d.itemsize > STAGED_BLOCK:
-        return False
-    width = d.itemsize
-    rows, length = d.shape
-    nbytes = rows * pitch * width
-    stream = int(STREAM and nbytes >= run.stream_bytes)
-    value = pad.reshape(1).view(_STORAGE[width])[0]
-    target, source, s_pitch = dispatch.address(d), dispatch.address(s), s.strides[0] // width
-
-    def part(bounds: tuple[int, int]) -> None:
-        room = np.empty(STAGED_BLOCK + LINE, np.uint8)
-        scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
-        walk.padded_rows(target, source, value, length, pitch, s_pitch, stream, scratch, STAGED_BLOCK, bounds)
-
-    dispatch.run_parts(part, dispatch.parts(rows, nbytes, run))
-    return True
-
-
 def _tile_squares(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: np.ndarray[Any, Any],
                   d_steps: np.ndarray[Any, Any], s_steps: np.ndarray[Any, Any], unit: int, run: Run,
                   stream: int) -> bool:

@@ -14,9 +14,11 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..layout import Layout
 from ..tiling import COMBINE_DIMENSION, tiled_dimensions
+from . import _copy as copies
 from . import _dispatch as dispatch
-from ._copy import _copy, _normalized, fine_grained, padded_rows
+from ._copy import STAGED_BLOCK, _copy, _normalized, fine_grained
 from ._dispatch import Run, no_passes
+from ._geometry import _STORAGE
 from ._kinds import LINE
 
 Chains = tuple[tuple[int, ...], ...]
@@ -250,7 +252,7 @@ def _padding_runs(box: np.ndarray[Any, Any], pad: np.ndarray[Any, Any], run: Run
     is that large: for boxes of ``run.numba_bytes`` and more whose runs (:func:`_run_bytes`) are a line or longer;
     False (nothing written) otherwise, or without the compiled kernels."""
     length, outer = _runs_of(box)
-    walk = dispatch.walker() if box.nbytes >= run.numba_bytes and length >= LINE else None
+    walk = dispatch.walker() if box.nbytes >= run.numba_bytes else None
     if walk is None or min(box.strides, default=0) < 0:
         return False
     shape = np.array([n for _, n in outer] or [1], np.int64)
@@ -374,6 +376,53 @@ def _split_view(
             strides.append(0 if owner is None else owner[1] * (bound // owner[0]))
         first += len(chain)
     return as_strided(view, shape=tuple(shape), strides=tuple(strides))
+
+
+def padded_rows(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pitch: int, pad: np.ndarray[Any, Any],
+                run: Run) -> bool:
+    """``d[...] = s`` for views of rows (``d`` 2-d, its rows ``pitch`` elements apart, each ending in padding: the
+    elements up to the next row; ``s`` 2-d, or 3-d: groups of rows), the padding written too, by the ``padded_rows``
+    kernel over ``run``'s threads; False (nothing written) without the compiled kernels, below their size, or for
+    rows longer than the kernel's scratch (``STAGED_BLOCK``: it stages whole rows)."""
+    walk = dispatch.walker() if d.nbytes >= run.numba_bytes and d.itemsize in _STORAGE else None
+    if walk is None or min(s.strides[:-1]) < 0 or pitch * d.itemsize > STAGED_BLOCK:
+        return False
+    width = d.itemsize
+    rows, length = d.shape
+    nbytes = rows * pitch * width
+    stream = int(copies.STREAM and nbytes >= run.stream_bytes)
+    value = pad.reshape(1).view(_STORAGE[width])[0]
+    inner, s_outer = (s.shape[1], s.strides[0] // width) if s.ndim == 3 else (rows, 0)
+    target, source, s_pitch = dispatch.address(d), dispatch.address(s), s.strides[-2] // width
+
+    def part(bounds: tuple[int, int]) -> None:
+        room = np.empty(STAGED_BLOCK + LINE, np.uint8)
+        scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
+        walk.padded_rows(target, source, value, length, pitch, s_pitch, inner, s_outer, rows - 1, stream, scratch,
+                         STAGED_BLOCK, bounds)
+
+    dispatch.run_parts(part, dispatch.parts(rows, nbytes, run))
+    return True
+
+
+def cut_rows(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -> bool:
+    """``d[...] = s`` for views of rows (``s`` 2-d: the first elements of rows back to back; ``d`` 2-d, or 3-d: groups
+    of rows) by the ``cut_rows`` kernel over ``run``'s threads (:func:`padded_rows` the other way); False (nothing
+    written) without the compiled kernels or below their size."""
+    walk = dispatch.walker() if s.nbytes >= run.numba_bytes and d.itemsize in _STORAGE else None
+    width = d.itemsize
+    if walk is None or min(d.strides[:-1]) < 0 or s.strides[0] % width or s.strides[1] != width:
+        return False
+    rows, length = s.shape
+    inner, d_outer = (d.shape[1], d.strides[0] // width) if d.ndim == 3 else (rows, 0)
+    target, source, d_pitch = dispatch.address(d), dispatch.address(s), d.strides[-2] // width
+    value = np.zeros(1, _STORAGE[width])[0]
+
+    def part(bounds: tuple[int, int]) -> None:
+        walk.cut_rows(target, source, value, length, s.strides[0] // width, d_pitch, inner, d_outer, bounds)
+
+    dispatch.run_parts(part, dispatch.parts(rows, s.nbytes, run))
+    return True
 
 
 def _padded_transfer(

@@ -1,7 +1,8 @@
 """The block subroutines of the walks whose blocks sit side by side in the destination (:mod:`._walk`): grouped
 squares (tiled transposes), wide blocks (destination rows shorter than a line that continue each other) and
-quarter-line blocks (rows of 2 or 4 elements), each streamed on the line grid and staged through scratch off it; and
-turned blocks (rows of words of 2 or 4 fields whose fields and rows trade places)."""
+quarter-line blocks (rows of 2 or 4 elements), each streamed on the line grid and staged through scratch off it;
+turned blocks (rows of words of 2 or 4 fields whose fields and rows trade places); and the blocks of 2 to 7 short
+source rows, and of planes (9 rows and more) interleaved."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ._intrinsics import (
     _grouped_side,
     _inline,
     _lanes,
+    _most_planes,
     _prefetch_rows,
     _put,
     _subroutine,
@@ -40,12 +42,15 @@ from ._shuffles import (
     _interleave6,
     _interleave7,
     _interleave8,
+    _interleave_lane_planes,
     _line_square2,
     _line_square4,
     _side_by_side2,
     _side_by_side4,
     _transpose8,
     _transpose_groups,
+    _transpose_short2_nt,
+    _transpose_short4_nt,
     _turn_fields2,
     _turn_fields4,
     _wide_lines2,
@@ -60,6 +65,45 @@ PIECE_BYTES = 1024  # most bytes of each destination row a piece of grouped squa
 SHORT_PIECE = 256  # ... and fewest, before it takes fewer blocks at a time
 STAGED_LINES = 16  # (off the line grid, through scratch: bf16[4,4096,2048]{0,1,2} 'to' 2.3 at 8, 2.05, 2.35 at 32)
 _0, _1 = np.int64(0), np.int64(1)  # (typed constants: a literal would make numba compile a callee once more)
+
+
+@_subroutine
+def _short_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, ahead: int) -> None:
+    """``_block`` of 2 to 7 source rows: 4 (2) destination lines at a time, the next blocks' lines prefetched."""
+    width = _width(pad)
+    lanes = _lanes(pad)
+    short = 4 if big >= 4 else 2
+    full_u, full_i = big - big % short, small - small % lanes
+    for u in range(0, full_u, short):
+        for i in range(0, full_i, lanes):
+            d, s = dst + (u * du + i) * width, src + (u + i * si) * width
+            if ahead and si * width >= LINE:  # the line after these rows' (the next blocks read along them)
+                _prefetch_rows(ahead + (u + i * si) * width + LINE, si * width, _1, lanes)
+            if short == 4:
+                _transpose_short4_nt(d, du, s, lanes // 2 * si * width, si, pad)
+            else:
+                _transpose_short2_nt(d, du, s, lanes // 2 * si * width, si, pad)
+    _scalar(dst, src, pad, big, small, du, _1, si, full_u, full_i)
+
+
+@_subroutine
+def _interleaved_planes(dst: int, src: int, pad: Any, big: int, small: int, si: int, room: int) -> None:
+    """``dst[u*small + i] = src[u + i*si]`` for ``small`` rows (planes: from 9, up to ``MOST_PLANES`` of the width)
+    of ``big`` elements, a line of each row's elements at a time (the columns left: the last line's worth again,
+    overlapping), into ``room`` bytes at ``dst``: the columns whose lines would spill past it
+    (:func:`_interleave_lane_planes`) element by element."""
+    width = _width(pad)
+    lanes = _lanes(pad)
+    full = big - big % lanes
+    done = 0
+    if 9 <= small <= _most_planes(pad):
+        for u in range(0, full + lanes if lanes < big != full else full, lanes):
+            at = min(u, big - lanes)
+            if (at + lanes) * small * width + LINE > room:
+                break
+            _interleave_lane_planes(dst + at * small * width, src + at * width, si, small, pad)
+            done = at + lanes
+    _scalar(dst, src, pad, big, small, small, _1, si, done, small)
 
 
 @_subroutine

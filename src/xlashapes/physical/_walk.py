@@ -26,14 +26,15 @@ from ._intrinsics import (
     _copy,
     _fence,
     _get,
+    _get_word,
     _inline,
     _jit,
     _lanes,
-    _most_planes,
     _prefetch_rows,
     _prefetch_run,
     _prefetch_run_l2,
     _put,
+    _put_word,
     _side,
     _stream,
     _subroutine,
@@ -62,7 +63,6 @@ from ._kinds import (
 from ._shuffles import (
     _byte_rows8,
     _interleave2,
-    _interleave_lane_planes,
     _pack_rows2,
     _pack_rows4,
     _transpose,
@@ -71,8 +71,6 @@ from ._shuffles import (
     _transpose_bytes,
     _transpose_bytes_canonical,
     _transpose_canonical,
-    _transpose_short2_nt,
-    _transpose_short4_nt,
     _transpose_short_nt,
     _unpack_rows2,
     _unpack_rows4,
@@ -82,7 +80,9 @@ from ._side_by_side import (
     _gather_lines,
     _grouped_block,
     _interleaved,
+    _interleaved_planes,
     _quarter_block,
+    _short_rows,
     _turned_block,
     _wide_block,
     _wide_lines_block,
@@ -91,31 +91,111 @@ from ._side_by_side import (
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1, _2, _3 = np.int64(0), np.int64(1), np.int64(2), np.int64(3)
 _WORD = np.uint16(0)  # the witness of 2-byte words
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_BYTE = np.uint8(0)
 
 
 @_jit
 def padded_rows(
-    dst: int, src: int, pad: Any, length: int, pitch: int, s_pitch: int, stream: int, scratch: int, room: int,
-    part: Any,
+    dst: int, src: int, pad: Any, length: int, pitch: int, s_pitch: int, inner: int, s_outer: int, safe: int,
+    stream: int, scratch: int, room: int, part: Any,
 ) -> None:
-    """Rows [part[0], part[1]) of ``length`` elements (``s_pitch`` elements apart in the source) laid out ``pitch``
-    elements apart, each followed by ``pitch - length`` copies of ``pad``: as many as fit ``room`` bytes at a time
-    staged at ``scratch`` (on a line), where their padding is written once, whence they go out as one run (streamed
-    with ``stream``). The padding as a strided pass of its own, then runs each ending on a partial line, took u8
-    ``[N,100]{1,0:T(1,128)}`` 'to' to 2.9x memcpy."""
+    """Rows [part[0], part[1]) of ``length`` elements (row ``r`` at ``(r // inner) * s_outer + (r % inner) * s_pitch``
+    elements in the source: groups of ``inner`` rows) laid out ``pitch`` elements apart, each followed by ``pitch -
+    length`` copies of ``pad``: as many as fit ``room`` bytes at a time staged at ``scratch`` (on a line), where
+    their padding is written once, whence they go out as one run (streamed with ``stream``). The padding as a strided
+    pass of its own, then runs each ending on a partial line, took u8 ``[N,100]{1,0:T(1,128)}`` 'to' to 2.9x memcpy.
+
+    Rows of up to 8 words go a word at a time: each read whole from the source (past its end: the rows before
+    ``safe`` may be), its padding put in from a row of it kept past the staged rows (a copy of each row's few bytes
+    took pred rows of 5 to 8 at 1.6 ns a row)."""
     width = _width(pad)
     row = pitch * width
-    per = max(1, room // row)
+    data = length * width
+    words = row // 8 if row % 8 == 0 and row <= 64 else 0
+    per = max(1, room // row - (1 if words else 0))
     for k in range(min(per, part[1] - part[0])):
         for c in range(length, pitch):
             _put(scratch + k * row, c, pad)
+    pads = scratch + per * row  # (rows of words: a row of padding past the staged rows, its elements' bytes 0)
+    for c in range(length, pitch if words else length):
+        _put(pads, c, pad)
+    for c in range(data if words else 0):
+        _put(pads, c, _BYTE)
+    group, at = part[0] // inner, part[0] % inner
     for first in range(part[0], part[1], per):
         count = min(per, part[1] - first)
-        for k in range(count):
-            _copy(scratch + k * row, src + (first + k) * s_pitch * width, length * width)
+        k = 0
+        while k < count:
+            s = src + (group * s_outer + at * s_pitch) * width
+            n = min(count - k, inner - at)  # (rows one after the other in the source)
+            if words and first + k + n <= safe:
+                _word_rows(scratch + k * row, row, s, s_pitch * width, n, words, data, pads)
+            else:
+                for q in range(n):
+                    _copy(scratch + (k + q) * row, s + q * s_pitch * width, data)
+            k += n
+            at += n
+            if at == inner:
+                group, at = group + 1, 0
         _copy_out(dst + first * row, scratch, count * row, stream)
     if stream:
         _fence()
+
+
+@_jit
+def cut_rows(
+    dst: int, src: int, pad: Any, length: int, pitch: int, d_pitch: int, inner: int, d_outer: int, part: Any,
+) -> None:
+    """Rows [part[0], part[1]) of ``pitch`` elements back to back at ``src``, their first ``length`` elements to the
+    rows at ``(r // inner) * d_outer + (r % inner) * d_pitch`` elements from ``dst`` (groups of ``inner`` rows;
+    ``padded_rows`` the other way). Where the rows of a group continue each other (``d_pitch`` is ``length``) and
+    their bytes are at most 8 words, each goes a word at a time, stored whole: its last word's bytes past the row
+    land on the next rows', which their own stores then put right (the group's last rows, whose words would pass its
+    end, stored as they are)."""
+    width = _width(pad)
+    row, data = pitch * width, length * width
+    words = (data + 7) // 8 if row % 8 == 0 and data <= 64 and d_pitch == length else 0
+    group, at = part[0] // inner, part[0] % inner
+    r = part[0]
+    while r < part[1]:
+        d = dst + (group * d_outer + at * d_pitch) * width
+        n = min(part[1] - r, inner - at)  # (rows one after the other in the destination)
+        s = src + r * row
+        whole = 0  # (the rows whose words end within the group's rows)
+        if words and n * data >= words * 8:
+            whole = min(n, (n * data - words * 8) // data + 1)
+        if words == 1:  # (a loop of its own: rows of up to 8 bytes)
+            for q in range(whole):
+                _put_word(d + q * data, _0, _get_word(s + q * row, _0))
+        else:
+            for q in range(whole):
+                for j in range(words):
+                    _put_word(d + q * data, j, _get_word(s + q * row, j))
+        for q in range(whole, n):
+            _copy(d + q * d_pitch * width, s + q * row, data)
+        r += n
+        at += n
+        if at == inner:
+            group, at = group + 1, 0
+
+
+@_subroutine
+def _word_rows(to: int, row: int, at: int, step: int, n: int, words: int, data: int, pads: int) -> None:
+    """``n`` rows of ``data`` bytes (``step`` apart at ``at``) into rows of ``words`` 8-byte words (``row`` bytes
+    apart at ``to``), each word read whole (past the row's end), the bytes past ``data`` taken from ``pads``."""
+    if words == 1:  # (the common case: rows of 8 bytes, one word each; a loop of its own, the mask kept)
+        mask = _ALL if data == 8 else (np.uint64(1) << np.uint64(8 * data)) - np.uint64(1)
+        fill = _get_word(pads, _0)
+        for q in range(n):
+            _put_word(to + q * row, _0, (_get_word(at + q * step, _0) & mask) | fill)
+        return
+    for j in range(words):
+        kept = min(max(data - 8 * j, 0), 8)  # (the row's bytes in word j)
+        mask = _ALL if kept == 8 else (np.uint64(1) << np.uint64(8 * kept)) - np.uint64(1)
+        fill = _get_word(pads, j)
+        for q in range(n):
+            _put_word(to + q * row, j, (_get_word(at + q * step, j) & mask) | fill)
 
 
 @_jit
@@ -203,45 +283,6 @@ def shifted_rows(
     if last >= big and full_u < big:  # the rows after the last whole square
         _scalar(dst + full_u * du * width, src + full_u * width, pad, big - full_u, small, du, _1, si, _0, _0)
     _fence()
-
-
-@_subroutine
-def _short_rows(dst: int, src: int, pad: Any, big: int, small: int, du: int, si: int, ahead: int) -> None:
-    """``_block`` of 2 to 7 source rows: 4 (2) destination lines at a time, the next blocks' lines prefetched."""
-    width = _width(pad)
-    lanes = _lanes(pad)
-    short = 4 if big >= 4 else 2
-    full_u, full_i = big - big % short, small - small % lanes
-    for u in range(0, full_u, short):
-        for i in range(0, full_i, lanes):
-            d, s = dst + (u * du + i) * width, src + (u + i * si) * width
-            if ahead and si * width >= LINE:  # the line after these rows' (the next blocks read along them)
-                _prefetch_rows(ahead + (u + i * si) * width + LINE, si * width, _1, lanes)
-            if short == 4:
-                _transpose_short4_nt(d, du, s, lanes // 2 * si * width, si, pad)
-            else:
-                _transpose_short2_nt(d, du, s, lanes // 2 * si * width, si, pad)
-    _scalar(dst, src, pad, big, small, du, _1, si, full_u, full_i)
-
-
-@_subroutine
-def _interleaved_planes(dst: int, src: int, pad: Any, big: int, small: int, si: int, room: int) -> None:
-    """``dst[u*small + i] = src[u + i*si]`` for ``small`` rows (planes: from 9, up to ``MOST_PLANES`` of the width)
-    of ``big`` elements, a line of each row's elements at a time (the columns left: the last line's worth again,
-    overlapping), into ``room`` bytes at ``dst``: the columns whose lines would spill past it
-    (:func:`_interleave_lane_planes`) element by element."""
-    width = _width(pad)
-    lanes = _lanes(pad)
-    full = big - big % lanes
-    done = 0
-    if 9 <= small <= _most_planes(pad):
-        for u in range(0, full + lanes if lanes < big != full else full, lanes):
-            at = min(u, big - lanes)
-            if (at + lanes) * small * width + LINE > room:
-                break
-            _interleave_lane_planes(dst + at * small * width, src + at * width, si, small, pad)
-            done = at + lanes
-    _scalar(dst, src, pad, big, small, small, _1, si, done, small)
 
 
 @_inline

@@ -44,6 +44,7 @@ from ._chunks import Slabs, chunk_steps, slabs
 from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
+from ._plan import cut_rows, padded_rows
 
 CHUNK_BYTES = 16 << 20
 """Bytes of the buffer one chunk of slabs holds (its scratch array: the widened rows of those slabs)."""
@@ -120,17 +121,50 @@ def _through(logical: np.ndarray[Any, Any], length: int, pad: np.ndarray[Any, An
              chunks: list[tuple[tuple[Any, ...], _Geometry, int, int]]) -> bool:
     """The conversion of :func:`widened_convert` through the widened array, chunk by chunk (True: done)."""
     most = max(math.prod(piece.dims) for _, piece, _, _ in chunks)
-    value = pad.reshape(-1)[0] if pad is not None else 0
-    scratch = np.full(most, value, logical.dtype) if to else np.empty(most, logical.dtype)
-    for rows, piece, start, end in chunks:
-        wide_rows = scratch[: math.prod(piece.dims)].reshape(piece.dims)
-        if to:  # (the added elements hold the padding value: each chunk's rows sit at the same places)
-            _copy(wide_rows[..., :length], logical[rows], run)
-            convert(wide_rows, piece, pad, data[start:end], run)
-        else:
-            convert(data[start:end], piece, wide_rows, run)
-            _copy(logical[rows], wide_rows[..., :length], run)
+    with dispatch.temporary(most * logical.itemsize) as room:  # (new memory's pages cost a fault each, every call)
+        scratch = room.view(logical.dtype)
+        filled = False
+        for rows, piece, start, end in chunks:
+            wide_rows = scratch[: math.prod(piece.dims)].reshape(piece.dims)
+            if to:
+                if filled or not _padded(wide_rows, logical[rows], length, pad, run):
+                    if not filled:  # (the added elements hold the padding value: each chunk's rows sit at the
+                        scratch[...] = pad.reshape(-1)[0] if pad is not None else 0  # same places)
+                        filled = True
+                    _copy(wide_rows[..., :length], logical[rows], run)
+                convert(wide_rows, piece, pad, data[start:end], run)
+            else:
+                convert(data[start:end], piece, wide_rows, run)
+                if not _cut(logical[rows], wide_rows, length, run):
+                    _copy(logical[rows], wide_rows[..., :length], run)
     return True
+
+
+def _padded(wide_rows: np.ndarray[Any, Any], rows: np.ndarray[Any, Any], length: int,
+            pad: np.ndarray[Any, Any] | None, run: Run) -> bool:
+    """``wide_rows[..., :length] = rows``, the added elements set to the padding value, by the ``padded_rows``
+    kernel (each widened row written whole, whole lines streamed) where the rows come in runs, or groups of runs, of
+    rows; False (nothing written) otherwise."""
+    wide, flat = wide_rows.view(), rows.view()
+    try:
+        wide.shape = (-1, wide_rows.shape[-1])
+        flat.shape = (-1, rows.shape[-2], length) if rows.ndim > 2 else (-1, length)
+    except AttributeError:  # (rows not so: the slabs cut an axis inside the outer ones)
+        return False
+    value = np.zeros(1, rows.dtype) if pad is None else pad.reshape(-1)[:1].astype(rows.dtype)
+    return padded_rows(wide[:, :length], flat, wide.shape[1], value, replace(run, stream_bytes=1 << 62))
+
+
+def _cut(rows: np.ndarray[Any, Any], wide_rows: np.ndarray[Any, Any], length: int, run: Run) -> bool:
+    """``rows[...] = wide_rows[..., :length]`` by the ``cut_rows`` kernel where the rows come in runs, or groups of
+    runs, of rows (as :func:`_padded`); False (nothing written) otherwise."""
+    wide, flat = wide_rows.view(), rows.view()
+    try:
+        wide.shape = (-1, wide_rows.shape[-1])
+        flat.shape = (-1, rows.shape[-2], length) if rows.ndim > 2 else (-1, length)
+    except AttributeError:  # (rows not so: the slabs cut an axis inside the outer ones)
+        return False
+    return cut_rows(flat, wide[:, :length], run)
 
 
 def _chunks(wide: _Geometry) -> list[tuple[tuple[Any, ...], _Geometry, int, int]] | None:

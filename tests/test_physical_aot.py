@@ -35,7 +35,8 @@ EXPECTED = {("walk_squares", w) for w in ("|u1", "<u2", "<u4", "<u8")} | {
     ("turn_lines", w) for w in ("|u1", "<u2")} | {("walk_turns", w) for w in ("|u1", "<u2")} | {("regroup", "i")} | {
     ("tile_squares", w) for w in ("|u1", "<u2")} | {("tiled_to_odd_physical", "<u2")} | {
     (f"tiled_to_odd_{kind}", "|u1") for kind in ("canonical", "packed")} | {
-    ("padded_rows", "|u1"), ("padding_runs", "i")} | {("cut_rows", w) for w in ("|u1", "<u2")} | {("tiled_stacked", w) for w in ("|u1", "<u2", "<u4")} | {
+    ("padded_rows", "|u1"), ("padding_runs", "i")} | {("cut_rows", w) for w in ("|u1", "<u2")} | {
+    ("tiled_stacked", w) for w in ("|u1", "<u2", "<u4")} | {
     ("tiled_from_tile_rows", w) for w in ("|u1", "<u2")}
 
 

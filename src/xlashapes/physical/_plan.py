@@ -236,8 +236,7 @@ def _fill_padding(
 ) -> None:
     """Write ``pad`` to every element of the factor view that is outside the logical array; with ``skip``, but
     the padding of that axis within the other axes' valid ranges (written by the caller); ``boxes``: those of
-    :func:`_padding_boxes`, found already; with ``run``, large boxes of runs of a line or more by the compiled
-    kernel (:func:`_padding_runs`)."""
+    :func:`_padding_boxes`, found already; with ``run``, large boxes by the compiled kernel (:func:`_padding_runs`)."""
     for box in _padding_boxes(view, plan, skip) if boxes is None else boxes:
         if run is None or not _padding_runs(box, pad, run):
             np.copyto(box, pad)
@@ -248,9 +247,9 @@ PIECE = 1 << 14
 
 
 def _padding_runs(box: np.ndarray[Any, Any], pad: np.ndarray[Any, Any], run: Run) -> bool:
-    """``box[...] = pad`` by the ``padding_runs`` kernel over ``run``'s threads, whole lines streamed where the box
-    is that large: for boxes of ``run.numba_bytes`` and more whose runs (:func:`_run_bytes`) are a line or longer;
-    False (nothing written) otherwise, or without the compiled kernels."""
+    """``box[...] = pad`` by the ``padding_runs`` kernel over ``run``'s threads, a run (:func:`_runs_of`) at a time,
+    whole lines streamed where the box is that large; False (nothing written) for boxes under ``run.numba_bytes``,
+    or without the compiled kernels."""
     length, outer = _runs_of(box)
     walk = dispatch.walker() if box.nbytes >= run.numba_bytes else None
     if walk is None or min(box.strides, default=0) < 0:
@@ -389,6 +388,8 @@ def padded_rows(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pitch: int, pa
         return False
     width = d.itemsize
     rows, length = d.shape
+    if rows == 0:
+        return True
     nbytes = rows * pitch * width
     stream = int(copies.STREAM and nbytes >= run.stream_bytes)
     value = pad.reshape(1).view(_STORAGE[width])[0]
@@ -414,6 +415,8 @@ def cut_rows(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -> bool
     if walk is None or min(d.strides[:-1]) < 0 or s.strides[0] % width or s.strides[1] != width:
         return False
     rows, length = s.shape
+    if rows == 0:
+        return True
     inner, d_outer = (d.shape[1], d.strides[0] // width) if d.ndim == 3 else (rows, 0)
     target, source, d_pitch = dispatch.address(d), dispatch.address(s), d.strides[-2] // width
     value = np.zeros(1, _STORAGE[width])[0]

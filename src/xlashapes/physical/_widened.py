@@ -123,48 +123,42 @@ def _through(logical: np.ndarray[Any, Any], length: int, pad: np.ndarray[Any, An
     most = max(math.prod(piece.dims) for _, piece, _, _ in chunks)
     with dispatch.temporary(most * logical.itemsize) as room:  # (new memory's pages cost a fault each, every call)
         scratch = room.view(logical.dtype)
+        value = np.zeros(1, logical.dtype) if pad is None else pad.reshape(-1)[:1].astype(logical.dtype)
         filled = False
         for rows, piece, start, end in chunks:
             wide_rows = scratch[: math.prod(piece.dims)].reshape(piece.dims)
-            if to:
-                if filled or not _padded(wide_rows, logical[rows], length, pad, run):
+            views = _row_views(wide_rows, logical[rows], length)
+            if to:  # (each widened row written whole by the kernel: not in the scratch's kept bytes)
+                kept = replace(run, stream_bytes=1 << 62)  # (the scratch stays in the cache for the next pass)
+                if views is None or not padded_rows(views[0][:, :length], views[1], views[0].shape[1], value, kept):
                     if not filled:  # (the added elements hold the padding value: each chunk's rows sit at the
-                        scratch[...] = pad.reshape(-1)[0] if pad is not None else 0  # same places)
+                        scratch[...] = value[0]  # same places)
                         filled = True
                     _copy(wide_rows[..., :length], logical[rows], run)
                 convert(wide_rows, piece, pad, data[start:end], run)
             else:
                 convert(data[start:end], piece, wide_rows, run)
-                if not _cut(logical[rows], wide_rows, length, run):
+                if views is None or not cut_rows(views[1], views[0][:, :length], run):
                     _copy(logical[rows], wide_rows[..., :length], run)
     return True
 
 
-def _padded(wide_rows: np.ndarray[Any, Any], rows: np.ndarray[Any, Any], length: int,
-            pad: np.ndarray[Any, Any] | None, run: Run) -> bool:
-    """``wide_rows[..., :length] = rows``, the added elements set to the padding value, by the ``padded_rows``
-    kernel (each widened row written whole, whole lines streamed) where the rows come in runs, or groups of runs, of
-    rows; False (nothing written) otherwise."""
+def _row_views(wide_rows: np.ndarray[Any, Any], rows: np.ndarray[Any, Any], length: int) -> tuple[
+        np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """The widened rows as one 2-d array, and the logical rows as a 2-d one or a 3-d one (groups of runs of rows), as
+    the ``padded_rows`` and ``cut_rows`` kernels take them (:mod:`._plan`); None where the rows do not come so (the
+    slabs cut an axis inside the outer ones).
+
+    >>> [view.shape for view in _row_views(np.zeros((4, 6, 8)), np.zeros((4, 9, 5))[:, 2:8], 5)]
+    [(24, 8), (4, 6, 5)]
+    """
     wide, flat = wide_rows.view(), rows.view()
     try:
         wide.shape = (-1, wide_rows.shape[-1])
         flat.shape = (-1, rows.shape[-2], length) if rows.ndim > 2 else (-1, length)
-    except AttributeError:  # (rows not so: the slabs cut an axis inside the outer ones)
-        return False
-    value = np.zeros(1, rows.dtype) if pad is None else pad.reshape(-1)[:1].astype(rows.dtype)
-    return padded_rows(wide[:, :length], flat, wide.shape[1], value, replace(run, stream_bytes=1 << 62))
-
-
-def _cut(rows: np.ndarray[Any, Any], wide_rows: np.ndarray[Any, Any], length: int, run: Run) -> bool:
-    """``rows[...] = wide_rows[..., :length]`` by the ``cut_rows`` kernel where the rows come in runs, or groups of
-    runs, of rows (as :func:`_padded`); False (nothing written) otherwise."""
-    wide, flat = wide_rows.view(), rows.view()
-    try:
-        wide.shape = (-1, wide_rows.shape[-1])
-        flat.shape = (-1, rows.shape[-2], length) if rows.ndim > 2 else (-1, length)
-    except AttributeError:  # (rows not so: the slabs cut an axis inside the outer ones)
-        return False
-    return cut_rows(flat, wide[:, :length], run)
+    except AttributeError:  # (a view that would need a copy)
+        return None
+    return wide, flat
 
 
 def _chunks(wide: _Geometry) -> list[tuple[tuple[Any, ...], _Geometry, int, int]] | None:

@@ -48,7 +48,7 @@ from xlashapes.physical import (
 )
 from xlashapes.physical._geometry import _geometry
 from xlashapes.physical._kinds import GROUPS, LINE, QUARTERS, WALKS, walk_kind
-from xlashapes.physical._plan import PIECE, _physical_view, _plan, _transfer_boxes
+from xlashapes.physical._plan import PIECE, _physical_view, _plan, _transfer_boxes, cut_rows, padded_rows
 from xlashapes.physical.files import pack_file, terminal_progress, unpack_file
 
 STAR = COMBINE_DIMENSION
@@ -2464,6 +2464,46 @@ def test_odd_sub_tiled_minor_dims_go_through_the_widened_array(
     value = True if shape.element_type.kind == "pred" else 3
     expected = numpy_path(to_physical, x, shape, padding_value=value)
     assert np.array_equal(to_physical(x, shape, padding_value=value), expected), text
+
+
+def guarded(n: int) -> np.ndarray[Any, Any]:
+    """``n`` bytes whose last one is the last byte before a page that cannot be read (a read past them faults)."""
+    import ctypes
+    import mmap
+
+    page = mmap.PAGESIZE
+    size = -(-n // page) * page + page
+    area = mmap.mmap(-1, size)
+    room = np.frombuffer(area, np.uint8)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    if libc.mprotect(room.ctypes.data + size - page, page, 0) != 0:  # (PROT_NONE)
+        pytest.skip("mprotect is not available")
+    return room[size - page - n : size - page]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a guard page by mprotect")
+@pytest.mark.parametrize(("length", "pitch", "dtype"), [(1, 8, np.uint8), (5, 8, np.uint8), (3, 8, np.uint16),
+                                                         (7, 16, np.uint8)])
+def test_rows_moved_as_words_never_read_past_their_arrays(compiled_everywhere: Counter[str], length: int,
+                                                           pitch: int, dtype: Any) -> None:
+    # the row kernels read each short row as the words that hold it, past its last element: never past the last
+    # byte of the array (rows of 1 byte in slots of 8: the row before the last one would read 6 bytes past it)
+    width = np.dtype(dtype).itemsize
+    rows = 3000
+    source = guarded(rows * length * width).view(dtype).reshape(rows, length)
+    source[...] = np.arange(rows * length).reshape(rows, length) % 200
+    wide = np.full((rows, pitch), 0xEE, dtype)
+    assert padded_rows(wide[:, :length], source.reshape(30, 100, length), pitch, np.array([7], dtype),
+                       _dispatch.Run(0, 1, numba_bytes=0))
+    expected = np.full((rows, pitch), 7, dtype)
+    expected[:, :length] = source
+    assert np.array_equal(wide, expected)
+    back = guarded(rows * length * width).view(dtype).reshape(rows, length)
+    last = guarded(rows * pitch * width).view(dtype).reshape(rows, pitch)  # (the slots' last one whole in memory)
+    last[...] = wide
+    assert cut_rows(back, last[:, :length], _dispatch.Run(0, 1, numba_bytes=0))
+    assert np.array_equal(back, source)
 
 
 @pytest.mark.parametrize("text", [

@@ -395,11 +395,12 @@ def padded_rows(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pitch: int, pa
     value = pad.reshape(1).view(_STORAGE[width])[0]
     inner, s_outer = (s.shape[1], s.strides[0] // width) if s.ndim == 3 else (rows, 0)
     target, source, s_pitch = dispatch.address(d), dispatch.address(s), s.strides[-2] // width
+    end = source + sum((n - 1) * stride for n, stride in zip(s.shape, s.strides)) + width  # (past its last byte)
 
     def part(bounds: tuple[int, int]) -> None:
         room = np.empty(STAGED_BLOCK + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
-        walk.padded_rows(target, source, value, length, pitch, s_pitch, inner, s_outer, rows - 1, stream, scratch,
+        walk.padded_rows(target, source, value, length, pitch, s_pitch, inner, s_outer, end, stream, scratch,
                          STAGED_BLOCK, bounds)
 
     dispatch.run_parts(part, dispatch.parts(rows, nbytes, run))
@@ -407,9 +408,10 @@ def padded_rows(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pitch: int, pa
 
 
 def cut_rows(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run) -> bool:
-    """``d[...] = s`` for views of rows (``s`` 2-d: the first elements of rows back to back; ``d`` 2-d, or 3-d: groups
-    of rows) by the ``cut_rows`` kernel over ``run``'s threads (:func:`padded_rows` the other way); False (nothing
-    written) without the compiled kernels or below their size."""
+    """``d[...] = s`` for views of rows (``s`` 2-d: the first elements of rows back to back, each row whole in
+    memory: the kernel reads the words that hold its elements; ``d`` 2-d, or 3-d: groups of rows) by the ``cut_rows``
+    kernel over ``run``'s threads (:func:`padded_rows` the other way); False (nothing written) without the compiled
+    kernels or below their size."""
     walk = dispatch.walker() if s.nbytes >= run.numba_bytes and d.itemsize in _STORAGE else None
     width = d.itemsize
     if walk is None or min(d.strides[:-1]) < 0 or s.strides[0] % width or s.strides[1] != width:

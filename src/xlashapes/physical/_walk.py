@@ -97,7 +97,7 @@ _BYTE = np.uint8(0)
 
 @_jit
 def padded_rows(
-    dst: int, src: int, pad: Any, length: int, pitch: int, s_pitch: int, inner: int, s_outer: int, safe: int,
+    dst: int, src: int, pad: Any, length: int, pitch: int, s_pitch: int, inner: int, s_outer: int, end: int,
     stream: int, scratch: int, room: int, part: Any,
 ) -> None:
     """Rows [part[0], part[1]) of ``length`` elements (row ``r`` at ``(r // inner) * s_outer + (r % inner) * s_pitch``
@@ -106,9 +106,9 @@ def padded_rows(
     their padding is written once, whence they go out as one run (streamed with ``stream``). The padding as a strided
     pass of its own, then runs each ending on a partial line, took u8 ``[N,100]{1,0:T(1,128)}`` 'to' to 2.9x memcpy.
 
-    Rows of up to 8 words go a word at a time: each read whole from the source (past its end: the rows before
-    ``safe`` may be), its padding put in from a row of it kept past the staged rows (a copy of each row's few bytes
-    took pred rows of 5 to 8 at 1.6 ns a row)."""
+    Rows of up to 8 words go a word at a time: each read whole from the source (past its end, where that stays
+    before ``end``, the address past the source's last byte), its padding put in from a row of it kept past the
+    staged rows (a copy of each row's few bytes took pred rows of 5 to 8 at 1.6 ns a row)."""
     width = _width(pad)
     row = pitch * width
     data = length * width
@@ -129,11 +129,12 @@ def padded_rows(
         while k < count:
             s = src + (group * s_outer + at * s_pitch) * width
             n = min(count - k, inner - at)  # (rows one after the other in the source)
-            if words and first + k + n <= safe:
-                _word_rows(scratch + k * row, row, s, s_pitch * width, n, words, data, pads)
-            else:
-                for q in range(n):
-                    _copy(scratch + (k + q) * row, s + q * s_pitch * width, data)
+            whole = 0  # (the rows whose words end before ``end``)
+            if words and s + 8 * words <= end:
+                whole = n if s_pitch == 0 else min(n, (end - 8 * words - s) // (s_pitch * width) + 1)
+                _word_rows(scratch + k * row, row, s, s_pitch * width, whole, words, data, pads)
+            for q in range(whole, n):
+                _copy(scratch + (k + q) * row, s + q * s_pitch * width, data)
             k += n
             at += n
             if at == inner:

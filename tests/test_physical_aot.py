@@ -264,8 +264,12 @@ def test_the_kept_objects_share_the_numba_cache_directory() -> None:
 
     assert _cache.kernels_digest() == _intrinsics._SOURCES
     kernels = {"_intrinsics.py", "_kernel_args.py", "_kernels.py", "_kinds.py", "_shuffles.py", "_side_by_side.py",
-               "_stacks.py", "_tables.py", "_tile_parts.py", "_walk.py"}
+               "_stacks.py", "_staging.py", "_tables.py", "_tile_parts.py", "_walk.py"}
     assert set(_cache.KERNEL_SOURCES) == kernels
+    # (every module of numba code, one that builds on the intrinsics, is digested: else a change to it would leave
+    # the kept and shipped machine code of the old one in use)
+    folder = Path(_intrinsics.__file__).parent
+    assert {p.name for p in folder.glob("_*.py") if "from ._intrinsics import" in p.read_text()} <= kernels
     folder = _aot.aot_directory()
     assert folder is not None and folder.startswith(_cache.kernels_directory() + os.sep)
 

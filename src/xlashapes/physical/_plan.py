@@ -245,13 +245,17 @@ def _fill_padding(
 PIECE = 1 << 14
 """Most bytes of padding a run is filled with at a time by the ``padding_runs`` kernel (its pattern's size)."""
 
+SHORT_RUN = 16
+"""Bytes of the runs under which a box of padding is left to NumPy: the kernel took 2.6 ns a run whatever its length
+(f16 ``[19972,7,5,24]{0,2,1,3:T(8,128)(2,1)}``, the half words of the last row pairs: 8.8 ms, NumPy 3.6)."""
+
 
 def _padding_runs(box: np.ndarray[Any, Any], pad: np.ndarray[Any, Any], run: Run) -> bool:
     """``box[...] = pad`` by the ``padding_runs`` kernel over ``run``'s threads, a run (:func:`_runs_of`) at a time,
-    whole lines streamed where the box is that large; False (nothing written) for boxes under ``run.numba_bytes``,
-    or without the compiled kernels."""
+    whole lines streamed where the box is that large; False (nothing written) for boxes under ``run.numba_bytes`` or
+    of runs under ``SHORT_RUN`` bytes, or without the compiled kernels."""
     length, outer = _runs_of(box)
-    walk = dispatch.walker() if box.nbytes >= run.numba_bytes else None
+    walk = dispatch.walker() if box.nbytes >= run.numba_bytes and length >= SHORT_RUN else None
     if walk is None or min(box.strides, default=0) < 0:
         return False
     shape = np.array([n for _, n in outer] or [1], np.int64)
@@ -292,11 +296,12 @@ FINE_PADDING = 64
 
 
 def fine_padding(view: np.ndarray[Any, Any], boxes: Sequence[np.ndarray[Any, Any]]) -> bool:
-    """True when at least an eighth of the factor view is padding (its ``boxes``, as :func:`_padding_boxes` finds
-    them) in runs shorter than ``FINE_PADDING`` bytes (the
-    rows of ``(p,1)`` sub-tiles past a dim that is not a multiple of ``p``, a byte in every word): written box by
-    box, such padding takes NumPy element by element (u8 ``[5,100,500,128]{2,0,1,3:T(8,128)(4,1)}``: 30 of 40 ms).
-    Less of it is not worth a pass over the whole buffer (legacy padding of one element a row: 1.6 -> 2.5x memcpy).
+    """True when at least a sixteenth of the factor view is padding (its ``boxes``, as :func:`_padding_boxes` finds
+    them) in runs (:func:`_run_bytes`) shorter than ``FINE_PADDING`` bytes (the rows of ``(p,1)`` sub-tiles past a
+    dim that is not a multiple of ``p``, a byte in every word): written box by box, such padding takes NumPy element
+    by element (u8 ``[5,100,500,128]{2,0,1,3:T(8,128)(4,1)}``: 30 of 40 ms; f16 ``[19972,7,5,24]{0,2,1,3:T(8,128)
+    (2,1)}``, a ninth of it half words: 3.6 ms against 1.6 for the whole buffer). Less of it is not worth a pass over
+    the whole buffer (legacy padding of one element a row: 1.6 -> 2.5x memcpy).
 
     >>> p = _plan((5, 64), Layout((1, 0), tiles=((8, 64), (4, 1))))
     >>> v = _physical_view(np.zeros(8 * 64, np.uint8), p)
@@ -308,7 +313,7 @@ def fine_padding(view: np.ndarray[Any, Any], boxes: Sequence[np.ndarray[Any, Any
     False
     """
     fine = sum(box.nbytes for box in boxes if _run_bytes(box) < FINE_PADDING)
-    return 8 * fine >= view.size * view.itemsize
+    return 16 * fine >= view.size * view.itemsize
 
 
 def _run_bytes(box: np.ndarray[Any, Any]) -> int:

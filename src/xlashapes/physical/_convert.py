@@ -33,6 +33,7 @@ from ._plan import (
     _plan,
     _transfer,
     _window,
+    compiled_padding,
     fine_padding,
 )
 from ._reference import _reference_elements, _reference_logical
@@ -138,11 +139,27 @@ def _fill_elements(
     if run is not None and _padded_transfer(view, plan, source, pad, run):
         return  # (rows that end in padding: laid out with it, in one pass)
     boxes = list(_padding_boxes(view, plan))
+    transfer = partial(_transfer, view, plan.chains, source, _plain_chains(plan.extents), plan.extents, run)
+    by_boxes = partial(_padded_then, partial(_fill_padding, view, plan, pad, boxes=boxes, run=run), transfer)
+    whole = partial(_padded_then, partial(elements[: geometry.count].__setitem__, Ellipsis, pad), transfer)
     if run is not None and fine_padding(view, boxes):
-        elements[: geometry.count] = pad  # (one pass over the whole buffer, then the elements over it)
-    else:
-        _fill_padding(view, plan, pad, boxes=boxes, run=run)
-    _transfer(view, plan.chains, source, _plain_chains(plan.extents), plan.extents, run)
+        whole()  # (one pass over the whole buffer, then the elements over it)
+    elif run is None or not compiled_padding(boxes, run) or elements.nbytes < _tuned.TUNE_BYTES:
+        by_boxes()
+    else:  # (the padding's runs by the kernel, or the pass: which is faster depends on how the copy then writes
+        # the lines they share: f16 [200,83886]{0,1:T(8,128)(2,1)} 'to' 5.2 -> 4.3 ms by the kernel, pred
+        # [100,335544]{0,1:T(8,128)(4,1)} 5.4 -> 6.6, its copy 3.3 -> 4.5)
+        key = ("padding", geometry.shape, dispatch.address(x) % _tuned.PAGE, dispatch.address(elements) % _tuned.PAGE,
+               run.threads)
+        _tuned.run_fastest(key, [by_boxes, whole])
+
+
+def _padded_then(padding: Callable[[], object], transfer: Callable[[], object]) -> bool:
+    """``padding()``, then ``transfer()`` (the elements over it); True (done), as a plan of
+    :func:`._tuned.run_fastest` returns."""
+    padding()
+    transfer()
+    return True
 
 
 def _read_physical(

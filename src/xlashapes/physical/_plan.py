@@ -250,6 +250,16 @@ SHORT_RUN = 16
 (f16 ``[19972,7,5,24]{0,2,1,3:T(8,128)(2,1)}``, the half words of the last row pairs: 8.8 ms, NumPy 3.6)."""
 
 
+def compiled_padding(boxes: Sequence[np.ndarray[Any, Any]], run: Run) -> bool:
+    """Whether the ``padding_runs`` kernel would write some of ``boxes`` (:func:`_padding_runs`).
+
+    >>> compiled_padding([np.zeros((4, 8))[:, 2:]], Run(0, 1, numba_bytes=0)) == (dispatch.walker() is not None)
+    True
+    """
+    return dispatch.walker() is not None and any(
+        box.nbytes >= run.numba_bytes and _run_bytes(box) >= SHORT_RUN for box in boxes)
+
+
 def _padding_runs(box: np.ndarray[Any, Any], pad: np.ndarray[Any, Any], run: Run) -> bool:
     """``box[...] = pad`` by the ``padding_runs`` kernel over ``run``'s threads, a run (:func:`_runs_of`) at a time,
     whole lines streamed where the box is that large; False (nothing written) for boxes under ``run.numba_bytes`` or

@@ -2466,6 +2466,22 @@ def test_odd_sub_tiled_minor_dims_go_through_the_widened_array(
     assert np.array_equal(to_physical(x, shape, padding_value=value), expected), text
 
 
+def forced_plan(monkeypatch: pytest.MonkeyPatch, route: str, pick: int) -> list[Any]:
+    """Every copy large enough to be timed, each choice of ``route`` (a key's first field) taking plan ``pick`` and
+    every other choice its first plan; the keys of ``route``'s choices, in the list returned."""
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    keys: list[Any] = []
+
+    def forced(key: Any, plans: Any) -> bool:
+        if key[0] == route:
+            keys.append(key)
+            return bool(plans[pick]())
+        return bool(plans[0]())
+
+    monkeypatch.setattr(_tuned, "run_fastest", forced)
+    return keys
+
+
 @pytest.mark.parametrize("pick", [0, 1])
 @pytest.mark.parametrize("text", ["f16[200,300]{0,1:T(8,128)(2,1)}", "u8[100,700]{0,1:T(8,128)(4,1)}"])
 def test_large_conversions_time_the_padding_kernel_beside_a_whole_pass(compiled_everywhere: Counter[str],
@@ -2474,16 +2490,7 @@ def test_large_conversions_time_the_padding_kernel_beside_a_whole_pass(compiled_
     # the padding's runs by the kernel beat a pass over the whole buffer on some layouts and lost on others (the copy
     # then writes the lines they share: pred [100,335544]{0,1:T(8,128)(4,1)} 'to' 5.4 -> 6.6 ms): a large
     # conversion times both; either gives the same bytes, whatever the buffer held
-    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
-    keys: list[Any] = []
-
-    def forced(key: Any, plans: Any) -> bool:
-        if key[0] == "padding":
-            keys.append(key)
-            return bool(plans[pick]())
-        return bool(plans[0]())
-
-    monkeypatch.setattr(_tuned, "run_fastest", forced)
+    keys = forced_plan(monkeypatch, "padding", pick)
     shape = xs.parse_shape(text)
     x = random_array(str(shape.element_type), shape.dimensions, pick)
     expected = numpy_path(to_physical, x, shape, padding_value=3)
@@ -2573,16 +2580,7 @@ def test_large_widened_conversions_time_the_widened_array_beside_the_direct_rout
         compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, pick: int) -> None:
     # the widened array lost to the direct route where that moves whole words already (long minor dims: the word
     # classes of _copy); so a large conversion times both, each giving the same bytes
-    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
-    keys: list[Any] = []
-
-    def forced(key: Any, plans: Any) -> bool:
-        if key[0] == "widened":
-            keys.append(key)
-            return bool(plans[pick]())
-        return bool(plans[0]())
-
-    monkeypatch.setattr(_tuned, "run_fastest", forced)
+    keys = forced_plan(monkeypatch, "widened", pick)
     shape = shape_of("bf16[5,300,7]{0,2,1:T(8,128)(2,1)}")
     x = random_array("bf16", shape.dimensions, pick)
     round_trip_off_the_grid(x, shape, 8)

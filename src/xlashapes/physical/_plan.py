@@ -256,8 +256,13 @@ def compiled_padding(boxes: Sequence[np.ndarray[Any, Any]], run: Run) -> bool:
     >>> compiled_padding([np.zeros((4, 8))[:, 2:]], Run(0, 1, numba_bytes=0)) == (dispatch.walker() is not None)
     True
     """
-    return dispatch.walker() is not None and any(
-        box.nbytes >= run.numba_bytes and _run_bytes(box) >= SHORT_RUN for box in boxes)
+    return dispatch.walker() is not None and any(_kernel_box(box, _run_bytes(box), run) for box in boxes)
+
+
+def _kernel_box(box: np.ndarray[Any, Any], length: int, run: Run) -> bool:
+    """Whether a box of padding in runs of ``length`` bytes is the ``padding_runs`` kernel's to write: large enough
+    for the compiled kernels, its runs ``SHORT_RUN`` bytes or longer, no negative strides."""
+    return box.nbytes >= run.numba_bytes and length >= SHORT_RUN and min(box.strides, default=0) >= 0
 
 
 def _padding_runs(box: np.ndarray[Any, Any], pad: np.ndarray[Any, Any], run: Run) -> bool:
@@ -265,8 +270,8 @@ def _padding_runs(box: np.ndarray[Any, Any], pad: np.ndarray[Any, Any], run: Run
     whole lines streamed where the box is that large; False (nothing written) for boxes under ``run.numba_bytes`` or
     of runs under ``SHORT_RUN`` bytes, or without the compiled kernels."""
     length, outer = _runs_of(box)
-    walk = dispatch.walker() if box.nbytes >= run.numba_bytes and length >= SHORT_RUN else None
-    if walk is None or min(box.strides, default=0) < 0:
+    walk = dispatch.walker() if _kernel_box(box, length, run) else None
+    if walk is None:
         return False
     shape = np.array([n for _, n in outer] or [1], np.int64)
     steps = np.array([stride for stride, _ in outer] or [0], np.int64)

@@ -124,12 +124,13 @@ def _through(logical: np.ndarray[Any, Any], length: int, pad: np.ndarray[Any, An
     with dispatch.temporary(most * logical.itemsize) as room:  # (new memory's pages cost a fault each, every call)
         scratch = room.view(logical.dtype)
         value = np.zeros(1, logical.dtype) if pad is None else pad.reshape(-1)[:1].astype(logical.dtype)
+        # (rows widened into the scratch are not streamed: it stays in the cache for the next pass)
+        kept = replace(run, stream_bytes=1 << 62)
         filled = False
         for rows, piece, start, end in chunks:
             wide_rows = scratch[: math.prod(piece.dims)].reshape(piece.dims)
             views = _row_views(wide_rows, logical[rows], length)
             if to:  # (each widened row written whole by the kernel: not in the scratch's kept bytes)
-                kept = replace(run, stream_bytes=1 << 62)  # (the scratch stays in the cache for the next pass)
                 if views is None or not padded_rows(views[0][:, :length], views[1], views[0].shape[1], value, kept):
                     if not filled:  # (the added elements hold the padding value: each chunk's rows sit at the
                         scratch[...] = value[0]  # same places)

@@ -2771,3 +2771,29 @@ def test_large_walks_of_runs_time_the_destination_order(compiled_everywhere: Cou
     assert np.array_equal(to_physical(x, shape), expected), text
     assert same_bits(from_physical(expected, shape), x), text
     assert counts and all(count == 2 for count in counts), counts
+
+
+@pytest.mark.parametrize("pick", [0, 1])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("text", "direct"), [
+    ("s8[24,640]{1,0:T(8,128)(4,1)}", True), ("s8[20,640]{1,0:T(8,128)(4,1)}", True),  # (20: a strip cut short)
+    ("bf16[3,16,384]{2,1,0:T(8,128)(2,1)}", True), ("pred[16,640]{1,0:T(8,128)(4,1)}", True),
+    ("f8e4m3fn[2,16,640]{2,1,0:T(16,128)(4,1)}", True), ("u8[4,3,32,768]{3,2,0,1:T(8,128)(4,1)}", True),
+    ("bf16[16,320]{1,0:T(8,128)(2,1)}", False), ("s8[64,512]{1,0:T(8,128)(4,1)}", False)])  # (512: rows joined)
+def test_large_tiled_reads_time_whole_tiles_streamed_row_by_row(compiled_everywhere: Counter[str],
+                                                                 monkeypatch: pytest.MonkeyPatch, pick: int,
+                                                                 threads: int, text: str, direct: bool) -> None:
+    # a tiled layout read back by whole strips, each tile's rows split in the first level and each row's piece
+    # streamed out whole (s8 T(8,128)(4,1) 'from', 512 MiB, 1.87 -> 1.33x memcpy on an Intel Xeon; pred made 0/1 on
+    # the way out), or by rows staged for several tiles: timed where the tiles are whole and the rows on lines; either
+    # gives the NumPy path's bytes, whatever the buffer held (pred bytes of any value read back 0/1); rows of a
+    # line's multiple up to 512 bytes are joined into one stream instead
+    keys = forced_plan(monkeypatch, "tiles read", pick)
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    shape = xs.parse_shape(text)
+    noise = np.random.default_rng(pick).integers(0, 256, size=shape.byte_size(), dtype=np.uint8)
+    expected = numpy_path(from_physical, noise, shape)
+    got = from_physical(noise, shape, threads=threads)  # (allocated on a line)
+    assert np.array_equal(got.view(np.uint8), expected.view(np.uint8)), text
+    assert bool(keys) == direct, (text, keys)

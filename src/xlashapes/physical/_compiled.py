@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -13,10 +13,11 @@ import numpy as np
 from ..layout import Layout
 from ..tiling import tiled_dimensions
 from . import _dispatch as dispatch
+from . import _tuned
 from ._dispatch import Run, address
 from ._geometry import _Geometry
 from ._kernel_args import TiledGeometry
-from ._kinds import JOIN_BYTES, LINE, odd_tiles, tile_rows_joined, tiled_entry
+from ._kinds import JOIN_BYTES, LINE, direct_strips, odd_tiles, tile_rows_joined, tiled_entry
 from ._packing import _pack, _unpack
 
 CHUNK_BYTES = 1 << 20  # unpacked sub-byte elements staged at a time: no temporary as large as the array,
@@ -325,15 +326,26 @@ def _tiled_from(
     base = _tiled_geometry(plan, geometry, stream, row_bytes)._replace(bits=fused[0], canon=fused[1])
     strip_bytes = _strip_elements(plan) * width * min(8, fused[0]) // 8
     offset = strips[0]
-    if fused[0] >= 8 and fused[1] == 0 and tile_rows_joined(base.rows, base.cols, base.row_stride, plan.tile, width):
+    joined = fused[0] >= 8 and fused[1] == 0 and tile_rows_joined(base.rows, base.cols, base.row_stride, plan.tile,
+                                                                   width)
+    if joined:
         kernel = kernels.tiled_from_tile_rows
     else:
         kernel = getattr(kernels, tiled_entry("tiled_from", fused[1] != 0, fused[0] < 8))
 
-    def tiles(part: tuple[int, int]) -> None:
+    def tiles(direct: int, part: tuple[int, int]) -> None:
         # rows (or a joined strip's: JOIN_BYTES), an unpacked tile
         scratch = np.empty(max(r_size * row_bytes, JOIN_BYTES + 2 * LINE) + r_size * c_size * width + 64, np.uint8)
-        args = base._replace(first=offset + part[0], last=offset + part[1])
+        args = base._replace(first=offset + part[0], last=offset + part[1], direct=direct)
         kernel(address(source) + part[0] * strip_bytes, address(out), address(scratch), item, args, batch)
 
-    dispatch.run_parts(tiles, dispatch.parts(strips[1] - strips[0], out.nbytes, run))
+    def read(direct: int) -> bool:
+        dispatch.run_parts(partial(tiles, direct), dispatch.parts(strips[1] - strips[0], out.nbytes, run))
+        return True
+
+    if not (stream and address(out) % LINE == 0 and out.nbytes >= _tuned.TUNE_BYTES and direct_strips(
+            base.rows, base.cols, base.row_stride, plan.tile, width, fused[0] == 8 and not joined)):
+        read(0)
+        return
+    key = ("tiles read", base._replace(first=offset, last=strips[1]), width, run.threads, address(out) % _tuned.PAGE)
+    _tuned.run_fastest(key, [partial(read, 0), partial(read, 1)])

@@ -12,7 +12,9 @@ class TiledGeometry(NamedTuple):
     are the physical elements without and with ``L(n)`` tail padding; ``stream`` asks for streaming stores;
     ``row_bytes`` is the size of each of the R row buffers in scratch (reading only). ``bits`` < 8 packs each
     tile's elements into E(bits) fields on the way (no tail padding then); ``canon`` makes element bytes canonical
-    on the way: -1 pred (0 or 1), else a mask of the value bits (0: nothing to do).
+    on the way: -1 pred (0 or 1), else a mask of the value bits (0: nothing to do). ``direct`` (reading back) splits
+    whole tiles into rows on lines a tile at a time, each row's piece streamed out whole, not staged for several
+    tiles (:func:`._tile_parts._streamed_strip`).
 
     >>> TiledGeometry(3, 5, 5, 8, 128, 1, 1024, 1024, 0, 0, 0, 1).tile_cols
     128
@@ -32,4 +34,5 @@ class TiledGeometry(NamedTuple):
     last: int
     bits: int = 8
     canon: int = 0
+    direct: int = 0
 

@@ -81,6 +81,7 @@ from ._tile_parts import (
     _regroup_word,
     _short_tile_to,
     _staged_tile_to,
+    _streamed_strip,
     _tile_rows_split,
     _tile_to,
 )
@@ -344,6 +345,7 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
             tile_rows or cols * width <= JOINED_ROW or cols * width % LINE != 0)
         pitch = cols * width if joined else row_bytes
         pos = -1  # (joined: where the stream has got to)
+        direct = geometry.direct != 0 and geometry.stream != 0 and not (joined or packed or tile_rows) and p > 1
         if joined:
             tile = scratch + LINE + r_size * pitch + LINE
         for strip in range(geometry.first, geometry.last):
@@ -352,6 +354,10 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
             valid = min(r_size, rows - i * r_size)
             streams = 1 if joined else valid  # (joined: stream 0 takes the strip's rows back to back)
             start = out + (offset + i * r_size * step) * width
+            if direct and valid == r_size and start % LINE == 0:  # (whole tiles, rows on lines: no rows staged)
+                _streamed_strip(start, step, t, col_tiles, r_size, c_size, p, pad, scratch, canon if canonical else 0)
+                t, stream = t + col_tiles * r_size * piece, 1
+                continue
             if not joined or start != pos:
                 if joined and pos >= 0:
                     _close(lines[0], scratch + LINE, carries[0], firsts[0])

@@ -287,6 +287,21 @@ def tile_rows_joined(rows: int, cols: int, row_stride: int, tile: tuple[int, int
             and r_size * cols * width <= JOIN_BYTES and rows > 0)
 
 
+def direct_strips(rows: int, cols: int, row_stride: int, tile: tuple[int, int, int], width: int, plain: bool) -> bool:
+    """True when a tiled layout read back can take its whole strips a tile at a time, each row's piece streamed out
+    whole (``TiledGeometry.direct``): ``(2,1)`` or ``(4,1)`` sub-tiles of ``plain`` elements (no fields to unpack),
+    whole tiles across the rows, each row's pieces and rows on lines, rows longer than the strips the kernel joins.
+
+    >>> direct_strips(64, 8192, 8192, (8, 128, 4), 1, True), direct_strips(64, 8192, 8192, (8, 128, 4), 1, False)
+    (True, False)
+    """
+    r_size, c_size, p = tile
+    joined = row_stride == cols and r_size * cols * width <= JOIN_BYTES and (
+        cols * width <= JOINED_ROW or cols * width % LINE != 0)
+    return (plain and p in (2, 4) and cols % c_size == 0 and c_size * width % LINE == 0
+            and row_stride * width % LINE == 0 and not joined and rows > 0)
+
+
 def tiled_entry(stem: str, canonical: bool, packed: bool) -> str:
     """The name of a tiled kernel's entry point (:mod:`._kernels`): ``stem`` and what it does besides moving
     tiles (packs E(n) fields, or makes element bytes canonical, or nothing).

@@ -351,6 +351,18 @@ def _canonical_bytes(builder: Any, value: Any) -> Any:
     return builder.bitcast(made, value.type)
 
 
+@_intrinsic
+def _stream_canonical(typingctx: Any, dst: Any, src: Any) -> Any:
+    """A line of pred bytes at ``src`` made canonical (each 1 where it is not 0) and streamed to the line ``dst``."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        value = builder.load(_at(builder, args[1], _LINE_VECTOR), align=1)
+        _store(builder, _canonical_bytes(builder, value), _at(builder, args[0], _LINE_VECTOR), True)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp), codegen
+
+
 def _table_squarer(canonical: bool) -> Any:
     """An intrinsic: a square block transposed in registers (``side_of`` its width a side) whose rows are anywhere:
     source row ``k`` at ``src`` plus entry ``k`` of the int64 table at ``s_rows`` (bytes), destination row ``j`` at

@@ -8,8 +8,21 @@ from typing import Any
 
 import numpy as np
 
-from ._intrinsics import _0, _copy, _get, _get_word, _inline, _lanes, _put, _put_word, _subroutine, _width
-from ._shuffles import _deinterleave2, _deinterleave4, _interleave2, _interleave4
+from ._intrinsics import (
+    _0,
+    _copy,
+    _get,
+    _get_word,
+    _inline,
+    _lanes,
+    _put,
+    _put_word,
+    _stream,
+    _subroutine,
+    _width,
+)
+from ._kinds import LINE
+from ._shuffles import _deinterleave2, _deinterleave4, _interleave2, _interleave4, _stream_canonical
 
 _U = np.uint64
 _LOW_NIBBLES, _LOW_BITS = _U(0x0F0F0F0F0F0F0F0F), _U(0x0101010101010101)
@@ -45,6 +58,41 @@ def _deinterleaved_rows(dst: int, src: int, step: int, groups: int, n: int, d_pi
                 _deinterleave2(d + c * width, step, s + c * 2 * width, _0, pad)
             else:
                 _deinterleave4(d + c * width, step, s + c * 4 * width, _0, pad)
+
+
+@_subroutine
+def _streamed_strip(out: int, step: int, src: int, tiles: int, r_size: int, c_size: int, p: int, pad: Any,
+                    stage: int, canon: int) -> None:
+    """A strip of ``tiles`` whole tiles of ``(p,1)`` sub-tiles at ``src`` split into its ``r_size`` rows at ``out``
+    (``step`` elements apart, each on a line; ``c_size`` a multiple of a line's elements) a tile at a time: the tile's
+    rows split into ``stage`` (a tile's bytes, in the first level; made canonical there where ``canon``, as
+    :func:`_canonical` takes it, is not 0), then each row's piece streamed out whole.
+
+    Rows staged for several tiles and written out a piece at a time cost about as much as the copy again (this
+    2-core Intel Xeon, 512 MiB 'from', x memcpy: s8 ``{1,0:T(8,128)(4,1)}`` 1.71, bf16 ``(2,1)`` 1.47). Pieces
+    streamed straight from the split, a line of each of ``p`` rows in turn, were no better for ``p`` 4 (a prototype:
+    1.44-1.54, against 1.09-1.16 for each row's piece in one go). The tiles are not prefetched ahead: that took s8
+    1.35 -> 1.65 here (the first level's few line fill buffers shared with the streaming stores)."""
+    width = _width(pad)
+    piece = c_size * width
+    for j in range(tiles):
+        t = src + j * r_size * piece
+        for g in range(r_size // p):
+            for c in range(0, c_size, _lanes(pad)):
+                s = t + (g * piece + c * width) * p
+                if p == 2:
+                    _deinterleave2(stage + g * p * piece + c * width, c_size, s, _0, pad)
+                else:
+                    _deinterleave4(stage + g * p * piece + c * width, c_size, s, _0, pad)
+        if canon > 0:
+            _canonical(stage, r_size * piece, canon)
+        for r in range(r_size):
+            d = out + (r * step + j * c_size) * width
+            for k in range(0, piece, LINE):
+                if canon < 0:  # (pred: each line made 0/1 in registers on its way out)
+                    _stream_canonical(d + k, stage + r * piece + k)
+                else:
+                    _stream(d + k, stage + r * piece + k)
 
 
 @_subroutine

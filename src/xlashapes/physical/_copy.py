@@ -28,6 +28,7 @@ from ._kinds import (
     WALKS,
     WIDE,
     WIDE_LINES,
+    gathers_runs,
     tiled_squares,
     walk_kind,
 )
@@ -361,8 +362,9 @@ def _timed_plans(
     plans = _merged.merged_runs(target, source, pad, _merged.timed_routes(*axes, unit, d.itemsize), d.nbytes, run,
                                 stream) if MERGED else []
     order = _destination_order(shape, d_steps, s_steps, unit)
-    if order is not None:
-        plans.append(partial(_walked, walk, d, s, *order, unit, run, stream))
+    plans += [partial(_walked, walk, d, s, *order, unit, run, stream)] if order is not None else []
+    if gathers_runs(*axes, unit, d.itemsize, stream):
+        plans.append(partial(_walked, walk, d, s, shape, d_steps, s_steps, unit, run, 2))
     passes = _passes.two_passes(d, s, *axes, unit, run, _copy) if PASSES else None
     batched = _batched_plan(walk, d, s, pad, shape, d_steps, s_steps, run, stream, BATCH_TIMED_BYTES) if (
         unit >= 1 and unit == len(shape) - 2) else None

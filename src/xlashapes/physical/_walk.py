@@ -92,13 +92,14 @@ _BYTE = np.uint8(0)
 @_jit
 def padded_rows(
     dst: int, src: int, pad: Any, length: int, pitch: int, s_pitch: int, inner: int, s_outer: int, end: int,
-    stream: int, scratch: int, room: int, part: Any,
+    stream: int, scratch: int, room: int, part: Any, d_inner: int, d_outer: int,
 ) -> None:
     """Rows [part[0], part[1]) of ``length`` elements (row ``r`` at ``(r // inner) * s_outer + (r % inner) * s_pitch``
-    elements in the source: groups of ``inner`` rows) laid out ``pitch`` elements apart, each followed by ``pitch -
-    length`` copies of ``pad``: as many as fit ``room`` bytes at a time staged at ``scratch`` (on a line), where
-    their padding is written once, whence they go out as one run (streamed with ``stream``). The padding as a strided
-    pass of its own, then runs each ending on a partial line, took u8 ``[N,100]{1,0:T(1,128)}`` 'to' to 2.9x memcpy.
+    elements in the source: groups of ``inner`` rows) laid out ``pitch`` elements apart (in groups of ``d_inner``
+    rows, ``d_outer`` elements apart), each followed by ``pitch - length`` copies of ``pad``: as many as fit ``room``
+    bytes at a time staged at ``scratch`` (on a line), where their padding is written once, whence each group's
+    rows go out as one run (streamed with ``stream``). The padding as a strided pass of its own, then runs each ending
+    on a partial line, took u8 ``[N,100]{1,0:T(1,128)}`` 'to' to 2.9x memcpy.
 
     Rows of up to 8 words go a word at a time: each read whole from the source (past its end, where that stays
     before ``end``, the address past the source's last byte), its padding put in from a row of it kept past the
@@ -133,7 +134,12 @@ def padded_rows(
             at += n
             if at == inner:
                 group, at = group + 1, 0
-        _copy_out(dst + first * row, scratch, count * row, stream)
+        k = 0
+        while k < count:  # (the rows of one destination group at a time)
+            g, i = (first + k) // d_inner, (first + k) % d_inner
+            n = min(count - k, d_inner - i)
+            _copy_out(dst + (g * d_outer + i * pitch) * width, scratch + k * row, n * row, stream)
+            k += n
     if stream:
         _fence()
 
@@ -520,6 +526,39 @@ def _planes_block(
         _copy_out(dst + u * small * width, scratch, c * small * width, _1)
 
 
+@_subroutine
+def _staged_runs(dst: int, src: int, pad: Any, rows: int, length: int, sr: int, scratch: int, room: int) -> None:
+    """``rows`` runs of ``length`` elements back to back in the destination, ``sr`` apart in the source, gathered a
+    batch at a time into ``scratch`` (``room`` bytes on a line) behind the partial line the batch before left there;
+    whole lines are streamed out, so no destination line is written in two pieces (a line written plainly is read
+    first). Only the destination's first and last partial lines are stored plainly."""
+    width = _width(pad)
+    n = length * width
+    batch = (room - LINE) // n
+    if batch < 1:  # (runs longer than the room: streamed each, their partial lines stored plainly)
+        _runs(dst, src, pad, rows, length, length, sr, _1)
+        return
+    line = dst - (dst & (LINE - 1))  # the destination line at the scratch's start
+    lead = dst - line  # bytes of that line before the destination: not written
+    held = lead  # bytes the scratch holds (with the lead)
+    for r in range(0, rows, batch):
+        k = min(batch, rows - r)
+        _runs(scratch + held, src + r * sr * width, pad, k, length, length, sr, _0)
+        held += k * n
+        whole = held - (held & (LINE - 1))
+        if whole == 0:
+            continue
+        start = LINE if lead else 0
+        if lead:
+            _copy(line + lead, scratch + lead, LINE - lead)
+        _copy_out(line + start, scratch + start, whole - start, _1)  # (on the line grid: all streamed)
+        lead = 0
+        _copy(scratch, scratch + whole, held - whole)
+        line += whole
+        held -= whole
+    _copy(line + lead, scratch + lead, held - lead)
+
+
 def _walker(kind: int) -> Any:
     """The entry point of the walk of ``kind`` (:mod:`._kinds`): a copy between strided views at ``dst`` and
     ``src`` (axes in destination order, strides in elements), the other kinds' code left out (``kind`` is a
@@ -561,17 +600,21 @@ def _walker(kind: int) -> Any:
                     _fence()
                 return
         rows, dr, sr = 0, 0, 0
-        runs_stream = stream
+        runs_stream = min(stream, _1)
         wide, fs, fd = 0, 0, 0
         groups, dg, sg = 0, 0, 0
         if kind == RUNS:  # the innermost outer axis loops inside one call
             rows, dr, sr = shape[axes[m - 1]], d_strides[axes[m - 1]], s_strides[axes[m - 1]]
             # runs back to back in the destination, not whole lines: plain stores (streamed, rows of 500 bytes read
             # back from tiles of 512 went 2.1x memcpy, their partial lines read first; staged and streamed 1.4; 1.1)
+            # (``stream`` 2: such runs gathered into whole lines through the scratch, :func:`_staged_runs`)
             if dr == small and (small * width) % LINE != 0:
-                runs_stream = _0
+                runs_stream = _2 if stream == 2 else _0
             if m == 1:  # no other axis: the runs [first, last) (the threads' split)
-                if first < last:
+                if first < last and runs_stream == 2:
+                    _staged_runs(dst + first * dr * width, src + first * sr * width, pad, last - first, small, sr,
+                                 scratch, room)
+                elif first < last:
                     _runs(dst + first * dr * width, src + first * sr * width, pad, last - first, small, dr, sr,
                           runs_stream)
                 if stream:
@@ -579,7 +622,7 @@ def _walker(kind: int) -> Any:
                 return
             if m == 2 and rows >= 2 and sr * width >= RUNS_APART and dr == small and s_strides[axes[0]] <= 4 * small:
                 _chunked_runs(dst, src, pad, first, last, rows, small, d_strides[axes[0]], s_strides[axes[0]], dr, sr,
-                              runs_stream)  # (streams far apart, each read on a chunk at a time)
+                              min(runs_stream, _1))  # (streams far apart, each read on a chunk at a time)
                 if stream:
                     _fence()
                 return
@@ -632,7 +675,9 @@ def _walker(kind: int) -> Any:
         held = False  # a block runs once the next one is known: it prefetches that one's source as it goes
         held_d, held_s = 0, 0
         while True:
-            if kind == RUNS:
+            if kind == RUNS and runs_stream == 2:
+                _staged_runs(dst + d_off * width, src + s_off * width, pad, rows, small, sr, scratch, room)
+            elif kind == RUNS:
                 _runs(dst + d_off * width, src + s_off * width, pad, rows, small, dr, sr, runs_stream)
             elif kind == GROUPS:
                 _grouped_block(dst + d_off * width, src + s_off * width, pad, big, sg, small, du, si, groups, dg,

@@ -368,7 +368,7 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
                 n = min(c_size, cols - j * c_size)
                 base = t
                 if r_size <= TILES_AHEAD_ROWS and not (packed and bits < 8):  # (:data:`._kinds.TILES_AHEAD`)
-                    _prefetch_run(t + TILES_AHEAD, r_size * piece // LINE)
+                    _prefetch_run_l2(t + TILES_AHEAD, r_size * piece // LINE)
                 if packed and bits < 8:
                     _unpack_words(tile, t, packed_bytes // 8, bits, lanes_mask)
                     base = tile
@@ -382,7 +382,7 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
                     for g in range(r_size):
                         _copy(scratch + LINE + g * pitch + filled, base + g * piece, n * width)
                 if tile_rows:  # (rows of one tile back to back: split whole, then copied out)
-                    _tile_rows_split(scratch + LINE, pitch // width, base, tile, r_size, c_size, p, n, pad)
+                    _tile_rows_split(scratch + LINE, pitch // width, base, r_size, c_size, p, n, pad)
                 for g in range(r_size // p if p > 1 and not tile_rows else 0):
                     d = scratch + LINE + g * p * pitch + filled
                     s = base + g * piece * p

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import pairwise, product
 from typing import Any
@@ -400,16 +400,18 @@ def _split_view(
 def padded_rows(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pitch: int, pad: np.ndarray[Any, Any],
                 run: Run) -> bool:
     """``d[...] = s`` for views of rows (``d`` 2-d, its rows ``pitch`` elements apart, each ending in padding: the
-    elements up to the next row; ``s`` 2-d, or 3-d: groups of rows), the padding written too, by the ``padded_rows``
-    kernel over ``run``'s threads; False (nothing written) without the compiled kernels, below their size, or for
-    rows longer than the kernel's scratch (``STAGED_BLOCK``: it stages whole rows)."""
+    elements up to the next row, or 3-d: groups of such rows; ``s`` 2-d, or 3-d: groups of rows, as many in all),
+    the padding written too, by the ``padded_rows`` kernel over ``run``'s threads; False (nothing written) without
+    the compiled kernels, below their size, or for rows longer than the kernel's scratch (``STAGED_BLOCK``: it
+    stages whole rows)."""
     walk = dispatch.walker() if d.nbytes >= run.numba_bytes and d.itemsize in _STORAGE else None
-    if walk is None or min(s.strides[:-1]) < 0 or pitch * d.itemsize > STAGED_BLOCK:
+    if walk is None or min(s.strides[:-1]) < 0 or min(d.strides[:-1]) < 0 or pitch * d.itemsize > STAGED_BLOCK:
         return False
     width = d.itemsize
-    rows, length = d.shape
+    rows, length = math.prod(d.shape[:-1]), d.shape[-1]
     if rows == 0:
         return True
+    d_inner, d_outer = (d.shape[1], d.strides[0] // width) if d.ndim == 3 else (rows, 0)
     nbytes = rows * pitch * width
     stream = int(copies.STREAM and nbytes >= run.stream_bytes)
     value = pad.reshape(1).view(_STORAGE[width])[0]
@@ -421,7 +423,7 @@ def padded_rows(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pitch: int, pa
         room = np.empty(STAGED_BLOCK + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         walk.padded_rows(target, source, value, length, pitch, s_pitch, inner, s_outer, end, stream, scratch,
-                         STAGED_BLOCK, bounds)
+                         STAGED_BLOCK, bounds, d_inner, d_outer)
 
     dispatch.run_parts(part, dispatch.parts(rows, nbytes, run))
     return True
@@ -457,21 +459,72 @@ def _padded_transfer(
     padding, by the compiled kernel ``padded_rows``, when the physical rows are one axis padded at their end
     (:func:`_row_pitch`) and the copy is one run per row (rows that follow each other on both sides once merged);
     the other axes' padding, whole rows, filled as before. False (nothing written) otherwise."""
-    found = _row_pitch(plan)
+    found = _row_pitch(plan) or _tile_pitch(plan)
     if found is None:
         return False
     axis, pitch = found
-    boxes = _transfer_boxes(view, plan.chains, source, _plain_chains(plan.extents), plan.extents)
-    if len(boxes) != 1:
+    boxes = [_normalized(d, s) for d, s in _transfer_boxes(view, plan.chains, source, _plain_chains(plan.extents),
+                                                            plan.extents)]
+    width = view.itemsize
+    rows = [(d, s) for d, s in boxes if d.ndim and d.shape[-1] < pitch and d.strides[-1] == s.strides[-1] == width
+            and (d.ndim == 1 or (d.strides[-2] == pitch * width and s.strides[-2] % width == 0))]
+    whole = [(d, s) for d, s in boxes if d.ndim and d.shape[-1] == pitch and d.strides[-1] == width]  # (whole tiles)
+    if not rows or len(rows) + len(whole) != len(boxes) or sum(d.nbytes for d, _ in rows) < run.numba_bytes:
         return False
-    d, s = _normalized(*boxes[0])
-    width = d.itemsize
-    if d.ndim != 2 or d.strides != (pitch * width, width) or s.strides[1] != width or s.strides[0] % width:
+    if sum(math.prod(d.shape[:-3]) for d, _ in rows) > MOST_ROW_GROUPS:
         return False
-    if not padded_rows(d, s, pitch, pad, run):
-        return False
+    rows = [piece for d, s in rows for piece in _row_groups(d, s, pitch)]
+    each = replace(run, numba_bytes=0)  # (the rows of a tile row cut short too: a box of their own)
+    if not all(padded_rows(d, s, pitch, pad, each) for d, s in sorted(rows, key=lambda box: -box[0].nbytes)):
+        return False  # (the boxes then written again, every element, by the plan's own route)
+    with no_passes(len(boxes) > 1):
+        for d, s in whole:
+            _copy(d, s, run)
     _fill_padding(view, plan, pad, skip=axis, run=run)  # (whole rows of padding: the other axes')
     return True
+
+
+MOST_ROW_GROUPS = 256
+"""Most calls of the ``padded_rows`` kernel that lay out one array (boxes of rows of more than 3 dims: one call for
+each of their outer indices)."""
+
+
+def _row_groups(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pitch: int) -> list[tuple[np.ndarray[Any, Any],
+                                                                                           np.ndarray[Any, Any]]]:
+    """A box of rows ``pitch`` elements apart as the 2-d or 3-d boxes (groups of rows) :func:`padded_rows` takes: one
+    row made 2-d, the outer dims past 3 split off (a box for each of their indices).
+
+    >>> [d.shape for d, _ in _row_groups(np.zeros((2, 3, 4, 5))[..., :3], np.zeros((2, 3, 4, 3)), 5)]
+    [(3, 4, 3), (3, 4, 3)]
+    """
+    if d.ndim == 1:
+        return [(as_strided(d, (1, d.size), (pitch * d.itemsize, d.itemsize)),
+                 as_strided(s, (1, s.size), (pitch * s.itemsize, s.strides[0])))]
+    outer = d.shape[:-3]
+    return [(d[index], s[index]) for index in np.ndindex(*outer)] if outer else [(d, s)]
+
+
+def _tile_pitch(plan: _Plan) -> tuple[int, int] | None:
+    """(axis, elements of a tile's row) when a logical axis is split into tiles' rows (its last factor the innermost
+    physical one) and ends in a tile cut short: that tile's rows, the valid elements first, end in padding (laid out
+    with it by the ``padded_rows`` kernel, the whole tiles copied: bf16 ``[N,1000]{1,0:T(8,128)}`` 'to', 512 MiB,
+    1.89 -> ...x memcpy on a 2-core Intel Xeon, the last tiles' runs and their padding written apart before); else
+    None.
+
+    >>> _tile_pitch(_plan((16, 200), Layout((1, 0), tiles=((8, 128),)))), _tile_pitch(_plan((16, 256), Layout((1, 0),
+    ...                                                                                      tiles=((8, 128),))))
+    ((1, 128), None)
+    """
+    sizes = [size for chain in plan.chains for size in chain]
+    order = [f for f in plan.order if sizes[f] > 1]
+    if not order:
+        return None
+    axis = next(a for a, chain in enumerate(plan.chains) if order[-1] < sum(len(c) for c in plan.chains[: a + 1]))
+    last = sum(len(chain) for chain in plan.chains[: axis + 1]) - 1
+    pitch = sizes[last]
+    cut = plan.extents[axis] % pitch  # (and no whole tiles of padding past the one cut short)
+    found = order[-1] == last and cut and math.prod(plan.chains[axis]) - plan.extents[axis] < pitch
+    return (axis, pitch) if found else None
 
 
 def _transfer(

@@ -78,7 +78,11 @@ OTHER_PATHS = [
     # odd (p,1)-grouped minor dims through the widened array (its rows widened and cut back: bytes, 2-byte words)
     "pred[3,200,5]{0,2,1:T(8,128)(4,1)}", "bf16[5,300,7]{0,2,1:T(8,128)(2,1)}",
     # whole tiles read back a tile at a time, each row's piece streamed (both timed plans; pred made 0/1 on the way)
-    "s8[20,640]{1,0:T(8,128)(4,1)}@0!", "pred[16,640]{1,0:T(8,128)(4,1)}@0!", "bf16[3,16,384]{2,1,0:T(8,128)(2,1)}@0!"]
+    "s8[20,640]{1,0:T(8,128)(4,1)}@0!", "pred[16,640]{1,0:T(8,128)(4,1)}@0!", "bf16[3,16,384]{2,1,0:T(8,128)(2,1)}@0!",
+    # runs back to back gathered into whole lines (a timed plan), the rows of tiles cut short laid out with their
+    # padding, a rank-1 tiling read back as its 2-d twin
+    "f32[40,100]{1,0:T(8,128)}!", "u8[3,50,70]{2,1,0:T(2,128)}!", "bf16[24,1000]{1,0:T(8,128)}",
+    "bf16[8192]{0:T(1024)(128)(2,1)}"]
 CASES = NEEDED + OTHER_PATHS
 COMPILED = ["u4[64,256]{1,0:E(4)}", "f32[64,256]{0,1}", "bf16[40,100]{1,0:T(1,128)}", "s16[72,1030]{0,1:P(75,1040)}",
             "bf16[64,256]{1,0:T(8,128)(2,1)}"]

@@ -2837,3 +2837,22 @@ def test_runs_back_to_back_gathered_into_whole_lines(compiled_everywhere: Counte
     assert np.array_equal(out.view(np.uint8), expected.view(np.uint8)), text
     assert (room[:start] == 0xA5).all() and (room[start + expected.nbytes :] == 0xA5).all(), text
     assert offered and max(offered) == 1, offered
+
+
+def test_tiles_cut_short_take_padded_rows_only_for_a_mib_of_rows_a_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the rows of the tiles that cut a dim short, in boxes of more than 3 dims, take a padded_rows call for each
+    # outer index: where those calls would average under NUMBA_BYTES each (s32 [24,87,8,500]{3,1,0,2:T(8,128)}, 384
+    # calls of ~16 KiB: 2.3x memcpy against 1.2), the plan's boxes lay the array out instead
+    walk = _dispatch.walker()
+    if walk is None:
+        pytest.skip("numba is not installed")
+    calls = Counter[str]()
+    kernel = walk.padded_rows
+    monkeypatch.setattr(walk, "padded_rows", lambda *args: (calls.update(["rows"]), kernel(*args))[1])
+    monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)
+    for text, taken in [("s32[8,87,8,500]{3,1,0,2:T(8,128)}", False), ("bf16[8192,1000]{1,0:T(8,128)}", True)]:
+        calls.clear()
+        shape = xs.parse_shape(text)
+        x = random_array(str(shape.element_type), shape.dimensions, 3)
+        assert np.array_equal(to_physical(x, shape), numpy_path(to_physical, x, shape)), text
+        assert (calls["rows"] > 0) == taken, (text, calls)

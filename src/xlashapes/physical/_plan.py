@@ -472,9 +472,9 @@ def _padded_transfer(
     whole = [(d, s) for d, s in boxes if d.ndim and d.shape[-1] == pitch and d.strides[-1] == width]  # (whole tiles)
     if not rows or len(rows) + len(whole) != len(boxes) or sum(d.nbytes for d, _ in rows) < run.numba_bytes:
         return False
-    calls = sum(math.prod(d.shape[:-3]) for d, _ in rows)
-    if calls > 1 and calls * ROW_GROUP_BYTES > sum(d.nbytes for d, _ in rows):
-        return False
+    calls = sum(math.prod(d.shape[:-3]) for d, _ in rows)  # (a call a MiB at least, on average: as numba_bytes)
+    if calls > 1 and calls * run.numba_bytes > sum(d.nbytes for d, _ in rows):
+        return False  # (s32 [24,87,8,500]{3,1,0,2:T(8,128)} 'to', 384 calls of ~16 KiB, 2.3x memcpy against 1.2)
     rows = [piece for d, s in rows for piece in _row_groups(d, s, pitch)]
     each = replace(run, numba_bytes=0)  # (the rows of a tile row cut short too: a box of their own)
     if not all(padded_rows(d, s, pitch, pad, each) for d, s in sorted(rows, key=lambda box: -box[0].nbytes)):
@@ -484,12 +484,6 @@ def _padded_transfer(
             _copy(d, s, run)
     _fill_padding(view, plan, pad, skip=axis, run=run)  # (whole rows of padding: the other axes')
     return True
-
-
-ROW_GROUP_BYTES = 1 << 20
-"""Fewest bytes of rows a call of the ``padded_rows`` kernel lays out on average where boxes of rows of more than 3
-dims take a call for each of their outer indices (``s32[24,87,8,500]{3,1,0,2:T(8,128)}`` 'to', 384 calls of ~16
-KiB, took 2.3x memcpy against 1.2 by the plan's boxes)."""
 
 
 def _row_groups(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pitch: int) -> list[tuple[np.ndarray[Any, Any],

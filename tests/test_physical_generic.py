@@ -224,6 +224,17 @@ def test_one_row_tiles_side_by_side_are_one_run(compiled_everywhere: Counter[str
     assert compiled_everywhere["walk_runs"] >= 1  # (read back; laid out with its padding: the test below)
 
 
+def padded_rows_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """The calls of the ``padded_rows`` kernel, counted as "rows" (the test skipped without numba)."""
+    walk = _dispatch.walker()
+    if walk is None:
+        pytest.skip("numba is not installed")
+    calls = Counter[str]()
+    kernel = walk.padded_rows
+    monkeypatch.setattr(walk, "padded_rows", lambda *args: (calls.update(["rows"]), kernel(*args))[1])
+    return calls
+
+
 @pytest.mark.parametrize(("text", "taken"), [
     ("u8[3,40,100]{2,1,0:T(1,128)}", True), ("pred[6,500]{1,0:T(1,128)}", True),
     ("bf16[7,33,200]{2,1,0:T(1,256)}", True), ("f32[5,300]{1,0:T(1,128)}", True),
@@ -240,12 +251,7 @@ def test_rows_that_end_in_padding_are_laid_out_with_it(monkeypatch: pytest.Monke
     # the tiles that cut it short (the whole tiles before them copied): each row and the padding after it staged and
     # written out as one run (not a strided pass for the padding, then runs ending on partial lines); whole rows of
     # padding (the other dims') filled as before
-    walk = _dispatch.walker()
-    if walk is None:
-        pytest.skip("numba is not installed")
-    calls = Counter[str]()
-    kernel = walk.padded_rows
-    monkeypatch.setattr(walk, "padded_rows", lambda *args: (calls.update(["rows"]), kernel(*args))[1])
+    calls = padded_rows_calls(monkeypatch)
     monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 0)
     monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0 if stream else 1 << 62)
@@ -2843,12 +2849,7 @@ def test_tiles_cut_short_take_padded_rows_only_for_a_mib_of_rows_a_call(monkeypa
     # the rows of the tiles that cut a dim short, in boxes of more than 3 dims, take a padded_rows call for each
     # outer index: where those calls would average under NUMBA_BYTES each (s32 [24,87,8,500]{3,1,0,2:T(8,128)}, 384
     # calls of ~16 KiB: 2.3x memcpy against 1.2), the plan's boxes lay the array out instead
-    walk = _dispatch.walker()
-    if walk is None:
-        pytest.skip("numba is not installed")
-    calls = Counter[str]()
-    kernel = walk.padded_rows
-    monkeypatch.setattr(walk, "padded_rows", lambda *args: (calls.update(["rows"]), kernel(*args))[1])
+    calls = padded_rows_calls(monkeypatch)
     monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)
     for text, taken in [("s32[8,87,8,500]{3,1,0,2:T(8,128)}", False), ("bf16[8192,1000]{1,0:T(8,128)}", True)]:
         calls.clear()

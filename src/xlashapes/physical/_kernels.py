@@ -311,7 +311,7 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
     """The entry point reading tile rows [first, last) of a tiled layout, the first at address ``src``, into the
     array at ``out``; ``canonical``, each tile's bytes are also made canonical (``geometry.canon``); ``packed``,
     unpacked from ``geometry.bits``-bit fields; ``tile_rows``, rows of one tile of ``(p,1)`` sub-tiles back to back
-    (:func:`tile_rows_joined`), split whole into the tile's room and copied out from there (constants of the closure,
+    (:func:`tile_rows_joined`), split straight into those rows (:func:`_tile_rows_split`; constants of the closure,
     as :func:`_tiled_to_of`: an entry of its own, so that the other entries' machine code stays as it was)."""
 
     def tiled_from(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
@@ -381,7 +381,7 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
                 if p == 1:  # (E(n) fields unpacked: the rows as they are)
                     for g in range(r_size):
                         _copy(scratch + LINE + g * pitch + filled, base + g * piece, n * width)
-                if tile_rows:  # (rows of one tile back to back: split whole, then copied out)
+                if tile_rows:  # (rows of one tile back to back: split straight into them, a lane at a time)
                     _tile_rows_split(scratch + LINE, pitch // width, base, r_size, c_size, p, n, pad)
                 for g in range(r_size // p if p > 1 and not tile_rows else 0):
                     d = scratch + LINE + g * p * pitch + filled

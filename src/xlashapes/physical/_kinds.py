@@ -318,7 +318,8 @@ def gathers_runs(shape: Sequence[int], d_steps: Sequence[int], s_steps: Sequence
                  stream: int) -> bool:
     """True for a streamed walk of runs that lie back to back in the destination and are not whole lines: the walk
     then stores them plainly, or (its ``stream`` 2, timed) gathers them into whole lines through its scratch and
-    streams those (512 MiB 'from', this 2-core Intel Xeon, x memcpy: f32 ``[N,100]{1,0:T(8,128)}`` 1.59 -> 1.18).
+    streams those (512 MiB 'from', this 2-core Intel Xeon, x memcpy of the tiles: f32 ``[N,100]{1,0:T(8,128)}`` 1.59
+    -> 1.18).
 
     >>> gathers_runs((1000, 100), (100, 1), (128, 1), -1, 4, 1), gathers_runs((1000, 128), (128, 1), (256, 1), -1, 1, 1)
     (True, False)

@@ -269,6 +269,26 @@ def _streamer(lines: int) -> Any:
     return stream
 
 
+@_intrinsic
+def _stream_joined(typingctx: Any, dst: Any, first: Any, k: Any, second: Any) -> Any:
+    """Stream one line to the line-aligned ``dst``: its first ``k`` bytes (0 to a line) from address ``first``, the
+    rest from ``second + k`` (a line read at each address, whole, and the bytes picked)."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        byte_line = ir.VectorType(ir.IntType(8), LINE)
+        low = builder.load(_at(builder, args[1], byte_line), align=1)
+        high = builder.load(_at(builder, args[3], byte_line), align=1)
+        count = builder.trunc(args[2], ir.IntType(8))
+        splat = builder.insert_element(ir.Constant(byte_line, None), count, ir.Constant(_I32, 0))
+        splat = builder.shuffle_vector(splat, ir.Constant(byte_line, None), _mask([0] * LINE))
+        below = builder.icmp_unsigned("<", ir.Constant(byte_line, list(range(LINE))), splat)
+        store = builder.store(builder.select(below, low, high), _at(builder, args[0], byte_line), align=LINE)
+        store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, types.intp, types.intp), codegen
+
+
 _stream = _streamer(1)
 _stream4 = _streamer(4)
 

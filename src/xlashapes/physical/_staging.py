@@ -1,6 +1,7 @@
 """The staging subroutines of the walk's kernels (:mod:`._walk`): source rows copied into a scratch in the cache for
-the staged 2-d transposes (bytes paired into 2-byte words, sub-byte fields one per byte), and short rows laid out as
-whole words with their padding put in (numba; compiled into each kernel that calls them)."""
+the staged 2-d transposes (bytes paired into 2-byte words, sub-byte fields one per byte), short rows laid out as
+whole words with their padding put in, and runs gathered back to back into whole lines (numba; compiled into each
+kernel that calls them)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from ._intrinsics import (
     _0,
+    _1,
     _copy,
     _get,
     _get_word,
@@ -18,9 +20,11 @@ from ._intrinsics import (
     _prefetch_run_l2,
     _put,
     _put_word,
+    _stream_joined,
     _subroutine,
     _width,
 )
+from ._kernels import _copy_out, _runs
 from ._kinds import LINE
 from ._shuffles import _interleave2, _pack_rows2, _pack_rows4, _unpack_rows2, _unpack_rows4
 
@@ -123,3 +127,75 @@ def _word_rows(to: int, row: int, at: int, step: int, n: int, words: int, data: 
         fill = _get_word(pads, j)
         for q in range(n):
             _put_word(to + q * row, j, (_get_word(at + q * step, j) & mask) | fill)
+
+
+@_subroutine
+def _staged_runs(dst: int, src: int, pad: Any, rows: int, length: int, sr: int, scratch: int, room: int) -> None:
+    """``rows`` runs of ``length`` elements back to back in the destination, ``sr`` apart in the source, written so
+    that no destination line is written in two pieces (a line written plainly is read first): only the destination's
+    first and last partial lines are stored plainly. Runs of a line or more that follow each other in the source
+    (:func:`_joined_runs`) stream each line straight from the one or two runs it holds; shorter runs are gathered a
+    batch at a time into ``scratch`` (``room`` bytes on a line) behind the partial line the batch before left there,
+    whence whole lines are streamed (512 MiB, f32 ``[N,100]`` read back from ``T(8,128)`` tiles, this 2-core Intel
+    Xeon, x memcpy of the tiles: staged 1.13-1.18, straight 0.82)."""
+    width = _width(pad)
+    n = length * width
+    if n >= LINE and sr * width >= n:
+        _joined_runs(dst, src, n, sr * width, rows)
+        return
+    batch = (room - LINE) // n
+    if batch < 1:  # (runs longer than the room: streamed each, their partial lines stored plainly)
+        _runs(dst, src, pad, rows, length, length, sr, _1)
+        return
+    line = dst - (dst & (LINE - 1))  # the destination line at the scratch's start
+    lead = dst - line  # bytes of that line before the destination: not written
+    held = lead  # bytes the scratch holds (with the lead)
+    for r in range(0, rows, batch):
+        k = min(batch, rows - r)
+        _runs(scratch + held, src + r * sr * width, pad, k, length, length, sr, _0)
+        held += k * n
+        whole = held - (held & (LINE - 1))
+        if whole == 0:
+            continue
+        start = LINE if lead else 0
+        if lead:
+            _copy(line + lead, scratch + lead, LINE - lead)
+        _copy_out(line + start, scratch + start, whole - start, _1)  # (on the line grid: all streamed)
+        lead = 0
+        _copy(scratch, scratch + whole, held - whole)
+        line += whole
+        held -= whole
+    _copy(line + lead, scratch + lead, held - lead)
+
+
+@_subroutine
+def _joined_runs(dst: int, src: int, n: int, step: int, rows: int) -> None:
+    """``rows`` runs of ``n`` bytes (a line or more), ``step`` bytes apart at ``src`` (``step`` at least ``n``), back to
+    back at ``dst``: each whole destination line streamed from a line read at its first byte's place and, where the
+    line holds the start of the next run, a line read ending in that run (both reads stay within the two runs:
+    neither passes the source's last run); the partial lines at both ends copied plainly."""
+    total = rows * n
+    head = min(total, (-dst) & (LINE - 1))
+    _gathered(dst, src, n, step, 0, head)
+    o, r, off = head, head // n, head % n
+    while o + LINE <= total:  # (the last run's lines hold no next run's start: it ends the destination)
+        s = src + r * step + off
+        k = n - off
+        if k >= LINE:  # (the line within this run)
+            _stream_joined(dst + o, s, LINE, s)
+            r, off = (r + 1, 0) if k == LINE else (r, off + LINE)
+        else:
+            _stream_joined(dst + o, s, k, src + (r + 1) * step - k)
+            r, off = r + 1, LINE - k
+        o += LINE
+    _gathered(dst + o, src, n, step, o, total)
+
+
+@_subroutine
+def _gathered(to: int, src: int, n: int, step: int, first: int, last: int) -> None:
+    """Bytes [first, last) of runs of ``n`` bytes ``step`` apart at ``src``, taken back to back, copied to ``to``."""
+    r, off = first // n, first % n
+    while first < last:
+        count = min(n - off, last - first)
+        _copy(to, src + r * step + off, count)
+        to, first, r, off = to + count, first + count, r + 1, 0

@@ -81,7 +81,7 @@ from ._side_by_side import (
     _wide_block,
     _wide_lines_block,
 )
-from ._staging import _stage, _word_rows
+from ._staging import _stage, _staged_runs, _word_rows
 
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1, _2, _3 = np.int64(0), np.int64(1), np.int64(2), np.int64(3)
@@ -524,39 +524,6 @@ def _planes_block(
         c = min(rows, big - u)
         _interleaved_planes(scratch, src + u * width, pad, c, small, si, room + LINE)
         _copy_out(dst + u * small * width, scratch, c * small * width, _1)
-
-
-@_subroutine
-def _staged_runs(dst: int, src: int, pad: Any, rows: int, length: int, sr: int, scratch: int, room: int) -> None:
-    """``rows`` runs of ``length`` elements back to back in the destination, ``sr`` apart in the source, gathered a
-    batch at a time into ``scratch`` (``room`` bytes on a line) behind the partial line the batch before left there;
-    whole lines are streamed out, so no destination line is written in two pieces (a line written plainly is read
-    first). Only the destination's first and last partial lines are stored plainly."""
-    width = _width(pad)
-    n = length * width
-    batch = (room - LINE) // n
-    if batch < 1:  # (runs longer than the room: streamed each, their partial lines stored plainly)
-        _runs(dst, src, pad, rows, length, length, sr, _1)
-        return
-    line = dst - (dst & (LINE - 1))  # the destination line at the scratch's start
-    lead = dst - line  # bytes of that line before the destination: not written
-    held = lead  # bytes the scratch holds (with the lead)
-    for r in range(0, rows, batch):
-        k = min(batch, rows - r)
-        _runs(scratch + held, src + r * sr * width, pad, k, length, length, sr, _0)
-        held += k * n
-        whole = held - (held & (LINE - 1))
-        if whole == 0:
-            continue
-        start = LINE if lead else 0
-        if lead:
-            _copy(line + lead, scratch + lead, LINE - lead)
-        _copy_out(line + start, scratch + start, whole - start, _1)  # (on the line grid: all streamed)
-        lead = 0
-        _copy(scratch, scratch + whole, held - whole)
-        line += whole
-        held -= whole
-    _copy(line + lead, scratch + lead, held - lead)
 
 
 def _walker(kind: int) -> Any:

@@ -2817,10 +2817,11 @@ def test_runs_back_to_back_gathered_into_whole_lines(compiled_everywhere: Counte
                                                       monkeypatch: pytest.MonkeyPatch, threads: int, offset: int,
                                                       text: str) -> None:
     # runs that lie back to back in the destination and are not whole lines (f32 rows of 100 read back from T(8,128)
-    # tiles) are stored plainly, each partial line read first, or gathered a batch at a time into whole lines and
-    # streamed (512 MiB, 1.59 -> 1.18x memcpy of the tiles on an Intel Xeon): a large walk times both; the gathered
-    # plan gives the NumPy path's bytes whatever the destination's offset in its line, run length (short runs as
-    # words) and thread split, and leaves the bytes around the destination alone
+    # tiles) are stored plainly, each partial line read first, or written in whole lines, streamed (512 MiB, 1.59 ->
+    # 0.99x memcpy of the tiles on an Intel Xeon): runs of a line or more each line straight from the runs it holds,
+    # shorter ones gathered a batch at a time through the scratch; a large walk times both plans; the lines' plan
+    # gives the NumPy path's bytes whatever the destination's offset in its line, run length (short runs as words)
+    # and thread split, and leaves the bytes around the destination alone
     offered: list[int] = []
 
     def forced(key: Any, plans: Any) -> bool:

@@ -166,15 +166,29 @@ def _row_pitch(plan: _Plan) -> tuple[int, int] | None:
     ...                                                                                     tiles=((8, 128),))))
     ((1, 128), None)
     """
-    sizes = [size for chain in plan.chains for size in chain]
-    order = [f for f in plan.order if sizes[f] > 1]  # (factors of 1 move no address)
-    if not order:
+    found = _innermost(plan)
+    if found is None:
         return None
-    axis = next(a for a, chain in enumerate(plan.chains) if order[-1] < sum(len(c) for c in plan.chains[: a + 1]))
+    axis, sizes, order = found
     first = sum(len(chain) for chain in plan.chains[:axis])
     own = [f for f in range(first, first + len(plan.chains[axis])) if sizes[f] > 1]
     pitch = math.prod(plan.chains[axis])
     return (axis, pitch) if order[-len(own) :] == own and pitch != plan.extents[axis] else None
+
+
+def _innermost(plan: _Plan) -> tuple[int, list[int], list[int]] | None:
+    """(the logical axis of the innermost physical factor, every factor's size, the physical order of the factors
+    larger than 1), or None where no factor is (factors of 1 move no address).
+
+    >>> _innermost(_plan((12, 100), Layout((1, 0), tiles=((8, 128),))))
+    (1, [2, 8, 1, 128], [0, 1, 3])
+    """
+    sizes = [size for chain in plan.chains for size in chain]
+    order = [f for f in plan.order if sizes[f] > 1]
+    if not order:
+        return None
+    axis = next(a for a, chain in enumerate(plan.chains) if order[-1] < sum(len(c) for c in plan.chains[: a + 1]))
+    return axis, sizes, order
 
 
 def _plain_chains(extents: Sequence[int]) -> Chains:
@@ -477,7 +491,7 @@ def _padded_transfer(
         return False  # (s32 [24,87,8,500]{3,1,0,2:T(8,128)} 'to', 384 calls of ~16 KiB, 2.3x memcpy against 1.2)
     rows = [piece for d, s in rows for piece in _row_groups(d, s, pitch)]
     each = replace(run, numba_bytes=0)  # (the rows of a tile row cut short too: a box of their own)
-    if not all(padded_rows(d, s, pitch, pad, each) for d, s in sorted(rows, key=lambda box: -box[0].nbytes)):
+    if not all(padded_rows(d, s, pitch, pad, each) for d, s in rows):
         return False  # (the boxes then written again, every element, by the plan's own route)
     with no_passes(len(boxes) > 1):
         for d, s in whole:
@@ -508,20 +522,18 @@ def _tile_pitch(plan: _Plan) -> tuple[int, int] | None:
     1.89 -> 1.48x memcpy on a 2-core Intel Xeon, the last tiles' runs and their padding written apart before); else
     None.
 
-    >>> _tile_pitch(_plan((16, 200), Layout((1, 0), tiles=((8, 128),)))), _tile_pitch(_plan((16, 256), Layout((1, 0),
-    ...                                                                                      tiles=((8, 128),))))
-    ((1, 128), None)
+    >>> [_tile_pitch(_plan((16, n), Layout((1, 0), tiles=((8, 128),)))) for n in (200, 256)]
+    [(1, 128), None]
     """
-    sizes = [size for chain in plan.chains for size in chain]
-    order = [f for f in plan.order if sizes[f] > 1]
-    if not order:
+    found = _innermost(plan)
+    if found is None:
         return None
-    axis = next(a for a, chain in enumerate(plan.chains) if order[-1] < sum(len(c) for c in plan.chains[: a + 1]))
+    axis, sizes, order = found
     last = sum(len(chain) for chain in plan.chains[: axis + 1]) - 1
     pitch = sizes[last]
     cut = plan.extents[axis] % pitch  # (and no whole tiles of padding past the one cut short)
-    found = order[-1] == last and cut and math.prod(plan.chains[axis]) - plan.extents[axis] < pitch
-    return (axis, pitch) if found else None
+    tiled = order[-1] == last and cut and math.prod(plan.chains[axis]) - plan.extents[axis] < pitch
+    return (axis, pitch) if tiled else None
 
 
 def _transfer(

@@ -82,7 +82,9 @@ OTHER_PATHS = [
     # runs back to back gathered into whole lines (a timed plan), the rows of tiles cut short laid out with their
     # padding, a rank-1 tiling read back as its 2-d twin
     "f32[40,100]{1,0:T(8,128)}!", "u8[3,50,70]{2,1,0:T(2,128)}!", "bf16[24,1000]{1,0:T(8,128)}",
-    "bf16[8192]{0:T(1024)(128)(2,1)}"]
+    "bf16[8192]{0:T(1024)(128)(2,1)}",
+    # 2-d transposes onto rows on the line grid moved straight from the source, every width, their edges staged
+    "u8[128,200]{0,1}@0", "bf16[128,160]{0,1}@0", "f32[128,136]{0,1}@0", "f64[128,130]{0,1}@0"]
 CASES = NEEDED + OTHER_PATHS
 COMPILED = ["u4[64,256]{1,0:E(4)}", "f32[64,256]{0,1}", "bf16[40,100]{1,0:T(1,128)}", "s16[72,1030]{0,1:P(75,1040)}",
             "bf16[64,256]{1,0:T(8,128)(2,1)}"]

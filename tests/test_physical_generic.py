@@ -41,6 +41,7 @@ from xlashapes.physical import (
     _packing,
     _passes,
     _slabbed,
+    _transposes,
     _tuned,
     _widened,
     from_physical,
@@ -647,7 +648,7 @@ def test_line_shifted_and_swept_transposes(compiled_everywhere: Counter[str], mo
     # streamed transposes with long destination rows: on the line grid the walk reads a line's worth of source
     # rows at a time (line sweeps); off it, each row's head and tail go apart and the middle is shifted onto it
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
-    monkeypatch.setattr(_copy, "STAGE_SIDE", 1 << 40)  # (2-d transposes this long are staged otherwise)
+    monkeypatch.setattr(_transposes, "STAGE_SIDE", 1 << 40)  # (2-d transposes this long are staged otherwise)
     monkeypatch.setattr(_copy, "SWEEP_BYTES", 256)  # small arrays: sweeps cut like large ones
     monkeypatch.setattr(_copy, "SHIFT_BYTES", 512)
     sweeps, shifts = Counter[int](), Counter[int]()
@@ -685,7 +686,7 @@ def test_swept_rows_that_end_in_part_of_a_line_sweep_their_whole_lines_then_the_
     # whole lines of every row go in sweeps, the rest after them (blocks of whole rows read all the source once
     # for every 8 destination rows: u8 [699050,48]{0,1:T(1,256)} 'to' 5.2x memcpy -> 1.75)
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
-    monkeypatch.setattr(_copy, "STAGE_SIDE", 1 << 40)
+    monkeypatch.setattr(_transposes, "STAGE_SIDE", 1 << 40)
     monkeypatch.setattr(_copy, "SWEEP_BYTES", 256)
     swept: list[int] = []
     real = _copy._line_sweeps
@@ -713,7 +714,7 @@ def test_legacy_padding_rows_shifted_onto_lines(compiled_everywhere: Counter[str
     # line boundary, its partial first and last lines and the left-over rows and columns stored plainly; the rows
     # taken `block` at a time (64: several blocks here)
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
-    monkeypatch.setattr(_copy, "STAGE_SIDE", 1 << 40)  # (2-d transposes this long are staged otherwise)
+    monkeypatch.setattr(_transposes, "STAGE_SIDE", 1 << 40)  # (2-d transposes this long are staged otherwise)
     monkeypatch.setattr(_copy, "SHIFTED_ROWS", block)
     walk = _dispatch.walker()
     shifted = Counter[int]()
@@ -762,9 +763,13 @@ def _spied_round_trip(monkeypatch: pytest.MonkeyPatch, entry: str | tuple[str, .
     (:func:`round_trip_off_the_grid`; the 2-d kernels left out), the shape, the array and its physical bytes."""
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
     monkeypatch.setattr(_compiled, "_compiled_choice", lambda *args: None)
+    entries = (entry,) if isinstance(entry, str) else entry
+    if "staged_transpose" in entries and "direct_transpose" not in entries:  # (the staged kernel's own tests: rows
+        # on the line grid staged too)
+        monkeypatch.setattr(_transposes, "DIRECT", False)
     walk = kernel()
     calls = Counter[int]()
-    for name in (entry,) if isinstance(entry, str) else entry:
+    for name in entries:
         for variant in (name, name + "_canonical") if name in CANONICAL_ENTRIES else (name,):  # (pred's: its own)
             monkeypatch.setattr(walk, variant, _counting(getattr(walk, variant), calls))
     shape = shape_of(text)
@@ -1102,8 +1107,8 @@ def test_staged_transposes(compiled_everywhere: Counter[str], monkeypatch: pytes
     # off it, transposed 64 x 64 at a time); destination rows of whole lines off the
     # line grid have their middles shifted onto it first; rows at other offsets (odd lengths, legacy padding) are
     # written from their own line boundaries, each row's unfinished line carried from block to block
-    monkeypatch.setattr(_copy, "STAGE_ROWS", 128)
-    monkeypatch.setattr(_copy, "STAGE_COLS", 256)
+    monkeypatch.setattr(_transposes, "STAGE_ROWS", 128)
+    monkeypatch.setattr(_transposes, "STAGE_COLS", 256)
     monkeypatch.setattr(_copy, "SHIFT_BYTES", 256)
     staged, shape, x, expected = _spied_round_trip(monkeypatch, "staged_transpose", text, offset)
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
@@ -1139,11 +1144,49 @@ def test_batches_of_transposes_at_other_offsets_in_their_lines_go_staged(
         monkeypatch.setattr(_copy, "BATCH_TIMED_BYTES", 0)
         monkeypatch.setattr(_tuned, "run_fastest", lambda key, plans: plans[-1 if key[0] == "walk" else 0]())
     else:
-        monkeypatch.setattr(_copy, "BATCH_STAGE_BYTES", 0)
-    monkeypatch.setattr(_copy, "STAGE_COLS", 256)
+        monkeypatch.setattr(_transposes, "BATCH_STAGE_BYTES", 0)
+    monkeypatch.setattr(_transposes, "STAGE_COLS", 256)
     staged, shape, *_ = _spied_round_trip(monkeypatch, "staged_transpose", text, 16)
     batch = math.prod(shape.dimensions[:-2]) if text.startswith("u8[2,3") else shape.dimensions[0]
     assert sum(staged.values()) >= 2 * batch, (text, staged)  # (laid out and read back, each transpose of each)
+
+
+@pytest.mark.parametrize(("text", "edges"), [
+    ("f32[320,517]{0,1}", 1), ("bf16[192,544]{0,1}", 0), ("u8[640,1030]{0,1}", 1), ("f64[128,203]{0,1}", 1),
+    ("s16[300,500]{0,1:P(320,512)}", 2), ("u8[3,256,200]{1,2,0}", 1), ("bf16[2,64,4100]{1,2,0}", 1)])
+def test_transposes_onto_rows_on_the_line_grid_go_straight_from_the_source(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, edges: int) -> None:
+    # 2-d transposes whose destination rows are on the line grid move their whole squares straight from the source
+    # (direct_transpose: bands of source rows swept a few lines at a time, the next lines prefetched), the last few
+    # destination rows (a side not a whole number of squares) and the last few elements of each (rows padded past
+    # them) through the staged kernel; laid out only (read back, these destination rows are off the grid), every
+    # width, a batch of them, the destination rows split over threads
+    walk = _dispatch.walker()
+    staged = Counter[int]()
+    monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
+    monkeypatch.setattr(_transposes, "BATCH_STAGE_BYTES", 0)
+    direct, shape, x, expected = _spied_round_trip(monkeypatch, "direct_transpose", text, 0)
+    batch = math.prod(shape.dimensions[:-2])
+    assert sum(direct.values()) >= batch, text
+    assert sum(staged.values()) >= batch * edges, (text, staged)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    done = sum(direct.values())
+    assert np.array_equal(to_physical(x, shape, threads=3), expected), text
+    assert sum(direct.values()) >= done + (3 if batch == 1 else batch), text  # (one call a thread, or a transpose)
+
+
+def test_direct_transposes_leave_pred_made_canonical_and_rows_off_the_grid_to_the_staged_kernel(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # pred's bytes are made 0 or 1 by the staged kernel's squares, both ways (the direct kernel's canonical byte
+    # squares took 1.5x its time); destination rows off the line grid need staging to be joined into lines
+    walk = _dispatch.walker()
+    staged = Counter[int]()
+    monkeypatch.setattr(walk, "staged_transpose_canonical", _counting(walk.staged_transpose_canonical, staged))
+    monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))
+    for text, offset in (("pred[640,1024]{0,1}", 0), ("u8[640,1024]{0,1}", 16)):
+        staged.clear()
+        direct, *_ = _spied_round_trip(monkeypatch, "direct_transpose", text, offset)
+        assert not direct and sum(staged.values()) >= 2, (text, staged)
 
 
 @pytest.mark.parametrize("text", ["u8[100,700]{0,1}", "u8[72,9,70]{0,2,1}", "bf16[200,600]{0,1}", "f32[128,900]{0,1}",
@@ -1155,7 +1198,7 @@ def test_staged_transposes_onto_rows_back_to_back(compiled_everywhere: Counter[s
     # as u8[B,H,W]{0,2,1}): each band of them is transposed as it lies in the destination, spilling into the next
     # row where a row ends inside a square, and streamed on as one piece, the line between bands carried; such rows
     # are staged from 32 elements (40 bytes, 48 2-byte words), where other transposes need 64 and 128
-    monkeypatch.setattr(_copy, "STAGE_COLS", 256)
+    monkeypatch.setattr(_transposes, "STAGE_COLS", 256)
     staged, shape, x, expected = _spied_round_trip(monkeypatch, "staged_transpose", text, offset)
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
     assert np.array_equal(to_physical(x, shape, threads=3), expected), text  # bands split over threads
@@ -1172,8 +1215,8 @@ def test_staged_rows_a_little_longer_than_a_block_go_whole(compiled_everywhere: 
     # whole into each block (rather than a block and a last one of a few rows): the rows of a band are then one run,
     # the block's last partial band of squares reading staged rows past its end
     blocks: list[tuple[int, int]] = []
-    block = _copy._stage_block
-    monkeypatch.setattr(_copy, "_stage_block", lambda *args: blocks.append(block(*args)) or blocks[-1])
+    block = _transposes._stage_block
+    monkeypatch.setattr(_transposes, "_stage_block", lambda *args: blocks.append(block(*args)) or blocks[-1])
     staged, shape, x, expected = _spied_round_trip(monkeypatch, "staged_transpose", text, offset)
     on_lines = offset == 0 and x.shape[1] * x.dtype.itemsize % 64 == 0
     assert any(rows == x.shape[1] for rows, _ in blocks) != on_lines, (text, blocks)
@@ -1249,9 +1292,9 @@ def test_batches_of_staged_transposes(compiled_everywhere: Counter[str], monkeyp
     # a batch of long 2-d transposes (batched matrices, attention heads) goes through the staged kernel one
     # transpose at a time (the walk took 7-60x memcpy on some), the batch over the threads when it has four per
     # thread or more, else each transpose over them; the batch dim may sit between the transposed ones
-    monkeypatch.setattr(_copy, "STAGE_ROWS", 128)
-    monkeypatch.setattr(_copy, "STAGE_COLS", 256)
-    monkeypatch.setattr(_copy, "BATCH_STAGE_BYTES", 4096)
+    monkeypatch.setattr(_transposes, "STAGE_ROWS", 128)
+    monkeypatch.setattr(_transposes, "STAGE_COLS", 256)
+    monkeypatch.setattr(_transposes, "BATCH_STAGE_BYTES", 4096)
     monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
     monkeypatch.setattr(physical, "THREADS", threads)
     staged, shape, x, expected = _spied_round_trip(monkeypatch, "staged_transpose", text, offset)
@@ -1260,7 +1303,7 @@ def test_batches_of_staged_transposes(compiled_everywhere: Counter[str], monkeyp
         direction()
         assert sum(staged.values()) >= count, text  # (every transpose of the batch)
     staged.clear()
-    monkeypatch.setattr(_copy, "BATCH_STAGE_BYTES", 1 << 40)  # (smaller than this: the walk, the same bytes)
+    monkeypatch.setattr(_transposes, "BATCH_STAGE_BYTES", 1 << 40)  # (smaller than this: the walk, the same bytes)
     assert np.array_equal(round_trip_off_the_grid(x, shape, offset), expected), text
     assert not staged, text
 
@@ -1888,8 +1931,8 @@ def test_packed_transposes_pack_and_unpack_on_the_way(compiled_everywhere: Count
     # a 2-d transpose of E(4) / E(2) fields goes through the staged kernel once, the fields packed as source rows
     # are staged (to) or unpacked (from): no unpacked temporary, no separate packing pass
     monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
-    monkeypatch.setattr(_copy, "STAGE_ROWS", 128)
-    monkeypatch.setattr(_copy, "STAGE_COLS", 256)
+    monkeypatch.setattr(_transposes, "STAGE_ROWS", 128)
+    monkeypatch.setattr(_transposes, "STAGE_COLS", 256)
     passes = Counter[str]()  # packing passes outside the NumPy path
 
     def counted(name: str, function: Callable[..., Any]) -> Callable[..., Any]:

@@ -33,6 +33,7 @@ from ._kinds import (
     walk_kind,
 )
 from ._pitched import pitched_copy
+from ._transposes import BATCH_TIMED_BYTES, _batched_plan, _batched_stages, _stage_fits, _staged, _stages
 
 _SMALL_BYTES = 1 << 16  # copies this small go straight to np.copyto
 
@@ -493,126 +494,6 @@ def _shifted_rows(
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 
 
-STAGE_ROWS = 512  # bytes of each destination row a staged transpose writes per block (its source rows: as many
-# words; a multiple of a line)
-STAGE_COLS = 512  # bytes of each source row it reads per block (destination rows: as many words; a multiple of a
-# line); 288 KiB staged
-# (bytes need rows of 512 and up: 256 x 2048 reads 2-byte words at 2.1x memcpy, 512 x 512 at 1.7-1.8x; wider words
-# are the same either way)
-STAGE_SIDE = 64  # shortest side (elements; of 2-byte and wider words, twice that) of a 2-d transpose worth staging
-STAGE_DENSE_SIDE = 32  # ... when its destination rows are back to back and off the line grid (a minor batch dim of 32
-# to 63: u8[48,N,1024]{0,2,1} 'to' 2.6-2.9 -> 1.7-1.9x memcpy, bf16 2.15-2.3 -> 1.6-1.7; 24 bytes: 2.05-2.3 -> 2.5)
-STAGE_AHEAD = 8  # source rows of 2- and 4-byte words a staged block prefetches ahead of the one it copies, into the
-# second cache level (512 MiB: 1.45-1.7x memcpy; 2 rows into the first level: 1.6-1.85x)
-STAGE_AHEAD_SPAN = 4096  # ... or as many as span this many bytes, where rows are short (u8[100,N,1024]{0,2,1} 'from',
-# rows of 100 bytes: 2.3 -> 1.6x memcpy; 2 KiB: 1.8, 8 KiB: 1.7)
-STAGE_AHEAD_BYTES = 4  # ... of bytes paired into 2-byte words (and E(n) fields), into the first level (into the
-# second, 8 rows: no faster for bytes; u4 'to' 2.3x, not 1.65x); shifted bytes, staged plainly, as wider words
-
-
-def _stage_fits(
-    sides: Sequence[int] | np.ndarray[Any, Any], width: int, dense: bool = False, on_lines: bool = False
-) -> bool:
-    """True when the staged kernel takes a 2-d transpose of ``width``-byte words with these sides (destination rows,
-    their length): 1-, 2- and 4-byte words, sides of at least ``STAGE_SIDE`` elements (2-byte and wider words: twice
-    that); when the destination rows are back to back (``dense``) and short enough to be whole in each block, sides
-    of ``STAGE_SIDE`` elements, or ``STAGE_DENSE_SIDE`` off the line grid (not ``on_lines``).
-
-    >>> _stage_fits((64, 1000), 1), _stage_fits((64, 1000), 4), _stage_fits((512, 512), 8)
-    (True, False, False)
-    >>> _stage_fits((100000, 100), 4), _stage_fits((100000, 100), 4, dense=True)
-    (False, True)
-    >>> _stage_fits((100000, 48), 2, dense=True), _stage_fits((100000, 48), 4, dense=True, on_lines=True)
-    (True, False)
-    """
-    if width not in (1, 2, 4):
-        return False
-    side = min(int(n) for n in sides)
-    if dense and int(sides[1]) * width <= STAGE_ROWS:
-        return side >= (STAGE_SIDE if on_lines else STAGE_DENSE_SIDE)
-    return side >= STAGE_SIDE * min(width, 2)
-
-
-def _stages(
-    target: int, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any], width: int, stream: int,
-    dense: bool = True,
-) -> int:
-    """How the staged kernel takes a streamed 2-d transpose (source-contiguous axis first) that it fits
-    (:func:`_stage_fits`; ``dense``: with destination rows back to back counted as such): 1 straight onto
-    destination rows on the line grid, 2 through staged rows (rows at other offsets); 0 when it does not."""
-    if not stream or len(shape) != 2 or int(d_steps[1]) != 1 or target % width:
-        return 0
-    on_lines = target % LINE == 0 and int(d_steps[0]) * width % LINE == 0
-    if not _stage_fits(shape, width, dense and int(d_steps[0]) == int(shape[1]), on_lines):
-        return 0
-    return 1 if on_lines else 2
-
-
-BATCH_STAGE_BYTES = 1 << 20
-"""Least bytes of each 2-d transpose of a batch for the staged kernel to take them one by one (smaller ones: the walk).
-Measured, 32 MiB, x memcpy, walked -> staged: f32 ``[2,3000,1024]{1,2,0}`` 'to' 29 -> 1.75, bf16 ``[2,4096,2000]``
-'from' 60 -> 1.6, bf16 ``[11,1500,1000]`` 'to' 7.5 -> 1.9; but u8 ``[128,1024,256]`` (256 KiB each) 2.0 -> 2.9, u8
-``[256,1000,131]`` (128 KiB) 2.6 -> 5.5."""
-
-BATCH_TIMED_BYTES = 1 << 16
-"""Least bytes of each 2-d transpose of a batch for a large copy to time the staged kernel beside the walk, below
-``BATCH_STAGE_BYTES`` (u8 ``[56,2995,200]{1,2,0}`` 'to', transposes of 585 KiB onto rows of 2995 bytes: 10-12x
-memcpy walked, 2.7 staged)."""
-
-
-def _batched_stages(
-    walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pad: Any, shape: np.ndarray[Any, Any],
-    d_steps: np.ndarray[Any, Any], s_steps: np.ndarray[Any, Any], run: Run, stream: int,
-) -> bool:
-    """The walk's copy by :func:`_batched_plan` (transposes of ``BATCH_STAGE_BYTES`` and more); False (nothing done)
-    where it does not apply."""
-    plan = _batched_plan(walk, d, s, pad, shape, d_steps, s_steps, run, stream, BATCH_STAGE_BYTES)
-    return plan is not None and plan()
-
-
-def _batched_plan(
-    walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pad: Any, shape: np.ndarray[Any, Any],
-    d_steps: np.ndarray[Any, Any], s_steps: np.ndarray[Any, Any], run: Run, stream: int, least: int,
-) -> Callable[[], bool] | None:
-    """The walk's copy as a batch of 2-d transposes (its last two axes, the source-contiguous one first) that the
-    staged kernel takes one at a time, each as its offset in its line asks (:func:`_stages`); None when they are
-    smaller than ``least`` bytes or the kernel does not take one of them.
-
-    A batch of many goes over ``run``'s threads a transpose each; of few, each transpose over the threads. (Batches
-    whose transposes sit at other offsets in their lines had been left to the walk: bf16 ``[11,1500,1001]{1,2,0}``
-    'to', rows of 2002 bytes, 5.6x memcpy, staged 1.85.)
-    """
-    width = d.itemsize
-    plane, outer = shape[-2:], shape[:-2]
-    count = int(np.prod(outer))
-    nbytes = int(np.prod(plane)) * width
-    if not stream or nbytes < least or count > BATCH_MOST:
-        return None
-    target, source = dispatch.address(d), dispatch.address(s)
-    starts = np.indices(tuple(int(n) for n in outer)).reshape(len(outer), -1).T @ d_steps[:-2] * width
-    modes = {int(at): _stages(int(at), plane, d_steps[-2:], width, stream)
-             for at in np.unique((target + starts) % LINE)}
-    if not all(modes.values()):
-        return None
-    many = count >= 4 * run.threads
-    each = Run(run.limit, 1, run.numba_bytes, run.stream_bytes, run.thread_bytes) if many else run
-
-    def part(bounds: tuple[int, int]) -> None:
-        for k in range(*bounds):
-            index = np.array(np.unravel_index(k, outer), np.int64)
-            to, out_of = target + int(index @ d_steps[:-2]) * width, source + int(index @ s_steps[:-2]) * width
-            _staged(walk, to, out_of, pad, plane, d_steps[-2:], s_steps[-2:], nbytes, each, modes[to % LINE])
-
-    def batch() -> bool:
-        dispatch.run_parts(part, dispatch.parts(count, d.nbytes, run) if many else [(0, count)])
-        return True
-
-    return batch
-
-
-BATCH_MOST = 1 << 16  # most transposes of a batch looped over here (by then they make 64 GiB or more)
-
-
 PLANES_SLAB = 16 << 20
 """Bytes of the slabs a copy of tiny blocks goes through (:func:`_through_planes`; 0: never)."""
 
@@ -661,72 +542,6 @@ def _through_planes(
             _copy(planes, source[index][:, :, k0 : k0 + k], run)
             _copy(target[index][:, :, k0 : k0 + k], planes, run)
     return True
-
-
-def _stage_ahead(read: int, plain: bool, bits: int) -> int:
-    """Source rows a staged block prefetches ahead of the one it copies when it reads ``read`` bytes of each row:
-    ``STAGE_AHEAD`` rows staged as they are (``plain``), ``STAGE_AHEAD_BYTES`` bytes paired into words and E(n) fields,
-    or as many more as span ``STAGE_AHEAD_SPAN`` bytes (short rows; not for E(n) fields); an even number.
-
-    >>> _stage_ahead(1024, True, 8), _stage_ahead(1024, False, 8), _stage_ahead(100, False, 8)
-    (8, 4, 42)
-    """
-    ahead = STAGE_AHEAD if plain else STAGE_AHEAD_BYTES
-    if bits == 8:
-        ahead = max(ahead, -(-STAGE_AHEAD_SPAN // max(1, read)))
-    return ahead + ahead % 2
-
-
-def _staged(
-    walk: Any, target: int, source: int, pad: Any, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any],
-    s_steps: np.ndarray[Any, Any], nbytes: int, run: Run, mode: int, bits: int = 8, packs: int = 0,
-) -> None:
-    """The staged transpose kernel over ``run``'s threads (each part whole lines of destination rows); ``mode`` as
-    :func:`_stages` gives it; ``bits``, ``packs``: E(bits) fields packed or unpacked on the way (``staged_transpose``).
-    """
-    big, small, du, si = int(shape[0]), int(shape[1]), int(d_steps[0]), int(s_steps[1])
-    width = pad.itemsize
-    rows, cols = _stage_block(small, du, width, mode if bits == 8 and not packs else 1)
-    line = LINE // width
-    staged = -(-rows // line) * line * (cols * width + LINE)  # (a partial band's squares read whole lines of rows)
-    ring = LINE * (rows * width + LINE) + cols * LINE  # a band's rows (up to a line's bytes), then a line per row
-    canon = int(bits == 8 and not packs and dispatch.fusing())  # (pred: the bytes made 0 or 1 by the squares)
-
-    def part(bounds: tuple[int, int]) -> None:
-        room = np.empty(staged + ring + LINE, np.uint8)
-        scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
-        last = big if bounds[1] * line >= big - big % line else bounds[1] * line
-        plain = width > 1 or (bits == 8 and mode == 2)  # (rows staged as they are, as the kernel decides)
-        ahead = _stage_ahead(min(cols, last - bounds[0] * line) * width, plain, bits)
-        kernel = walk.staged_transpose_canonical if canon else walk.staged_transpose
-        kernel(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, rows, cols, ahead,
-               scratch + staged, int(mode == 2), bits, packs)
-
-    dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
-    if canon:
-        dispatch.made_canonical(nbytes)
-
-
-DENSE_ROWS = STAGE_ROWS + LINE
-"""Longest destination rows (bytes) back to back, off the line grid, that a staged transpose takes whole in each
-block rather than in blocks of ``STAGE_ROWS`` and a last one of under a line of rows (``u8[64000,524]{0,1}`` 'from':
-blocks of 512 and 12 rows, 2.4x memcpy; whole, one run per band: 1.9-2.1x; longer rows whole, with fewer bytes of
-each source row per block, were slower: ``u8[16000,2000]`` 1.7 -> 2.1x)."""
-
-
-def _stage_block(small: int, du: int, width: int, mode: int) -> tuple[int, int]:
-    """The staged kernel's block (source rows, words of each): ``STAGE_ROWS`` x ``STAGE_COLS`` bytes, or every row
-    when the destination rows are back to back, off the line grid (``mode`` 2; not for E(n) fields packed or
-    unpacked on the way, whose blocks keep whole bytes of fields), and at most ``DENSE_ROWS`` bytes (as many bytes in
-    all, in whole lines of each row).
-
-    >>> _stage_block(524, 524, 1, 2), _stage_block(524, 524, 1, 1), _stage_block(700, 700, 1, 2)
-    ((524, 448), (512, 512), (512, 512))
-    """
-    rows, cols = STAGE_ROWS // width, STAGE_COLS // width
-    if mode == 2 and du == small and STAGE_ROWS < small * width <= DENSE_ROWS:
-        return small, max(LINE, STAGE_ROWS * STAGE_COLS // (small * width) // LINE * LINE) // width
-    return rows, cols
 
 
 PASSES = True  # tiny interleaved blocks timed as two passes through a buffer too, channels and planes in another

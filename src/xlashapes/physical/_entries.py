@@ -18,7 +18,7 @@ import numpy as np
 ENTRIES = {
     "_walk": ("walk_runs", "walk_groups", "walk_wide", "walk_wide_lines", "walk_quarters", "walk_rows", "walk_squares",
               "walk_planes", "walk_short", "walk_turns", "shifted_rows", "staged_transpose",
-              "staged_transpose_canonical", "padded_rows", "cut_rows", "padding_runs"),
+              "staged_transpose_canonical", "direct_transpose", "padded_rows", "cut_rows", "padding_runs"),
     "_kernels": ("tiled_to_physical", "tiled_to_canonical", "tiled_to_packed", "tiled_to_odd_physical",
                  "tiled_to_odd_canonical", "tiled_to_odd_packed", "tiled_from_physical",
                  "tiled_from_canonical", "tiled_from_packed", "tiled_from_tile_rows", "pack", "unpack",

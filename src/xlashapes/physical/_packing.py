@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _copy
+from . import _copy, _transposes
 from . import _dispatch as dispatch
 from ._dispatch import Run, address
 from ._geometry import _check_size, _Geometry
@@ -214,11 +214,11 @@ def _packed_transpose(
         small, du, si = small // per, du // per, si * per
     at = address(target)
     shape, d_steps, s_steps = (np.array(v, np.int64) for v in ((big, small), (du, 1), (1, si)))
-    mode = _copy._stages(at, shape, d_steps, 1, 1, dense=False)  # (E(n) fields go row by row)
+    mode = _transposes._stages(at, shape, d_steps, 1, 1, dense=False)  # (E(n) fields go row by row)
     if not mode:
         return False
-    _copy._staged(walk, at, address(logical if to else physical), np.uint8(0), shape, d_steps, s_steps,
-                  target.nbytes, run, mode, geometry.bits, int(to))
+    _transposes._staged(walk, at, address(logical if to else physical), np.uint8(0), shape, d_steps, s_steps,
+                        target.nbytes, run, mode, geometry.bits, int(to))
     return True
 
 

@@ -47,12 +47,15 @@ register transposes of blocks from 2 rows up; streaming whole lines out; a run c
 sub-tile's row pair, moves as one word); transposing walks read one line's worth of source rows ~2 KiB at a time and
 write whole destination lines (rows off the line grid are shifted onto it; short rows at different offsets, as legacy
 padding makes, go through ``shifted_rows``); 2-d transposes with both sides 128 words and up (64 bytes: ``{0,1}`` of any
-size, legacy padding; from 32 elements onto short destination rows back to back, as a minor batch dim makes) go through
-``staged_transpose``, which copies blocks of source rows into the cache one long run at a time (prefetched 8 rows or
-4 KiB ahead) before transposing them out, each destination row's lines streamed from its own line boundary (a read
-pattern memory serves at close to ``memcpy`` speed, where reading a line's worth of rows at once is not), or short
-rows back to back as one run; bytes on the line grid are transposed as 2-byte words of two interleaved rows, squares of
-whole lines, bytes off it 64 x 64 at a time, and E(4) / E(2) fields (``u4[m,n]{0,1:E(4)}``) are
+size, legacy padding; from 32 elements onto short destination rows back to back, as a minor batch dim makes) go
+through ``_transposes``: onto destination rows on the line grid, ``direct_transpose`` moves the whole squares straight
+from the source, a band of a line or two of rows swept a few lines at a time while the next sweep's lines are
+prefetched into the second cache level (memory read while the squares stream out), 8-byte words too; rows at other
+offsets, pred made 0/1, E(n) fields and the edges go through ``staged_transpose``, which copies blocks of source rows
+into the cache one long run at a time (prefetched 8 rows or 4 KiB ahead) before transposing them out, each destination
+row's lines streamed from its own line boundary, or short rows back to back as one run; bytes on the line grid are
+staged as 2-byte words of two interleaved rows, squares of whole lines, bytes off it 64 x 64 at a time, and E(4) /
+E(2) fields (``u4[m,n]{0,1:E(4)}``) are
 packed or unpacked as the source rows are staged (four or eight rows' fields to one row of words), so a packed transpose
 is one pass with no unpacked temporary. The 2-d tiled kernels (any ``T(R,C)(P,1)`` with ``P > 1``: the TPU's 8- and
 16-bit formats, pred made 0/1 and plain E(n) fields packed tile by tile on the way) are faster special cases, and so

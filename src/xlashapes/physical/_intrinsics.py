@@ -249,6 +249,12 @@ _copy = _byte_copy(False)
 _move = _byte_copy(True)
 
 
+def _stream_store(builder: Any, value: Any, pointer: Any) -> None:
+    """Store ``value`` (a whole line) to the line-aligned ``pointer`` streaming, past the cache."""
+    store = builder.store(value, pointer, align=LINE)
+    store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
+
+
 def _streamer(lines: int) -> Any:
     """An intrinsic copying ``lines`` cache lines to a line-aligned address with non-temporal stores."""
 
@@ -258,10 +264,8 @@ def _streamer(lines: int) -> Any:
             target = _at(builder, args[0], _LINE_VECTOR)
             source = _at(builder, args[1], _LINE_VECTOR)
             values = [builder.load(builder.gep(source, [ir.Constant(_I64, k)]), align=1) for k in range(lines)]
-            hint = builder.module.add_metadata([ir.Constant(_I32, 1)])
             for k, value in enumerate(values):
-                store = builder.store(value, builder.gep(target, [ir.Constant(_I64, k)]), align=LINE)
-                store.set_metadata("nontemporal", hint)
+                _stream_store(builder, value, builder.gep(target, [ir.Constant(_I64, k)]))
             return context.get_dummy_value()
 
         return types.void(types.intp, types.intp), codegen
@@ -282,8 +286,7 @@ def _stream_joined(typingctx: Any, dst: Any, first: Any, k: Any, second: Any) ->
         splat = builder.insert_element(ir.Constant(byte_line, None), count, ir.Constant(_I32, 0))
         splat = builder.shuffle_vector(splat, ir.Constant(byte_line, None), _mask([0] * LINE))
         below = builder.icmp_unsigned("<", ir.Constant(byte_line, list(range(LINE))), splat)
-        store = builder.store(builder.select(below, low, high), _at(builder, args[0], byte_line), align=LINE)
-        store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
+        _stream_store(builder, builder.select(below, low, high), _at(builder, args[0], byte_line))
         return context.get_dummy_value()
 
     return types.void(types.intp, types.intp, types.intp, types.intp), codegen

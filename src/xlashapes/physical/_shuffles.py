@@ -20,6 +20,7 @@ from ._intrinsics import (
     _intrinsic,
     _mask,
     _offset,
+    _stream_store,
     _table_pointer,
     cgutils,
 )
@@ -31,8 +32,7 @@ def _store(builder: Any, value: Any, pointer: Any, nontemporal: bool) -> None:
     if not nontemporal:
         builder.store(value, pointer, align=1)
         return
-    store = builder.store(value, pointer, align=LINE)
-    store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
+    _stream_store(builder, value, pointer)
 
 
 def _stores(builder: Any, pairs: list[tuple[Any, Any]], stream: Any) -> None:

@@ -1,7 +1,7 @@
 """The 2-d transposes of the generic copy (the source-contiguous axis first, the destination's last) that its
 kernels take whole: staged through the cache (``staged_transpose``: a block of source rows copied into a scratch, then
 transposed out of it) or, onto destination rows on the line grid, moved straight from the source
-(``direct_transpose``), their edges staged; one at a time or a batch of them.
+(``direct_transpose``); one at a time or a batch of them.
 
 **Why straight from the source.** The staged kernel reads a block, then writes it out: memory is read or written,
 not both at once, and a 2-d transpose of 512 MiB took twice memcpy's time or more on this 2-core Intel Xeon (f32
@@ -12,7 +12,10 @@ out (x memcpy, one thread, staged -> direct: that f32 transpose 2.3 / 1.9 -> 1.7
 f32 1.07 -> 0.86, bf16 1.27 -> 0.95, s8 1.33 -> 1.12; a batch of bf16 ``[4096,2000]`` transposes laid out 2.4 ->
 1.65). The staged kernel keeps rows at other offsets in their lines (whose squares need staging to be joined into
 lines), E(n) fields, and pred's bytes made canonical on the way (the direct kernel's canonical byte squares were
-slower than the staged kernel's paired bytes: 1.5x its time).
+slower than the staged kernel's paired bytes: 1.5x its time). The direct kernel takes the last few rows or columns of
+a side that is not a whole number of squares in one more square overlapping the one before; staged, they had cost one
+more kernel call for each transpose of a batch (u8 ``[200,2616,1024]{0,2,1}`` read back, 2616 transposes whose
+last 8 destination rows were staged: 2.1 -> 3.2x memcpy).
 """
 
 from __future__ import annotations
@@ -175,32 +178,21 @@ def _staged(
     staged = -(-rows // line) * line * (cols * width + LINE)  # (a partial band's squares read whole lines of rows)
     ring = LINE * (rows * width + LINE) + cols * LINE  # a band's rows (up to a line's bytes), then a line per row
     canon = int(bits == 8 and not packs and dispatch.fusing())  # (pred: the bytes made 0 or 1 by the squares)
+    direct = DIRECT and mode == 1 and bits == 8 and not packs and not canon and min(big, small) >= line
 
-    direct = DIRECT and mode == 1 and bits == 8 and not packs and not canon and small >= line
-
-    def staged_part(to: int, at: int, across: int, first: int, last: int, scratch: int) -> None:
+    def part(bounds: tuple[int, int]) -> None:
+        first, last = bounds[0] * line, big if bounds[1] * line >= big - big % line else bounds[1] * line
+        if direct:
+            walk.direct_transpose(target, source, pad, small, du, si, first, last, DIRECT_ROWS[width],
+                                  DIRECT_LINES[width])
+            return
+        room = np.empty(staged + ring + LINE, np.uint8)
+        scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         plain = width > 1 or (bits == 8 and mode == 2)  # (rows staged as they are, as the kernel decides)
         ahead = _stage_ahead(min(cols, last - first) * width, plain, bits)
         kernel = walk.staged_transpose_canonical if canon else walk.staged_transpose
-        kernel(to, at, pad, big, across, du, si, first, last, scratch, rows, cols, ahead, scratch + staged,
+        kernel(target, source, pad, big, small, du, si, first, last, scratch, rows, cols, ahead, scratch + staged,
                int(mode == 2), bits, packs)
-
-    def part(bounds: tuple[int, int]) -> None:
-        room = np.empty(staged + ring + LINE, np.uint8)
-        scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
-        first, last = bounds[0] * line, big if bounds[1] * line >= big - big % line else bounds[1] * line
-        if not direct:
-            staged_part(target, source, small, first, last, scratch)
-            return
-        whole, across = min(last, big - big % line), small - small % line  # (the whole squares, moved straight)
-        if whole > first:
-            walk.direct_transpose(target, source, pad, across, du, si, first, whole, DIRECT_ROWS[width],
-                                  DIRECT_LINES[width])
-            if across < small:  # (the last few elements of each of those destination rows)
-                staged_part(target + across * width, source + across * si * width, small - across, first, whole,
-                            scratch)
-        if whole < last:  # (the last few destination rows)
-            staged_part(target, source, small, whole, last, scratch)
 
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
     if canon:
@@ -208,8 +200,8 @@ def _staged(
 
 
 DIRECT = True
-"""2-d transposes onto destination rows on the line grid moved straight from the source (``direct_transpose``), their
-edges staged (False: all staged, for comparison)."""
+"""2-d transposes onto destination rows on the line grid moved straight from the source (``direct_transpose``; False:
+staged, for comparison)."""
 DIRECT_ROWS = {1: 64, 2: 32, 4: 32, 8: 16}
 """Source rows of each band of a direct transpose, by element width: one line of each destination row a sweep, two
 for words of 4 and 8 bytes (f32 ``[32768,4096]{0,1}`` 'to', ms at 512 MiB, this machine: 16 rows 67-70, 32 61-69,

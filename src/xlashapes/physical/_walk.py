@@ -851,25 +851,28 @@ staged_transpose_canonical = _staged_transpose_of(True)
 @_jit
 def direct_transpose(dst: int, src: int, pad: Any, small: int, du: int, si: int, first: int, last: int, rows: int,
                      lines: int) -> None:
-    """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small`` (whole squares of one line
-    a side; destination rows on the line grid), streamed: bands of ``rows`` source rows, each swept ``lines`` lines
-    of every row at a time, the next sweep's lines prefetched into the second level meanwhile (the next band's first
-    lines at a band's end), so that memory is read while the squares stream out."""
+    """``dst[u*du + i] = src[u + i*si]`` for ``first <= u < last`` and every ``i < small`` (each at least a line's
+    elements; destination rows on the line grid) in squares of one line a side, streamed: bands of ``rows`` source
+    rows, each swept ``lines`` lines of every row at a time, the next sweep's lines prefetched into the second level
+    meanwhile (the next band's first lines at a band's end), so that memory is read while the squares stream out. The
+    last square of each side overlaps the one before (the same bytes written again), stored plainly where it is off
+    the destination's line grid."""
     width = _width(pad)
     side = LINE // width
     span = side * lines
     for i0 in range(0, small, rows):
-        r = min(rows, small - i0)
         for u0 in range(first, last, span):
             u, i = u0 + span, i0
             if u >= last:
                 u, i = first, i0 + rows
             if i < small:
-                ahead = min(lines, (last - u) // side)
+                ahead = min(lines, -(-(last - u) // side))
                 for k in range(min(rows, small - i)):
                     _prefetch_run_l2(src + (u + (i + k) * si) * width, ahead)
-            for j in range(i0, i0 + r, side):
-                for c in range(u0, min(u0 + span, last), side):
-                    _square(dst + (c * du + j) * width, du * width, src + (c + j * si) * width, si * width, _1, pad,
-                            width)
+            for j0 in range(i0, min(i0 + rows, small), side):
+                j = min(j0, small - side)
+                for c0 in range(u0, min(u0 + span, last), side):
+                    c = min(c0, last - side)
+                    _square(dst + (c * du + j) * width, du * width, src + (c + j * si) * width, si * width,
+                            _1 if j == j0 else _0, pad, width)
     _fence()

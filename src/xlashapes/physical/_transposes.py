@@ -206,7 +206,7 @@ DIRECT_ROWS = {1: 64, 2: 32, 4: 32, 8: 16}
 """Source rows of each band of a direct transpose, by element width: one line of each destination row a sweep, two
 for words of 4 and 8 bytes (f32 ``[32768,4096]{0,1}`` 'to', ms at 512 MiB, this machine: 16 rows 67-70, 32 61-69,
 64 77-127; bytes 64 rows 77-99, 128 93-152; bf16 32 rows 72-93, 64 81-147; f64 8 rows 61, 16 54-58, 32 62-64)."""
-DIRECT_LINES = {1: 4, 2: 4, 4: 2, 8: 2}
+DIRECT_LINES = {1: 4, 2: 4, 4: 4, 8: 2}
 """Lines of each source row a direct transpose's sweep reads at a time, and prefetches for the next sweep (bytes: 2
 lines read 30% slower than 4 wherever the source's rows were not on a page boundary)."""
 

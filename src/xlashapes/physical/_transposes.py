@@ -4,18 +4,22 @@ transposed out of it) or, onto destination rows on the line grid, moved straight
 (``direct_transpose``); one at a time or a batch of them.
 
 **Why straight from the source.** The staged kernel reads a block, then writes it out: memory is read or written,
-not both at once, and a 2-d transpose of 512 MiB took twice memcpy's time or more on this 2-core Intel Xeon (f32
-``[32768,4096]{0,1}`` 2.3x laid out). The direct kernel transposes its squares from the source rows themselves, a
-band of them a few lines at a time, the next lines prefetched into the second cache level while the squares stream
-out (x memcpy, one thread, staged -> direct: that f32 transpose 2.3 / 1.9 -> 1.7 / 1.6; bf16 ``[32768,8192]{0,1}``
-2.9 / 2.2 -> 2.2 / 1.9; s8 ``[65536,8192]{0,1}`` 3.5 / 2.7 -> 2.9 / 2.5; at 64 MiB, where the cache holds much of it,
-f32 1.07 -> 0.86, bf16 1.27 -> 0.95, s8 1.33 -> 1.12; a batch of bf16 ``[4096,2000]`` transposes laid out 2.4 ->
-1.65). The staged kernel keeps rows at other offsets in their lines (whose squares need staging to be joined into
-lines), E(n) fields, and pred's bytes made canonical on the way (the direct kernel's canonical byte squares were
-slower than the staged kernel's paired bytes: 1.5x its time). The direct kernel takes the last few rows or columns of
-a side that is not a whole number of squares in one more square overlapping the one before; staged, they had cost one
-more kernel call for each transpose of a batch (u8 ``[200,2616,1024]{0,2,1}`` read back, 2616 transposes whose
-last 8 destination rows were staged: 2.1 -> 3.2x memcpy).
+not both at once (a prototype staging 512 KiB blocks in order and streaming them out took 68 ms for 512 MiB, the sum
+of reading and writing alone, 38 + 21, where memcpy took 41), and a 2-d transpose of 512 MiB took twice memcpy's time
+or more on this 2-core Intel Xeon. The direct kernel transposes its squares from the source rows themselves, a band
+of them a few lines at a time, the next sweep's lines prefetched into the second cache level while the squares stream
+out (a plain streamed copy itself went 56 -> 38 ms with its source prefetched 2 KiB ahead into that level). x memcpy,
+one thread, to / from, staged -> direct, A/B in one process: f32 ``[32768,4096]{0,1}`` 2.22 / 1.95 -> 1.73 / 1.49;
+bf16 ``[32768,8192]`` 2.79 / 2.16 -> 2.02 / 1.68; s8 ``[65536,8192]`` 3.44 / 2.40 -> 2.38 / 1.79; f64 ``[8192,8192]``
+(before: the walk) 1.82 / 1.81 -> 1.63 / 1.56; a batch of bf16 ``[4096,2000]`` transposes laid out 2.38 -> 1.57; at
+64 MiB, where the cache holds much of it, f32 1.14 / 1.14 -> 0.93 / 0.88, bf16 1.22 / 1.25 -> 0.99 / 0.92, s8
+1.29 / 1.27 -> 1.10 / 1.06. The staged kernel keeps rows at other offsets in their lines (whose squares need staging
+to be joined into lines: a prototype of direct squares joined so through a ring took 112-170 ms for bf16
+``[32760,8191]{0,1}`` laid out, against the staged kernel's ~100), E(n) fields, and pred's bytes made canonical on the
+way (the direct kernel's canonical byte squares took 1.5x the staged kernel's paired bytes). The direct kernel takes
+the last few rows or columns of a side that is not a whole number of squares in one more square overlapping the one
+before; staged, they had cost one more kernel call for each transpose of a batch (u8 ``[200,2616,1024]{0,2,1}`` read
+back, 2616 transposes whose last 8 destination rows were staged: 2.1 -> 3.2x memcpy; overlapped: 2.0).
 """
 
 from __future__ import annotations

@@ -221,16 +221,30 @@ blocks of 512 and 12 rows, 2.4x memcpy; whole, one run per band: 1.9-2.1x; longe
 each source row per block, were slower: ``u8[16000,2000]`` 1.7 -> 2.1x)."""
 
 
+OFF_GRID_ROWS, OFF_GRID_COLS = 256, 2048
+"""The block of a staged transpose onto rows off the line grid, not back to back: bytes of each destination row, words
+of each source row (512 KiB staged). Fewer rows read longer than ``STAGE_ROWS`` x ``STAGE_COLS`` (x memcpy, to /
+from, 512 x 512 bytes -> 256 bytes x 2048 words: 512 MiB bf16 ``[32760,8191]{0,1}`` 2.24 / 2.28 -> 2.29 / 2.00 (4096
+bytes of each row, 2.09 / 2.00), u8 ``[65552,8191]`` 2.98 / 2.52 -> 2.47 / 2.24 (4096 bytes: 2.69 / 2.42), f32
+``[32761,4095]`` 2.16 / 2.19 -> 2.02 / 1.98; 64 MiB bf16 ``[4095,8191]`` 1.17 / 1.16 -> 1.02 / 1.00, u8
+``[8194,8191]`` 1.28 / 1.28 -> 1.12 / 1.12; 128 bytes of rows were slower, 512 x 8192 too)."""
+
+
 def _stage_block(small: int, du: int, width: int, mode: int) -> tuple[int, int]:
-    """The staged kernel's block (source rows, words of each): ``STAGE_ROWS`` x ``STAGE_COLS`` bytes, or every row
-    when the destination rows are back to back, off the line grid (``mode`` 2; not for E(n) fields packed or
-    unpacked on the way, whose blocks keep whole bytes of fields), and at most ``DENSE_ROWS`` bytes (as many bytes in
-    all, in whole lines of each row).
+    """The staged kernel's block (source rows, words of each): ``STAGE_ROWS`` x ``STAGE_COLS`` bytes; every row when
+    the destination rows are back to back, off the line grid (``mode`` 2; not for E(n) fields packed or unpacked on
+    the way, whose blocks keep whole bytes of fields), and at most ``DENSE_ROWS`` bytes (as many bytes in all, in
+    whole lines of each row); ``OFF_GRID_ROWS`` x ``OFF_GRID_COLS`` onto other rows off the grid.
 
     >>> _stage_block(524, 524, 1, 2), _stage_block(524, 524, 1, 1), _stage_block(700, 700, 1, 2)
-    ((524, 448), (512, 512), (512, 512))
+    ((524, 448), (512, 512), (256, 2048))
+    >>> _stage_block(250, 250, 2, 2), _stage_block(300, 301, 2, 2), _stage_block(300, 301, 2, 1)
+    ((256, 256), (128, 2048), (256, 256))
     """
     rows, cols = STAGE_ROWS // width, STAGE_COLS // width
-    if mode == 2 and du == small and STAGE_ROWS < small * width <= DENSE_ROWS:
+    dense = du == small and small * width <= DENSE_ROWS
+    if mode == 2 and dense and STAGE_ROWS < small * width:
         return small, max(LINE, STAGE_ROWS * STAGE_COLS // (small * width) // LINE * LINE) // width
+    if mode == 2 and not dense:
+        return OFF_GRID_ROWS // width, OFF_GRID_COLS
     return rows, cols

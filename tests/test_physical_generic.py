@@ -1210,7 +1210,7 @@ def test_staged_transposes_onto_rows_back_to_back(compiled_everywhere: Counter[s
 def test_staged_rows_a_little_longer_than_a_block_go_whole(compiled_everywhere: Counter[str],
                                                            monkeypatch: pytest.MonkeyPatch, text: str,
                                                            offset: int) -> None:
-    # destination rows back to back and off the line grid, up to a line longer than a block's STAGE_ROWS bytes, go
+    # destination rows back to back and off the line grid, up to a line longer than a block's DENSE_BLOCK bytes, go
     # whole into each block (rather than a block and a last one of a few rows): the rows of a band are then one run,
     # the block's last partial band of squares reading staged rows past its end
     blocks: list[tuple[int, int]] = []

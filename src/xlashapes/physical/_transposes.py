@@ -33,12 +33,16 @@ from . import _dispatch as dispatch
 from ._dispatch import Run
 from ._kinds import LINE
 
-STAGE_ROWS = 512  # bytes of each destination row a staged transpose writes per block (its source rows: as many
+STAGE_ROWS = 256  # bytes of each destination row a staged transpose writes per block (its source rows: as many
 # words; a multiple of a line)
-STAGE_COLS = 512  # bytes of each source row it reads per block (destination rows: as many words; a multiple of a
-# line); 288 KiB staged
-# (bytes need rows of 512 and up: 256 x 2048 reads 2-byte words at 2.1x memcpy, 512 x 512 at 1.7-1.8x; wider words
-# are the same either way)
+STAGE_COLS = 2048  # words of each source row it reads per block (destination rows: as many); 512 KiB staged. Fewer
+# rows read longer than the 512 x 512 bytes before (x memcpy, to / from, 512 MiB: bf16 [32760,8191]{0,1} 2.24 / 2.28 ->
+# 2.29 / 2.00, 4096 bytes of each row 2.09 / 2.00; u8 [65552,8191] 2.98 / 2.52 -> 2.47 / 2.24, 4096 bytes 2.69 / 2.42;
+# f32 [32761,4095] 2.16 / 2.19 -> 2.02 / 1.98; u4 [32768,16384]{0,1:E(4)} 2.58 / 2.17 -> 2.12 / 1.88; pred
+# [65536,8192]{0,1}, its bytes paired, 3.44 / 2.41 -> 2.66 / 2.26; 64 MiB: bf16 [4095,8191] 1.17 / 1.16 -> 1.02 /
+# 1.00, u8 [8194,8191] 1.28 / 1.28 -> 1.12 / 1.12, u4 and pred even; 128 bytes of rows were slower, 512 x 8192 too)
+DENSE_BLOCK = 512  # bytes a side of the block onto destination rows back to back up to ``DENSE_ROWS`` (each row
+# whole in each block; at most ``STAGE_COLS`` words of each source row)
 STAGE_SIDE = 64  # shortest side (elements; of 2-byte and wider words, twice that) of a 2-d transpose worth staging
 STAGE_DENSE_SIDE = 32  # ... when its destination rows are back to back and off the line grid (a minor batch dim of 32
 # to 63: u8[48,N,1024]{0,2,1} 'to' 2.6-2.9 -> 1.7-1.9x memcpy, bf16 2.15-2.3 -> 1.6-1.7; 24 bytes: 2.05-2.3 -> 2.5)
@@ -69,7 +73,7 @@ def _stage_fits(
     if width not in (1, 2, 4) and not (width == 8 and on_lines and DIRECT):  # (8-byte words: straight only)
         return False
     side = min(int(n) for n in sides)
-    if dense and int(sides[1]) * width <= STAGE_ROWS:
+    if dense and int(sides[1]) * width <= DENSE_BLOCK:
         return side >= (STAGE_SIDE if on_lines else STAGE_DENSE_SIDE)
     return side >= STAGE_SIDE * min(width, 2)
 
@@ -214,37 +218,28 @@ DIRECT_LINES = {1: 4, 2: 4, 4: 4, 8: 2}
 """Lines of each source row a direct transpose's sweep reads at a time, and prefetches for the next sweep (bytes: 2
 lines read 30% slower than 4 wherever the source's rows were not on a page boundary)."""
 
-DENSE_ROWS = STAGE_ROWS + LINE
+DENSE_ROWS = DENSE_BLOCK + LINE
 """Longest destination rows (bytes) back to back, off the line grid, that a staged transpose takes whole in each
-block rather than in blocks of ``STAGE_ROWS`` and a last one of under a line of rows (``u8[64000,524]{0,1}`` 'from':
+block rather than in blocks of ``DENSE_BLOCK`` and a last one of under a line of rows (``u8[64000,524]{0,1}`` 'from':
 blocks of 512 and 12 rows, 2.4x memcpy; whole, one run per band: 1.9-2.1x; longer rows whole, with fewer bytes of
 each source row per block, were slower: ``u8[16000,2000]`` 1.7 -> 2.1x)."""
 
 
-OFF_GRID_ROWS, OFF_GRID_COLS = 256, 2048
-"""The block of a staged transpose onto rows off the line grid, not back to back: bytes of each destination row, words
-of each source row (512 KiB staged). Fewer rows read longer than ``STAGE_ROWS`` x ``STAGE_COLS`` (x memcpy, to /
-from, 512 x 512 bytes -> 256 bytes x 2048 words: 512 MiB bf16 ``[32760,8191]{0,1}`` 2.24 / 2.28 -> 2.29 / 2.00 (4096
-bytes of each row, 2.09 / 2.00), u8 ``[65552,8191]`` 2.98 / 2.52 -> 2.47 / 2.24 (4096 bytes: 2.69 / 2.42), f32
-``[32761,4095]`` 2.16 / 2.19 -> 2.02 / 1.98; 64 MiB bf16 ``[4095,8191]`` 1.17 / 1.16 -> 1.02 / 1.00, u8
-``[8194,8191]`` 1.28 / 1.28 -> 1.12 / 1.12; 128 bytes of rows were slower, 512 x 8192 too)."""
-
-
 def _stage_block(small: int, du: int, width: int, mode: int) -> tuple[int, int]:
-    """The staged kernel's block (source rows, words of each): ``STAGE_ROWS`` x ``STAGE_COLS`` bytes; every row when
-    the destination rows are back to back, off the line grid (``mode`` 2; not for E(n) fields packed or unpacked on
-    the way, whose blocks keep whole bytes of fields), and at most ``DENSE_ROWS`` bytes (as many bytes in all, in
-    whole lines of each row); ``OFF_GRID_ROWS`` x ``OFF_GRID_COLS`` onto other rows off the grid.
+    """The staged kernel's block (source rows, words of each): ``STAGE_ROWS`` bytes x ``STAGE_COLS`` words; onto
+    destination rows back to back of up to ``DENSE_ROWS`` bytes, ``DENSE_BLOCK`` bytes a side (at most ``STAGE_COLS``
+    words), or where they are off the line grid (``mode`` 2; not for E(n) fields packed or unpacked on the way, whose
+    blocks keep whole bytes of fields) and longer than ``DENSE_BLOCK``, every row (as many bytes in all, in whole lines
+    of each row).
 
     >>> _stage_block(524, 524, 1, 2), _stage_block(524, 524, 1, 1), _stage_block(700, 700, 1, 2)
     ((524, 448), (512, 512), (256, 2048))
     >>> _stage_block(250, 250, 2, 2), _stage_block(300, 301, 2, 2), _stage_block(300, 301, 2, 1)
-    ((256, 256), (128, 2048), (256, 256))
+    ((256, 256), (128, 2048), (128, 2048))
     """
-    rows, cols = STAGE_ROWS // width, STAGE_COLS // width
-    dense = du == small and small * width <= DENSE_ROWS
-    if mode == 2 and dense and STAGE_ROWS < small * width:
-        return small, max(LINE, STAGE_ROWS * STAGE_COLS // (small * width) // LINE * LINE) // width
-    if mode == 2 and not dense:
-        return OFF_GRID_ROWS // width, OFF_GRID_COLS
-    return rows, cols
+    if du != small or small * width > DENSE_ROWS:
+        return STAGE_ROWS // width, STAGE_COLS
+    side = min(DENSE_BLOCK, STAGE_COLS * width)
+    if mode == 2 and small * width > DENSE_BLOCK:
+        return small, max(LINE, DENSE_BLOCK * side // (small * width) // LINE * LINE) // width
+    return DENSE_BLOCK // width, side // width

@@ -83,7 +83,8 @@ OTHER_PATHS = [
     # padding, a rank-1 tiling read back as its 2-d twin
     "f32[40,100]{1,0:T(8,128)}!", "u8[3,50,70]{2,1,0:T(2,128)}!", "bf16[24,1000]{1,0:T(8,128)}",
     "bf16[8192]{0:T(1024)(128)(2,1)}",
-    # 2-d transposes onto rows on the line grid moved straight from the source, every width, their edges staged
+    # 2-d transposes onto rows on the line grid moved straight from the source, every width, the last square of each
+    # side overlapping the one before
     "u8[128,200]{0,1}@0", "bf16[128,160]{0,1}@0", "f32[128,136]{0,1}@0", "f64[128,130]{0,1}@0"]
 CASES = NEEDED + OTHER_PATHS
 COMPILED = ["u4[64,256]{1,0:E(4)}", "f32[64,256]{0,1}", "bf16[40,100]{1,0:T(1,128)}", "s16[72,1030]{0,1:P(75,1040)}",

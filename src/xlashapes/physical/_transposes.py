@@ -176,8 +176,9 @@ def _staged(
     walk: Any, target: int, source: int, pad: Any, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any],
     s_steps: np.ndarray[Any, Any], nbytes: int, run: Run, mode: int, bits: int = 8, packs: int = 0,
 ) -> None:
-    """The staged transpose kernel over ``run``'s threads (each part whole lines of destination rows); ``mode`` as
-    :func:`_stages` gives it; ``bits``, ``packs``: E(bits) fields packed or unpacked on the way (``staged_transpose``).
+    """The 2-d transpose over ``run``'s threads (each part whole lines of destination rows): moved straight from the
+    source onto destination rows on the line grid (``direct_transpose``, where ``DIRECT``), else by the staged kernel;
+    ``mode`` as :func:`_stages` gives it; ``bits``, ``packs``: E(bits) fields packed or unpacked on the way (staged).
     """
     big, small, du, si = int(shape[0]), int(shape[1]), int(d_steps[0]), int(s_steps[1])
     width = pad.itemsize

@@ -1174,6 +1174,20 @@ def test_transposes_onto_rows_on_the_line_grid_go_straight_from_the_source(
     assert sum(direct.values()) >= done + (3 if batch == 1 else batch) and not staged, (text, staged)
 
 
+@pytest.mark.parametrize("text", ["u8[100,40,1024]{0,2,1}", "u8[70,30,640]{0,2,1}"])
+def test_direct_transposes_of_few_destination_rows_share_their_columns_over_threads(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    # read back, these are one 2-d transpose onto 100 (70) destination rows of 40 x 1024 (30 x 640) bytes: fewer
+    # lines of rows than threads, so the threads take ranges of their columns (one thread took it all: u8
+    # [100,5248,1024]{0,2,1} read back 1.93x memcpy with one thread and 1.96 with two)
+    direct, shape, x, expected = _spied_round_trip(monkeypatch, "direct_transpose", text, 0)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    for threads in (2, 3):
+        direct.clear()
+        assert same_bits(from_physical(expected, shape, threads=threads), x), text
+        assert sum(direct.values()) == threads, (text, threads)
+
+
 def test_direct_transposes_leave_pred_made_canonical_and_rows_off_the_grid_to_the_staged_kernel(
         compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
     # pred's bytes are made 0 or 1 by the staged kernel's squares, both ways (the direct kernel's canonical byte

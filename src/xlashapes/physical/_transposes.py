@@ -176,8 +176,9 @@ def _staged(
     walk: Any, target: int, source: int, pad: Any, shape: np.ndarray[Any, Any], d_steps: np.ndarray[Any, Any],
     s_steps: np.ndarray[Any, Any], nbytes: int, run: Run, mode: int, bits: int = 8, packs: int = 0,
 ) -> None:
-    """The 2-d transpose over ``run``'s threads (each part whole lines of destination rows): moved straight from the
-    source onto destination rows on the line grid (``direct_transpose``, where ``DIRECT``), else by the staged kernel;
+    """The 2-d transpose over ``run``'s threads (each part whole lines of destination rows, or, moved straight from the
+    source, of their columns where they are fewer lines than threads): moved straight from the source onto
+    destination rows on the line grid (``direct_transpose``, where ``DIRECT``), else by the staged kernel;
     ``mode`` as :func:`_stages` gives it; ``bits``, ``packs``: E(bits) fields packed or unpacked on the way (staged).
     """
     big, small, du, si = int(shape[0]), int(shape[1]), int(d_steps[0]), int(s_steps[1])
@@ -203,6 +204,14 @@ def _staged(
         kernel(target, source, pad, big, small, du, si, first, last, scratch, rows, cols, ahead, scratch + staged,
                int(mode == 2), bits, packs)
 
+    if direct and big // line < run.threads <= small // line:  # (too few destination rows to share: their columns)
+        def columns(bounds: tuple[int, int]) -> None:
+            first, last = bounds[0] * line, small if bounds[1] * line >= small - small % line else bounds[1] * line
+            walk.direct_transpose(target + first * width, source + first * si * width, pad, last - first, du, si,
+                                  0, big, DIRECT_ROWS[width], DIRECT_LINES[width])
+
+        dispatch.run_parts(columns, dispatch.parts(small // line, nbytes, run))
+        return
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
     if canon:
         dispatch.made_canonical(nbytes)

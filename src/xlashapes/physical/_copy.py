@@ -33,7 +33,15 @@ from ._kinds import (
     walk_kind,
 )
 from ._pitched import pitched_copy
-from ._transposes import BATCH_TIMED_BYTES, _batched_plan, _batched_stages, _stage_fits, _staged, _stages
+from ._transposes import (
+    BATCH_TIMED_BYTES,
+    _batched_plan,
+    _batched_stages,
+    _stage_fits,
+    _staged,
+    _stages,
+    line_range,
+)
 
 _SMALL_BYTES = 1 << 16  # copies this small go straight to np.copyto
 
@@ -488,8 +496,8 @@ def _shifted_rows(
     def part(bounds: tuple[int, int]) -> None:
         room = np.empty(SHIFTED_ROWS * 2 * LINE + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
-        last = big if bounds[1] * line >= big - big % line else bounds[1] * line
-        walk.shifted_rows(target, source, pad, big, small, du, si, bounds[0] * line, last, scratch, SHIFTED_ROWS)
+        walk.shifted_rows(target, source, pad, big, small, du, si, *line_range(bounds, line, big), scratch,
+                          SHIFTED_ROWS)
 
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
 

@@ -183,38 +183,59 @@ def _staged(
     """
     big, small, du, si = int(shape[0]), int(shape[1]), int(d_steps[0]), int(s_steps[1])
     width = pad.itemsize
-    rows, cols = _stage_block(small, du, width, mode if bits == 8 and not packs else 1)
     line = LINE // width
+    canon = int(bits == 8 and not packs and dispatch.fusing())  # (pred: the bytes made 0 or 1 by the squares)
+    if DIRECT and mode == 1 and bits == 8 and not packs and not canon and min(big, small) >= line:
+        _direct(walk, target, source, pad, big, small, du, si, nbytes, run)
+        return
+    rows, cols = _stage_block(small, du, width, mode if bits == 8 and not packs else 1)
     staged = -(-rows // line) * line * (cols * width + LINE)  # (a partial band's squares read whole lines of rows)
     ring = LINE * (rows * width + LINE) + cols * LINE  # a band's rows (up to a line's bytes), then a line per row
-    canon = int(bits == 8 and not packs and dispatch.fusing())  # (pred: the bytes made 0 or 1 by the squares)
-    direct = DIRECT and mode == 1 and bits == 8 and not packs and not canon and min(big, small) >= line
 
     def part(bounds: tuple[int, int]) -> None:
-        first, last = bounds[0] * line, big if bounds[1] * line >= big - big % line else bounds[1] * line
-        if direct:
-            walk.direct_transpose(target, source, pad, small, du, si, first, last, DIRECT_ROWS[width],
-                                  DIRECT_LINES[width])
-            return
         room = np.empty(staged + ring + LINE, np.uint8)
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
+        first, last = line_range(bounds, line, big)
         plain = width > 1 or (bits == 8 and mode == 2)  # (rows staged as they are, as the kernel decides)
         ahead = _stage_ahead(min(cols, last - first) * width, plain, bits)
         kernel = walk.staged_transpose_canonical if canon else walk.staged_transpose
         kernel(target, source, pad, big, small, du, si, first, last, scratch, rows, cols, ahead, scratch + staged,
                int(mode == 2), bits, packs)
 
-    if direct and big // line < run.threads <= small // line:  # (too few destination rows to share: their columns)
-        def columns(bounds: tuple[int, int]) -> None:
-            first, last = bounds[0] * line, small if bounds[1] * line >= small - small % line else bounds[1] * line
-            walk.direct_transpose(target + first * width, source + first * si * width, pad, last - first, du, si,
-                                  0, big, DIRECT_ROWS[width], DIRECT_LINES[width])
-
-        dispatch.run_parts(columns, dispatch.parts(small // line, nbytes, run))
-        return
     dispatch.run_parts(part, dispatch.parts(max(1, big // line), nbytes, run))
     if canon:
         dispatch.made_canonical(nbytes)
+
+
+def _direct(walk: Any, target: int, source: int, pad: Any, big: int, small: int, du: int, si: int, nbytes: int,
+            run: Run) -> None:
+    """``direct_transpose`` over ``run``'s threads: each a range of whole lines of destination rows, or where those
+    are fewer lines than threads, of their columns."""
+    width = pad.itemsize
+    line = LINE // width
+    across = big // line < run.threads <= small // line  # (too few destination rows to share: their columns)
+
+    def part(bounds: tuple[int, int]) -> None:
+        if across:
+            first, last = line_range(bounds, line, small)
+            walk.direct_transpose(target + first * width, source + first * si * width, pad, last - first, du, si, 0,
+                                  big, DIRECT_ROWS[width], DIRECT_LINES[width])
+        else:
+            first, last = line_range(bounds, line, big)
+            walk.direct_transpose(target, source, pad, small, du, si, first, last, DIRECT_ROWS[width],
+                                  DIRECT_LINES[width])
+
+    dispatch.run_parts(part, dispatch.parts(max(1, (small if across else big) // line), nbytes, run))
+
+
+def line_range(bounds: tuple[int, int], line: int, n: int) -> tuple[int, int]:
+    """Elements [first, last) of ``n`` that a part ``bounds`` of whole lines (``line`` elements each) takes, the part
+    reaching the last whole line taking the rest too.
+
+    >>> line_range((0, 2), 16, 100), line_range((2, 6), 16, 100)
+    ((0, 32), (32, 100))
+    """
+    return bounds[0] * line, n if bounds[1] * line >= n - n % line else bounds[1] * line
 
 
 DIRECT = True

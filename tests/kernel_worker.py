@@ -85,7 +85,11 @@ OTHER_PATHS = [
     "bf16[8192]{0:T(1024)(128)(2,1)}",
     # 2-d transposes onto rows on the line grid moved straight from the source, every width, the last square of each
     # side overlapping the one before
-    "u8[128,200]{0,1}@0", "bf16[128,160]{0,1}@0", "f32[128,136]{0,1}@0", "f64[128,130]{0,1}@0"]
+    "u8[128,200]{0,1}@0", "bf16[128,160]{0,1}@0", "f32[128,136]{0,1}@0", "f64[128,130]{0,1}@0",
+    # merged squares onto rows on the line grid moved straight from the source (a large copy's first plan), every
+    # width, pred's bytes (and words of (4,1) sub-tiles) made 0 or 1 on the way
+    "bf16[4,64,256]{0,1,2}@0!", "u8[48,100,256]{0,1,2}@0!", "f32[8,40,128]{0,1,2}@0!", "f64[3,64,72]{0,1,2}@0!",
+    "pred[48,64,256]{0,1,2}@0!", "pred[256,1024]{0,1:T(8,128)(4,1)}@0!"]
 CASES = NEEDED + OTHER_PATHS
 COMPILED = ["u4[64,256]{1,0:E(4)}", "f32[64,256]{0,1}", "bf16[40,100]{1,0:T(1,128)}", "s16[72,1030]{0,1:P(75,1040)}",
             "bf16[64,256]{1,0:T(8,128)(2,1)}"]

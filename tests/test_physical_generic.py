@@ -751,7 +751,8 @@ def round_trip_off_the_grid(x: np.ndarray[Any, Any], shape: xs.Shape, offset: in
     return expected
 
 
-CANONICAL_ENTRIES = {"merged_squares", "merged_lines", "merged_staged", "staged_transpose"}
+CANONICAL_ENTRIES = {"merged_squares", "merged_lines", "merged_staged", "merged_direct", "merged_direct_lines",
+                     "staged_transpose"}
 """Entries with a twin for pred that makes the bytes canonical as it moves them (``<name>_canonical``)."""
 
 
@@ -1468,6 +1469,40 @@ def test_merged_squares_of_whole_lines_on_the_grid_are_streamed(
     assert to_physical(x, shape, out=out) is out
     assert np.array_equal(out, numpy_path(to_physical, x, shape)), text
     assert flags and set(flags) == {int(streamed)}, (text, flags)
+
+
+DIRECT_MERGED_CASES = [("bf16[4,64,256]{0,1,2}", 2), ("u8[48,100,256]{0,1,2}", 2), ("f32[8,40,128]{0,1,2}", 2),
+                       ("f64[3,64,72]{0,1,2}", 2), ("s32[24,2,38,12,48]{0,1,2,3,4}", 2), ("pred[48,64,256]{0,1,2}", 2),
+                       ("u8[5,70,256]{0,1,2}", 1)]
+"""Layouts whose merged squares go straight from the source, and how many of their two directions do (read back
+only: destination rows of 5 x 70 bytes laid out are off the line grid)."""
+
+
+@pytest.mark.parametrize(("text", "directions"), DIRECT_MERGED_CASES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_large_merged_squares_onto_rows_on_the_line_grid_go_straight_from_the_source(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, directions: int, threads: int
+) -> None:
+    # a large copy whose merged squares land on destination rows on the line grid moves them straight from the
+    # source first (merged_direct: bands of source rows swept a few lines at a time, the next lines prefetched into
+    # the second level, every square streamed): bf16 [4,N,2048]{0,1,2} 512 MiB 3.2 / 2.0 -> 1.7 / 1.5x memcpy. The
+    # same bytes as the NumPy path both ways, every width, pred's made 0 or 1; the along group of 48 x 100 bytes cut
+    # at 48 x 84 (whole lines, 4032 of 4096 bytes), blocks over threads; nothing straight off the grid
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(physical, "THREADS", threads)
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    monkeypatch.setattr(_tuned, "run_fastest", lambda key, plans: plans[0]())  # (the first plan: the rule's)
+    direct, shape, x, expected = _spied_round_trip(monkeypatch, ("merged_direct", "merged_direct_lines"), text, 0,
+                                                   _dispatch.tabler)
+    assert sum(direct.values()) >= directions, (text, direct)
+    direct.clear()
+    assert np.array_equal(to_physical(x, shape), expected) and bool(direct) == (directions == 2), (text, direct)
+    if text.startswith("pred"):  # (bytes read back made 0 or 1 by the squares)
+        dirty = np.random.default_rng(threads).integers(0, 256, expected.size, dtype=np.uint8)
+        assert same_bits(from_physical(dirty, shape), numpy_path(from_physical, dirty, shape)), text
+    direct.clear()
+    round_trip_off_the_grid(x, shape, 16)
+    assert not direct, text
 
 
 BYTE_LINE_CASES = ["u8[24,12,233,5]{0,1,2,3}", "pred[3,1165,8,12]{0,1,2,3}", "s8[5,26,2,128]{0,1,2,3}",

@@ -328,6 +328,9 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
     plans: list[Callable[[], bool]] = [*([channels] if channels is not None and first else []),
                                        *([lanes] if lanes is not None and tiny else []), *([] if alone else [walked])]
     if d.nbytes >= _tuned.TUNE_BYTES:
+        walk_axes = (tuple(axes[0]), tuple(axes[1]), tuple(axes[2]), width)  # (merged squares moved straight from
+        # the source first, where the destination rows are on the line grid: :func:`._merged.direct_runs`)
+        plans[:0] = _merged.direct_runs(target, source, pad, walk_axes, d.nbytes, run, stream) if MERGED else []
         plans += [lanes] if lanes is not None and not tiny else []
         plans += _timed_plans(walk, d, s, pad, shape, d_steps, s_steps, unit, run, stream)
         plans += [channels] if channels is not None and not first else []

@@ -25,7 +25,8 @@ ENTRIES = {
                  "transpose_nibbles", "swap_fields", "turn_lines", "regroup", "tile_squares"),
     "_stacks": ("tiled_stacked",),
     "_tables": ("merged_squares", "merged_lines", "merged_staged", "merged_squares_canonical", "merged_lines_canonical",
-                "merged_staged_canonical", "permuted_blocks"),
+                "merged_staged_canonical", "merged_direct", "merged_direct_lines", "merged_direct_canonical",
+                "merged_direct_lines_canonical", "permuted_blocks"),
 }
 """The kernels the dispatch calls, by module (the call sites' attribute names)."""
 

@@ -38,6 +38,14 @@ streamed). Squares straight between the arrays read a line of each of up to 64 s
 part lines of destination rows off the line grid: u8 ``[200,2048,81]{0,1,2}`` 'to' (destination rows of 200 bytes,
 source rows 165888 bytes apart) went 4.35 -> 2.5x memcpy staged, pred ``[500,64,349,3]{2,3,1,0}`` 3.45 -> 2.5.
 
+A large copy onto destination rows on the line grid whose groups make squares of one line a side takes them
+straight from the source first (``merged_direct``, :func:`direct_runs`), as the 2-d transposes do
+(:func:`._walk.direct_transpose`): bands of source rows (the along group, cut at a whole number of lines of each
+destination row) swept a few lines of each row at a time, the next sweep prefetched into L2 while the squares stream
+out, so that memory is read and written at once. Survey seeds 7-19 (465 random layouts of ~32 MiB), against the
+commit before: those over 2x memcpy 113 -> 101, medians 1.35 / 1.43 -> 1.27 / 1.25 (to / from); at 512 MiB, bf16
+``[4,N,2048]{0,1,2}`` 2.8 / 2.1 -> 1.7 / 1.5, u8 ``[48,N,1024]{0,1,2}`` 3.5 / 2.4 -> 1.8 / 1.6.
+
 Other walks (of other kinds: destination rows of 8 bytes side by side, rows of 2 or 4 elements, interleaved rows;
 squares with both sides long) keep their own blocks by rule, but a large copy times merged squares (either sweep)
 beside them and keeps the fastest (:func:`timed_routes`): no rule read from the kinds says which wins. 'to', x memcpy:
@@ -61,6 +69,7 @@ from . import _dispatch as dispatch
 from . import _tuned
 from ._dispatch import Run
 from ._kinds import LINE, SHORT, SQUARES, side_of, walk_kind
+from ._transposes import DIRECT_LINES, DIRECT_ROWS
 
 OUTER_MOST = 4096
 """Most elements of the group the outer loop of a block runs over."""
@@ -91,6 +100,14 @@ STAGED = True
 """Merged squares staged through the cache (``merged_staged``) timed beside the others (False: never, for
 comparison)."""
 
+DIRECT = True
+"""Merged squares onto destination rows on the line grid moved straight from the source (``merged_direct``) timed
+beside the others (False: never, for comparison)."""
+
+DIRECT_ACROSS = 1 << 14
+"""Most elements of the across group (source-contiguous rows, swept) of merged squares moved straight (the rest of a
+longer run are blocks of the outer loop: threads take blocks)."""
+
 STAGE_BYTES = 1 << 18
 """Most bytes of a staged block (staged, then as many transposed: both in L2)."""
 
@@ -111,7 +128,8 @@ class Merged:
     group (source rows), the outer axes (5 x axes, int64: blocks, destination and source steps, block length, last
     block's start), which loop is inner and the squares' side (elements: a line of bytes, or ``side_of`` the width);
     ``other``, the same copy with the other loop inner, chosen by timing (:mod:`._tuned`) under ``key``; ``walk``,
-    the copy's axes, steps and width (for :func:`staged_plan`, made for large copies only)."""
+    the copy's axes, steps and width (for :func:`staged_plan`, made for large copies only); ``direct``, moved
+    straight from the source in sweeps (``merged_direct``: :func:`direct_plan`)."""
 
     across: np.ndarray[Any, Any]
     along: np.ndarray[Any, Any]
@@ -121,6 +139,7 @@ class Merged:
     other: Merged | None = None
     key: tuple[Any, ...] = ()
     walk: tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...], int] | None = None
+    direct: bool = False
 
 
 @dataclass(frozen=True)
@@ -378,6 +397,40 @@ def staged_plan(shape: tuple[int, ...], d_steps: tuple[float, ...], s_steps: tup
     return Staged(merged, staged, t_rows, ins, outs, along * pitch + across * along * width)
 
 
+@lru_cache(maxsize=256)
+def direct_plan(shape: tuple[int, ...], d_steps: tuple[float, ...], s_steps: tuple[float, ...], width: int
+                ) -> Merged | None:
+    """The merged squares of a walk moved straight from the source (``merged_direct``): the across group as long as
+    ``DIRECT_ACROSS``, swept; the along group's block a whole number of lines of each destination row, so that every
+    block's rows start on the line grid where the whole rows do; squares of one line a side. None where the groups
+    would not make such squares, or the destination rows (or the blocks' corners) are off the line grid.
+
+    >>> plan = direct_plan((11184, 1024, 48), (48, 536832, 1), (1024, 1, 11452416), 1)
+    >>> len(plan.across), len(plan.along), plan.side, plan.outer[0].tolist()
+    (1024, 4032, 64, [134])
+    """
+    n = LINE // width
+    found = _groups(list(shape), d_steps, s_steps, n, (DIRECT_ACROSS, OUTER_MOST))
+    if found is None:
+        return None
+    along = list(found[1])
+    count = math.prod(extent for _, extent in along[:-1])
+    axis, extent = along[-1]
+    whole = LINE // math.gcd(count * width, LINE)  # (elements of the last axis that make whole lines)
+    if extent < shape[axis] and extent >= whole:
+        along[-1] = (axis, extent - extent % whole)
+    merged = _blocks(found[0], tuple(along), list(shape), d_steps, s_steps, width, True, n)
+    if merged is None or (merged.across % LINE).any() or not _corners_on_lines(merged.outer, width):
+        return None
+    return replace(merged, direct=True)
+
+
+def _corners_on_lines(outer: np.ndarray[Any, Any], width: int) -> bool:
+    """Whether every block of ``outer`` starts on the line grid of the destination (its first block does)."""
+    cut = outer[0] > 1
+    return not ((outer[1] * outer[3] * width % LINE)[cut].any() or (outer[1] * outer[4] * width % LINE)[cut].any())
+
+
 def _run_bytes(merged: Merged, width: int) -> float:
     """The mean bytes of the runs a staged block copies out (its destination rows, those back to back as one)."""
     row = len(merged.along) * width
@@ -412,6 +465,8 @@ def merged_copy(target: int, source: int, pad: Any, merged: Merged, nbytes: int,
     done) without the compiled kernels."""
     plans = [merged] if merged.other is None or nbytes < _tuned.TUNE_BYTES else [merged, merged.other]
     runs = merged_runs(target, source, pad, plans, nbytes, run, stream)
+    if merged.walk is not None:
+        runs = direct_runs(target, source, pad, merged.walk, nbytes, run, stream) + runs
     if len(runs) < 2:
         return bool(runs) and runs[0]()
     key = (*merged.key, target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
@@ -435,6 +490,24 @@ def merged_runs(target: int, source: int, pad: Any, plans: list[Merged], nbytes:
     if staged is not None:
         runs.append(partial(_staged, kernel, target, source, pad, staged, nbytes, run, stream))
     return runs
+
+
+def direct_runs(target: int, source: int, pad: Any, walk: tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...],
+                int], nbytes: int, run: Run, stream: int) -> list[Callable[[], bool]]:
+    """The copy of ``walk`` (axes, destination and source steps, width) by merged squares moved straight from the
+    source (:func:`direct_plan`) as a plan of :func:`._tuned.run_fastest`, for a copy of ``TUNE_BYTES`` or more onto
+    rows on the line grid; else none.
+
+    Where it applies, it is a large copy's first plan (the rule's): the others are still timed after it (the walk's
+    own blocks, merged squares by either sweep, staged), but first it runs from the first call on, where a plan
+    met late in the turns costs every call before it: bf16 ``[4,N,2048]{0,1,2}`` laid out, 512 MiB, settled on it
+    only after ~30 calls when it came fifth."""
+    kernel = dispatch.tabler()
+    if (kernel is None or not DIRECT or nbytes < _tuned.TUNE_BYTES or not stream or target % LINE
+            or any(step % 1 for step in (*walk[1], *walk[2]))):
+        return []
+    plan = direct_plan(*walk)
+    return [] if plan is None else [partial(_direct, kernel, target, source, pad, plan, nbytes, run)]
 
 
 def _sides(merged: Merged, width: int) -> tuple[Merged, ...]:
@@ -466,6 +539,28 @@ def _squares(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nb
               len(along), bounds[0], bounds[1], int(merged.inner_across), stream)
 
     dispatch.run_parts(part, dispatch.parts(blocks, nbytes, run))
+    if canon:
+        dispatch.made_canonical(nbytes)
+    return True
+
+
+def _direct(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nbytes: int, run: Run) -> bool:
+    """The ``merged_direct`` kernel over ``merged``'s blocks (:func:`direct_plan`), split over ``run``'s threads, in
+    the bands and sweeps of the 2-d transposes moved straight (:data:`._transposes.DIRECT_ROWS`, ``DIRECT_LINES``;
+    True: done)."""
+    width = pad.itemsize
+    canon = _canon()
+    lines = merged.side != side_of(width)
+    entry = {(True, False): kernel.merged_direct_lines, (False, False): kernel.merged_direct,
+             (True, True): kernel.merged_direct_lines_canonical, (False, True): kernel.merged_direct_canonical}[
+        lines, canon]
+    rows, sweep = max(DIRECT_ROWS[width], merged.side), DIRECT_LINES[width]
+
+    def part(bounds: tuple[int, int]) -> None:
+        entry(target, source, pad, merged.outer, dispatch.address(merged.across), len(merged.across),
+              dispatch.address(merged.along), len(merged.along), bounds[0], bounds[1], rows, sweep, 1)
+
+    dispatch.run_parts(part, dispatch.parts(int(np.prod(merged.outer[0])), nbytes, run))
     if canon:
         dispatch.made_canonical(nbytes)
     return True

@@ -5,6 +5,9 @@
   (destination-contiguous rows); ``merged_lines`` the same for bytes in squares of one line a side.
 - ``merged_staged`` (:mod:`._merged`): the same blocks staged through the cache: each block's source rows copied
   in, transposed there, and its destination rows copied out in runs (whole lines streamed).
+- ``merged_direct`` (:mod:`._merged`): the same squares onto destination rows on the line grid, straight from the
+  source as ``direct_transpose`` (:mod:`._walk`) moves 2-d transposes: bands of source rows swept a few lines at a
+  time, the next sweep prefetched into the second level, every square streamed out.
 - ``permuted_blocks`` (:mod:`._lane_blocks`): small blocks permuted inside, a group of them at a time through lane
   rows of a scratch.
 """
@@ -21,6 +24,7 @@ from ._intrinsics import (
     _inline,
     _jit,
     _prefetch_run,
+    _prefetch_run_l2,
     _prefetch_write,
     _put,
     _side,
@@ -50,6 +54,23 @@ def _corner(block: int, outer: Any, width: int) -> tuple[int, int]:
         d += start * outer[1, a] * width
         s += start * outer[2, a] * width
     return d, s
+
+
+@_inline
+def _moved(d: int, d_rows: int, s: int, s_rows: int, i: int, u: int, stream: int, pad: Any, lined: bool,
+           canon: bool) -> None:
+    """The square of source rows ``i`` on (their offsets from ``s`` in the table at ``s_rows``) and destination rows
+    ``u`` on (from ``d``, at ``d_rows``), transposed in registers: bytes a line a side where ``lined``, else
+    ``_side`` of the width; ``canon``, every byte written 0 or 1 (both constants of the calling entry)."""
+    width = _width(pad)
+    if lined and canon:
+        _table_line_square_canonical(d + i, d_rows + u * 8, s + u, s_rows + i * 8, stream, pad)
+    elif lined:
+        _table_line_square(d + i, d_rows + u * 8, s + u, s_rows + i * 8, stream, pad)
+    elif canon:
+        _table_square_canonical(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8, stream, pad)
+    else:
+        _table_square(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8, stream, pad)
 
 
 def _merged_of(lines: bool, canonical: bool = False) -> Any:
@@ -83,17 +104,7 @@ def _merged_of(lines: bool, canonical: bool = False) -> Any:
                                 _prefetch_write(d + (i + line) * width + _table_entry(d_rows, u + r))
                             else:
                                 _prefetch_run(s + (u + line) * width + _table_entry(s_rows, i + r), _1)
-                    if lined and canonical:
-                        _table_line_square_canonical(d + i, d_rows + u * 8, s + u, s_rows + i * 8,
-                                                     stream if whole else 0, pad)
-                    elif lined:
-                        _table_line_square(d + i, d_rows + u * 8, s + u, s_rows + i * 8, stream if whole else 0, pad)
-                    elif canonical:
-                        _table_square_canonical(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8,
-                                                stream if whole else 0, pad)
-                    else:
-                        _table_square(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8,
-                                      stream if whole else 0, pad)
+                    _moved(d, d_rows, s, s_rows, i, u, stream if whole else 0, pad, lined, canonical)
         if stream:
             _fence()
 
@@ -123,6 +134,64 @@ merged_squares_canonical = _merged_of(False, True)
 
 merged_lines_canonical = _merged_of(True, True)
 """``merged_lines`` writing every byte 0 or 1 (as ``merged_squares_canonical``)."""
+
+
+def _direct_of(lines: bool, canonical: bool = False) -> Any:
+    """The entry point of merged squares moved straight from the source (``merged_direct``; ``lines`` and
+    ``canonical`` as ``_merged_of`` takes them)."""
+
+    def merged_direct(
+        dst: int, src: int, pad: Any, outer: Any, d_rows: int, across: int, s_rows: int, along: int, first: int,
+        last: int, rows: int, sweep: int, stream: int,
+    ) -> None:
+        width = _width(pad)
+        lined = lines and width == 1
+        n = LINE if lined else _side(pad)
+        line = LINE // width
+        span = line * sweep
+        for block in range(first, last):
+            d_at, s_at = _corner(block, outer, width)
+            d, s = dst + d_at, src + s_at
+            for i0 in range(0, along, rows):
+                for u0 in range(0, across, span):
+                    u, i, at = u0 + span, i0, s  # (the next sweep: on along these rows, else the next band's first)
+                    if u >= across:
+                        u, i = 0, i0 + rows
+                        if i >= along and block + 1 < last:
+                            i, at = 0, src + _corner(block + 1, outer, width)[1]
+                    if i < along:
+                        ahead = min(sweep, -(-(across - u) // line))
+                        for k in range(min(rows, along - i)):
+                            _prefetch_run_l2(at + _table_entry(s_rows, i + k) + u * width, ahead)
+                    for j0 in range(i0, min(i0 + rows, along), n):
+                        j = min(j0, along - n)
+                        for c0 in range(u0, min(u0 + span, across), n):
+                            _moved(d, d_rows, s, s_rows, j, min(c0, across - n), stream if j == j0 else 0, pad,
+                                   lined, canonical)
+        if stream:
+            _fence()
+
+    name = "merged_direct_lines" if lines else "merged_direct"
+    merged_direct.__name__ = merged_direct.__qualname__ = name + ("_canonical" if canonical else "")
+    return _jit(merged_direct)
+
+
+merged_direct = _direct_of(False)
+"""Merged squares onto destination rows on the line grid moved straight from the source (:mod:`._merged`), as
+``merged_squares`` takes them (every block's ``across x along`` transpose; ``outer``, the tables), the across group
+swept: bands of ``rows`` source rows (a multiple of the squares' side), each swept ``sweep`` lines of every row at a
+time while the next sweep's lines (the next band's first, the next block's at a block's end) are prefetched into the
+second level, so that memory is read while the squares stream out (``stream``: all but the last square of a band
+whose side overlaps the one before, stored plainly)."""
+
+merged_direct_lines = _direct_of(True)
+"""``merged_direct`` of bytes in squares of one line a side (64 x 64)."""
+
+merged_direct_canonical = _direct_of(False, True)
+"""``merged_direct`` writing every byte 0 or 1, as pred's are."""
+
+merged_direct_lines_canonical = _direct_of(True, True)
+"""``merged_direct_lines`` writing every byte 0 or 1, as pred's are."""
 
 
 def _merged_staged_of(canonical: bool) -> Any:
@@ -168,16 +237,7 @@ def _staged_blocks(
             p = min(p0, along - n)
             for q0 in range(0, across, n):
                 q = min(q0, across - n)
-                if width == 1 and canon:
-                    _table_line_square_canonical(scratch + p, t_rows + q * 8, scratch + q, staged + p * 8, _0, pad)
-                elif width == 1:
-                    _table_line_square(scratch + p, t_rows + q * 8, scratch + q, staged + p * 8, _0, pad)
-                elif canon:
-                    _table_square_canonical(scratch + p * width, t_rows + q * 8, scratch + q * width,
-                                            staged + p * 8, _0, pad)
-                else:
-                    _table_square(scratch + p * width, t_rows + q * 8, scratch + q * width, staged + p * 8, _0,
-                                  pad)
+                _moved(scratch, t_rows, scratch, staged, p, q, _0, pad, width == 1, canon)
         for u in range(n_outs):
             at = scratch + _table_entry(outs, 3 * u)
             to = d + _table_entry(outs, 3 * u + 1)

@@ -86,6 +86,7 @@ OTHER_PATHS = [
     # 2-d transposes onto rows on the line grid moved straight from the source, every width, the last square of each
     # side overlapping the one before
     "u8[128,200]{0,1}@0", "bf16[128,160]{0,1}@0", "f32[128,136]{0,1}@0", "f64[128,130]{0,1}@0",
+    "f32[1024,136]{0,1}@0", "f64[512,130]{0,1}@0",  # (onto rows 4 KiB apart: squares in pairs)
     # merged squares onto rows on the line grid moved straight from the source (a large copy's first plan), every
     # width, pred's bytes (and words of (4,1) sub-tiles) made 0 or 1 on the way
     "bf16[4,64,256]{0,1,2}@0!", "u8[48,100,256]{0,1,2}@0!", "f32[8,40,128]{0,1,2}@0!", "f64[3,64,72]{0,1,2}@0!",

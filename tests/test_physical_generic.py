@@ -1153,14 +1153,17 @@ def test_batches_of_transposes_at_other_offsets_in_their_lines_go_staged(
 
 
 @pytest.mark.parametrize("text", ["f32[320,517]{0,1}", "bf16[192,544]{0,1}", "u8[640,1030]{0,1}", "f64[128,203]{0,1}",
-                                  "s16[300,500]{0,1:P(320,512)}", "u8[3,256,200]{1,2,0}", "bf16[2,64,4100]{1,2,0}"])
+                                  "s16[300,500]{0,1:P(320,512)}", "u8[3,256,200]{1,2,0}", "bf16[2,64,4100]{1,2,0}",
+                                  "f32[1000,300]{0,1:P(1024,304)}", "f64[1536,130]{0,1}"])
 def test_transposes_onto_rows_on_the_line_grid_go_straight_from_the_source(
         compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str) -> None:
     # 2-d transposes whose destination rows are on the line grid move their squares straight from the source
     # (direct_transpose: bands of source rows swept a few lines at a time, the next lines prefetched), the last few
     # destination rows (a side not a whole number of squares: 517, 1030, 203, 200) and the last few elements of
-    # each (rows padded past them: 300 of 320) in squares overlapping the ones before; laid out only (read back, these
-    # destination rows are off the grid), every width, batches of them, the destination rows split over threads
+    # each (rows padded past them: 300 of 320, 1000 of 1024) in squares overlapping the ones before; squares of 4-
+    # and 8-byte words in pairs onto rows 4 KiB apart or a multiple (the last 8 of 1000 alone); laid out only (read
+    # back, these destination rows are off the grid), every width, batches of them, the destination rows split over
+    # threads
     walk = _dispatch.walker()
     staged = Counter[int]()
     monkeypatch.setattr(walk, "staged_transpose", _counting(walk.staged_transpose, staged))

@@ -89,7 +89,7 @@ OTHER_PATHS = [
     "f32[1024,136]{0,1}@0", "f64[512,130]{0,1}@0",  # (onto rows 4 KiB apart: squares in pairs)
     # merged squares onto rows on the line grid moved straight from the source (a large copy's first plan), every
     # width, pred's bytes (and words of (4,1) sub-tiles) made 0 or 1 on the way
-    "bf16[4,64,256]{0,1,2}@0!", "u8[48,100,256]{0,1,2}@0!", "f32[8,40,128]{0,1,2}@0!", "f64[3,64,72]{0,1,2}@0!",
+    "bf16[4,64,256]{0,1,2}@0!", "u8[48,100,256]{0,1,2}@0!", "f32[8,40,1024]{0,1,2}@0!", "f64[4,32,512]{0,1,2}@0!",
     "pred[48,64,256]{0,1,2}@0!", "pred[256,1024]{0,1:T(8,128)(4,1)}@0!"]
 CASES = NEEDED + OTHER_PATHS
 COMPILED = ["u4[64,256]{1,0:E(4)}", "f32[64,256]{0,1}", "bf16[40,100]{1,0:T(1,128)}", "s16[72,1030]{0,1:P(75,1040)}",

@@ -37,6 +37,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 LINE = 64  # bytes of a cache line
+PAIRED = 4096  # destination rows a multiple of this many bytes apart take squares in pairs (lines streamed one a row
+# to such rows wrote at 14 GB/s here, two a row at 25)
 GATHER_BYTES = 8 * 4096  # scratch past a walk's room for the lines of source rows 4 KiB apart (their cache sets
 # shared), gathered before their transposes: a wide block's 8 lines of at most a line's elements of rows, a short
 # block's rows

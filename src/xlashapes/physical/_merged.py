@@ -68,7 +68,7 @@ import numpy as np
 from . import _dispatch as dispatch
 from . import _tuned
 from ._dispatch import Run
-from ._kinds import LINE, SHORT, SQUARES, side_of, walk_kind
+from ._kinds import LINE, PAIRED, SHORT, SQUARES, side_of, walk_kind
 from ._transposes import DIRECT_LINES, DIRECT_ROWS
 
 OUTER_MOST = 4096
@@ -555,10 +555,12 @@ def _direct(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nby
              (True, True): kernel.merged_direct_lines_canonical, (False, True): kernel.merged_direct_canonical}[
         lines, canon]
     rows, sweep = max(DIRECT_ROWS[width], merged.side), DIRECT_LINES[width]
+    pair = int(width >= 4 and not ((merged.across - merged.across[0]) % PAIRED).any())  # (rows whose lines, one a
+    # row, would meet the same 4 KiB of offsets: in pairs)
 
     def part(bounds: tuple[int, int]) -> None:
         entry(target, source, pad, merged.outer, dispatch.address(merged.across), len(merged.across),
-              dispatch.address(merged.along), len(merged.along), bounds[0], bounds[1], rows, sweep, 1)
+              dispatch.address(merged.along), len(merged.along), bounds[0], bounds[1], rows, sweep, 1, pair)
 
     dispatch.run_parts(part, dispatch.parts(int(np.prod(merged.outer[0])), nbytes, run))
     if canon:

@@ -373,12 +373,13 @@ def _stream_canonical(typingctx: Any, dst: Any, src: Any) -> Any:
     return types.void(types.intp, types.intp), codegen
 
 
-def _table_squarer(canonical: bool) -> Any:
+def _table_squarer(canonical: bool, paired: bool = False) -> Any:
     """An intrinsic: a square block transposed in registers (``side_of`` its width a side) whose rows are anywhere:
     source row ``k`` at ``src`` plus entry ``k`` of the int64 table at ``s_rows`` (bytes), destination row ``j`` at
     ``dst`` plus entry ``j`` of ``d_rows`` (rows of merged axes: :mod:`._merged`); streamed out when ``stream`` is
     nonzero (each destination row then a whole line on a line boundary), else stored plainly. ``canonical``: bytes
-    made 0 or 1 on the way (pred)."""
+    made 0 or 1 on the way (pred); ``paired``: two squares, as :func:`_transposer` pairs them (the second's source
+    rows the table's next ``side``)."""
 
     @_intrinsic
     def table_square(typingctx: Any, dst: Any, d_rows: Any, src: Any, s_rows: Any, stream: Any, witness: Any) -> Any:
@@ -391,11 +392,15 @@ def _table_squarer(canonical: bool) -> Any:
                 offset = builder.load(_table_pointer(builder, table, ir.Constant(_I64, k)), align=8)
                 return _at(builder, builder.add(base, offset), vector)
 
-            loaded = [builder.load(row(args[2], args[3], k), align=1) for k in range(n)]
-            if canonical:
-                loaded = [_canonical_bytes(builder, value) for value in loaded]
-            moved = _squares(builder, loaded)
-            _stores(builder, [(value, row(args[0], args[1], j)) for j, value in enumerate(moved)], args[4])
+            if paired and width < 4:
+                return context.get_dummy_value()
+            squares = []
+            for first in (0, n) if paired else (0,):
+                loaded = [builder.load(row(args[2], args[3], first + k), align=1) for k in range(n)]
+                squares.append(_squares(builder, [_canonical_bytes(builder, value) for value in loaded] if canonical
+                                        else loaded))
+            _stores(builder, [(moved[j], builder.gep(row(args[0], args[1], j), [ir.Constant(_I64, k)]))
+                              for j in range(n) for k, moved in enumerate(squares)], args[4])
             return context.get_dummy_value()
 
         return types.void(types.intp, types.intp, types.intp, types.intp, types.intp, witness), codegen
@@ -431,6 +436,7 @@ def _table_line_squarer(canonical: bool) -> Any:
 
 _table_square = _table_squarer(False)
 _table_square_canonical = _table_squarer(True)
+_table_pair, _table_pair_canonical = _table_squarer(False, True), _table_squarer(True, True)
 _table_line_square = _table_line_squarer(False)
 _table_line_square_canonical = _table_line_squarer(True)
 

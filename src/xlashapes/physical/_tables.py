@@ -33,7 +33,14 @@ from ._intrinsics import (
     _width,
 )
 from ._kinds import LINE
-from ._shuffles import _table_line_square, _table_line_square_canonical, _table_square, _table_square_canonical
+from ._shuffles import (
+    _table_line_square,
+    _table_line_square_canonical,
+    _table_pair,
+    _table_pair_canonical,
+    _table_square,
+    _table_square_canonical,
+)
 
 AHEAD = 4
 """Runs of source rows a staged block prefetches ahead of the one it copies in (``merged_staged``)."""
@@ -142,7 +149,7 @@ def _direct_of(lines: bool, canonical: bool = False) -> Any:
 
     def merged_direct(
         dst: int, src: int, pad: Any, outer: Any, d_rows: int, across: int, s_rows: int, along: int, first: int,
-        last: int, rows: int, sweep: int, stream: int,
+        last: int, rows: int, sweep: int, stream: int, pair: int,
     ) -> None:
         width = _width(pad)
         lined = lines and width == 1
@@ -163,11 +170,24 @@ def _direct_of(lines: bool, canonical: bool = False) -> Any:
                         ahead = min(sweep, -(-(across - u) // line))
                         for k in range(min(rows, along - i)):
                             _prefetch_run_l2(at + _table_entry(s_rows, i + k) + u * width, ahead)
-                    for j0 in range(i0, min(i0 + rows, along), n):
+                    j0, end = i0, min(i0 + rows, along)
+                    while j0 < end:
+                        if pair and j0 + 2 * n <= end:  # (two lines of each destination row, one after the other)
+                            for c0 in range(u0, min(u0 + span, across), n):
+                                c = min(c0, across - n)
+                                if canonical:
+                                    _table_pair_canonical(d + j0 * width, d_rows + c * 8, s + c * width,
+                                                          s_rows + j0 * 8, stream, pad)
+                                else:
+                                    _table_pair(d + j0 * width, d_rows + c * 8, s + c * width, s_rows + j0 * 8,
+                                                stream, pad)
+                            j0 += 2 * n
+                            continue
                         j = min(j0, along - n)
                         for c0 in range(u0, min(u0 + span, across), n):
                             _moved(d, d_rows, s, s_rows, j, min(c0, across - n), stream if j == j0 else 0, pad,
                                    lined, canonical)
+                        j0 += n
         if stream:
             _fence()
 
@@ -182,7 +202,9 @@ merged_direct = _direct_of(False)
 swept: bands of ``rows`` source rows (a multiple of the squares' side), each swept ``sweep`` lines of every row at a
 time while the next sweep's lines (the next band's first, the next block's at a block's end) are prefetched into the
 second level, so that memory is read while the squares stream out (``stream``: all but the last square of a band
-whose side overlaps the one before, stored plainly)."""
+whose side overlaps the one before, stored plainly); ``pair`` (4- and 8-byte words, destination rows a multiple of
+4 KiB apart): squares in pairs, two lines of each destination row stored one after the other
+(:func:`._walk.direct_transpose`)."""
 
 merged_direct_lines = _direct_of(True)
 """``merged_direct`` of bytes in squares of one line a side (64 x 64)."""

@@ -46,6 +46,7 @@ from ._kinds import (
     GATHER_BYTES,
     GROUPS,
     LINE,
+    PAIRED,
     PLANES,
     QUARTERS,
     ROWS,
@@ -87,7 +88,6 @@ from ._staging import _stage, _staged_runs, _word_rows
 
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1, _2, _3 = np.int64(0), np.int64(1), np.int64(2), np.int64(3)
-ALIASED = 4096  # bytes between destination rows (a multiple) past which lines streamed one a row write slowly
 _WORD = np.uint16(0)  # the witness of 2-byte words
 _BYTE = np.uint8(0)
 
@@ -858,13 +858,13 @@ def direct_transpose(dst: int, src: int, pad: Any, small: int, du: int, si: int,
     rows, each swept ``lines`` lines of every row at a time, the next sweep's lines prefetched into the second level
     meanwhile (the next band's first lines at a band's end), so that memory is read while the squares stream out. The
     last square of each side overlaps the one before (the same bytes written again), stored plainly where it is off
-    the destination's line grid. Destination rows a multiple of ``ALIASED`` bytes apart take squares of 4- and
+    the destination's line grid. Destination rows a multiple of ``PAIRED`` bytes apart take squares of 4- and
     8-byte words in pairs, two lines of each row written one after the other (f32 ``[32768,4096]{0,1}`` 'to',
     rows 128 KiB apart: 1.63 -> 1.40x memcpy)."""
     width = _width(pad)
     side = LINE // width
     span = side * lines
-    pair = width >= 4 and du * width % ALIASED == 0  # (two lines of each destination row at a time)
+    pair = width >= 4 and du * width % PAIRED == 0  # (two lines of each destination row at a time)
     for i0 in range(0, small, rows):
         for u0 in range(first, last, span):
             u, i = u0 + span, i0

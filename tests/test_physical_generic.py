@@ -1474,6 +1474,13 @@ def test_merged_squares_of_whole_lines_on_the_grid_are_streamed(
     assert flags and set(flags) == {int(streamed)}, (text, flags)
 
 
+def _timed_at_any_size(monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    """Copies of any size over ``threads`` threads, their plans chosen as a large copy's are (:mod:`._tuned`)."""
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    monkeypatch.setattr(physical, "THREADS", threads)
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+
+
 DIRECT_MERGED_CASES = [("bf16[4,64,256]{0,1,2}", 2), ("u8[48,100,256]{0,1,2}", 2), ("f32[8,40,1024]{0,1,2}", 2),
                        ("f64[3,64,72]{0,1,2}", 2), ("f64[4,32,512]{0,1,2}", 2), ("s32[24,2,38,12,48]{0,1,2,3,4}", 2),
                        ("pred[48,64,256]{0,1,2}", 2), ("u8[5,70,256]{0,1,2}", 1)]
@@ -1491,9 +1498,7 @@ def test_large_merged_squares_onto_rows_on_the_line_grid_go_straight_from_the_so
     # the second level, every square streamed): bf16 [4,N,2048]{0,1,2} 512 MiB 3.2 / 2.0 -> 1.7 / 1.5x memcpy. The
     # same bytes as the NumPy path both ways, every width, pred's made 0 or 1; the along group of 48 x 100 bytes cut
     # at 48 x 84 (whole lines, 4032 of 4096 bytes), blocks over threads; nothing straight off the grid
-    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
-    monkeypatch.setattr(physical, "THREADS", threads)
-    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    _timed_at_any_size(monkeypatch, threads)
     monkeypatch.setattr(_tuned, "run_fastest", lambda key, plans: plans[0]())  # (the first plan: the rule's)
     direct, shape, x, expected = _spied_round_trip(monkeypatch, ("merged_direct", "merged_direct_lines"), text, 0,
                                                    _dispatch.tabler)
@@ -1581,9 +1586,7 @@ def test_merged_squares_staged_through_the_cache_equal_numpy_path(
     # merged squares staged through the cache (each block's source rows copied in one after the other, transposed
     # there, its destination rows copied out in runs, whole lines streamed): u8 [200,2048,81]{0,1,2} 'to' 4.35 ->
     # 2.5x memcpy; the same bytes as the NumPy path both ways, on and off the line grid, blocks over one thread or two
-    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
-    monkeypatch.setattr(physical, "THREADS", threads)
-    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    _timed_at_any_size(monkeypatch, threads)
     tables, staged = _dispatch.tabler(), Counter[int]()
     for name in ("merged_staged", "merged_staged_canonical"):
         monkeypatch.setattr(tables, name, _counting(getattr(tables, name), staged))

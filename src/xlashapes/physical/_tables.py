@@ -80,6 +80,12 @@ def _moved(d: int, d_rows: int, s: int, s_rows: int, i: int, u: int, stream: int
         _table_square(d + i * width, d_rows + u * 8, s + u * width, s_rows + i * 8, stream, pad)
 
 
+def _entry(function: Any, name: str, canonical: bool) -> Any:
+    """``function`` compiled as the entry point ``name`` (``<name>_canonical`` for pred's twin)."""
+    function.__name__ = function.__qualname__ = name + ("_canonical" if canonical else "")
+    return _jit(function)
+
+
 def _merged_of(lines: bool, canonical: bool = False) -> Any:
     """The entry point of merged squares (:mod:`._merged`): ``lines``, squares of bytes one line a side
     (``_table_line_square``), else of ``_side`` of the width (``_table_square``); each a constant of the closure, so
@@ -115,9 +121,7 @@ def _merged_of(lines: bool, canonical: bool = False) -> Any:
         if stream:
             _fence()
 
-    name = "merged_lines" if lines else "merged_squares"
-    merged.__name__ = merged.__qualname__ = name + ("_canonical" if canonical else "")
-    return _jit(merged)
+    return _entry(merged, "merged_lines" if lines else "merged_squares", canonical)
 
 
 merged_squares = _merged_of(False)
@@ -191,9 +195,7 @@ def _direct_of(lines: bool, canonical: bool = False) -> Any:
         if stream:
             _fence()
 
-    name = "merged_direct_lines" if lines else "merged_direct"
-    merged_direct.__name__ = merged_direct.__qualname__ = name + ("_canonical" if canonical else "")
-    return _jit(merged_direct)
+    return _entry(merged_direct, "merged_direct_lines" if lines else "merged_direct", canonical)
 
 
 merged_direct = _direct_of(False)
@@ -227,8 +229,7 @@ def _merged_staged_of(canonical: bool) -> Any:
         _staged_blocks(dst, src, pad, outer, first, last, scratch, staged, along, t_rows, across, ins, n_ins, outs,
                        n_outs, stream, canonical)
 
-    merged_staged.__name__ = merged_staged.__qualname__ = "merged_staged" + ("_canonical" if canonical else "")
-    return _jit(merged_staged)
+    return _entry(merged_staged, "merged_staged", canonical)
 
 
 @_inline

@@ -128,8 +128,7 @@ class Merged:
     group (source rows), the outer axes (5 x axes, int64: blocks, destination and source steps, block length, last
     block's start), which loop is inner and the squares' side (elements: a line of bytes, or ``side_of`` the width);
     ``other``, the same copy with the other loop inner, chosen by timing (:mod:`._tuned`) under ``key``; ``walk``,
-    the copy's axes, steps and width (for :func:`staged_plan`, made for large copies only); ``direct``, moved
-    straight from the source in sweeps (``merged_direct``: :func:`direct_plan`)."""
+    the copy's axes, steps and width (for :func:`staged_plan`, made for large copies only)."""
 
     across: np.ndarray[Any, Any]
     along: np.ndarray[Any, Any]
@@ -139,7 +138,6 @@ class Merged:
     other: Merged | None = None
     key: tuple[Any, ...] = ()
     walk: tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...], int] | None = None
-    direct: bool = False
 
 
 @dataclass(frozen=True)
@@ -422,7 +420,7 @@ def direct_plan(shape: tuple[int, ...], d_steps: tuple[float, ...], s_steps: tup
     merged = _blocks(found[0], tuple(along), list(shape), d_steps, s_steps, width, True, n)
     if merged is None or (merged.across % LINE).any() or not _corners_on_lines(merged.outer, width):
         return None
-    return replace(merged, direct=True)
+    return merged
 
 
 def _corners_on_lines(outer: np.ndarray[Any, Any], width: int) -> bool:

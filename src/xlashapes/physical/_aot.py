@@ -590,6 +590,18 @@ def numba_module(module: str) -> Any:
 
 
 _UNSET: Any = object()
+_FIRST_USES = [0.0, 0]  # seconds spent loading the overloads first met in this process; overloads compiled
+_CLOCK = time.perf_counter  # (bound here: the loading time is real seconds, whatever clock a test gives the tuner)
+
+
+def first_uses() -> tuple[float, int]:
+    """The seconds this process has spent loading kept machine code of overloads it met for the first time, and how
+    many overloads it compiled (a call that did either took longer than its kernels did).
+
+    >>> seconds, compiled = first_uses(); seconds >= 0 and compiled >= 0
+    True
+    """
+    return _FIRST_USES[0], int(_FIRST_USES[1])
 
 
 class Entry:
@@ -610,10 +622,13 @@ class Entry:
             with self.lock:
                 native = self.natives.get(key, _UNSET)
                 if native is _UNSET:
+                    start = _CLOCK()
                     native = self.natives[key] = load(self.module, self.name, key)
+                    _FIRST_USES[0] += _CLOCK() - start
         if native is not None and native.run(words) == 0:
             return
         if native is None and key and key not in self.written:
+            _FIRST_USES[1] += 1
             with compiling(self.module, self.name, key):  # another process compiling it: wait, then take its code
                 native = load(self.module, self.name, key)
                 if native is not None:

@@ -10,13 +10,17 @@ The generic kernel itself (:mod:`._copy`) is not always faster than NumPy's stri
 a survey of 920 random ones found over 6x memcpy, NumPy was faster (``s32[1024,3,64,24,1]{1,3,0,4,2}`` 19x against
 3.2x; ``f16[2,3,7,2048,195]{0,2,3,4,1}`` 'to' 44x against 11.5x), so a large copy times both as well.
 
-So a copy of at least ``TUNE_BYTES`` takes its plans in turn on its calls with the same key after the first (the
-rule's plan first), ``ROUNDS`` each but those whose first time was ``DECISIVE`` times another's, and from then on
-the plan with the least time on any call. The first call is not timed: it loads the kernels' machine code and
-faults in a fresh output's pages (counted, they made NumPy look 3x faster than the kernel on
-``s32[384,200,3,1,48]{0,1,2,3,4:T(8,128)}``, which then stayed at 15x memcpy instead of 1.6x). The bytes written
-never depend on the plan: only the time does. At most ``KEPT`` keys are remembered, the least recently used
-dropped; keys of copies that repeat within one call (the slabs and boxes of a large conversion) settle within it.
+So a copy of at least ``TUNE_BYTES`` takes its plans in turn on its calls with the same key (the rule's plan
+first), ``ROUNDS`` each but those whose first time was ``DECISIVE`` times another's, and from then on the plan with
+the least time on any call; where every plan but one is so dropped after the first round, that one is kept at once.
+The time a call spent loading kernels' machine code is not its plan's; a call that compiled one does not count. A
+key's first call counts only where it faulted in few pages (``FAULTS``): a conversion's first call fills a fresh
+output's (counted, they made NumPy look 3x faster than the kernel on ``s32[384,200,3,1,48]{0,1,2,3,4:T(8,128)}``,
+which then stayed at 15x memcpy instead of 1.6x), but a choice met first inside another's plan, on a later call,
+runs clean, and its rule's plan need not run again for a time (u8 ``[3648,96,512,3]{2,1,3,0:T(8,128)(4,1)}`` laid
+out, 512 MiB: a walk whose rule's plan took 21x memcpy ran it on two calls). The bytes written never depend on the
+plan: only the time does. At most ``KEPT`` keys are remembered, the least recently used dropped; keys of copies
+that repeat within one call (the slabs and boxes of a large conversion) settle within it.
 
 Choices nest: the kernel's plan of a copy (against NumPy) may itself time merged squares against the walk's own
 blocks. A call during which an inner choice was still taking its plans in turn does not count for the outer one (it
@@ -31,6 +35,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+
+from ._aot import first_uses
 
 NO_TUNING_VARIABLE = "XLASHAPES_NO_TUNING"
 """Set to anything but ``0`` or empty, every copy takes the rule's plan (times that do not depend on earlier calls)."""
@@ -48,6 +54,10 @@ say the NumPy copy beside a fast kernel, costs one call, not ``ROUNDS``)."""
 KEPT = 512
 """Most keys whose timings are kept."""
 
+FAULTS = 16
+"""Most page faults (of this process, during the call) a key's first call may take and still count: more, and it
+was filling a fresh output's pages, which later calls into the same output do not."""
+
 PAGE = 4096
 """Bytes of a memory page (keys hold the offsets of a copy's ends in theirs: the same walk at other offsets meets
 the cache otherwise)."""
@@ -62,24 +72,44 @@ def run_fastest(key: Hashable, plans: Sequence[Callable[[], bool]]) -> bool:
     kept) where that plan cannot run.
 
     >>> forget(); ran = []
-    >>> [run_fastest("k", [lambda: ran.append(0) or True, lambda: ran.append(1) or True]) for _ in range(3)], ran
-    ([True, True, True], [0, 0, 1])
+    >>> all([run_fastest("k", [lambda: ran.append(0) or True, lambda: ran.append(1) or True]) for _ in range(4)])
+    True
+    >>> ran[0], sorted(set(ran))  # (the rule's plan first, then the other in turn)
+    (0, [0, 1])
     """
     plan, settled = plan_for(key, len(plans)), _choice(key, len(plans))[1]
     outer = getattr(_NESTED, "exploring", False)
     _NESTED.exploring = ran = False
     try:
+        before = _disturbances()
         start = time.perf_counter()
         ran = plans[plan]()
         seconds = time.perf_counter() - start
+        after = _disturbances()
         inner = _NESTED.exploring
     finally:  # (a plan that did not run, a route that does not apply, explores nothing: it never settles)
         _NESTED.exploring = outer or (ran and not settled) or _NESTED.exploring
     if not ran:
         return False
-    if not inner or key not in _TIMES:  # (a plan that took a choice still being timed inside: not its own time)
-        timed(key, len(plans), plan, seconds)
+    # (not counted: a plan that took a choice still being timed inside, not its own time; a call that compiled)
+    counted = not inner and after[1] == before[1] and (key in _TIMES or 0 <= after[2] - before[2] <= FAULTS)
+    timed(key, len(plans), plan, seconds - (after[0] - before[0]), counted)
     return True
+
+
+def _disturbances() -> tuple[float, int, int]:
+    """What calls pay beside their plans' own work, so far: seconds loading kernels' machine code, overloads
+    compiled (:func:`._aot.first_uses`), and this process's page faults (-1 where the platform does not count them).
+
+    >>> loading, compiled, faults = _disturbances(); loading >= 0 and compiled >= 0 and faults >= -1
+    True
+    """
+    try:
+        import resource
+    except ImportError:  # (Windows)
+        return (*first_uses(), -1)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return (*first_uses(), usage.ru_minflt + usage.ru_majflt)
 
 
 def plan_for(key: Hashable, count: int) -> int:
@@ -100,8 +130,11 @@ def _choice(key: Hashable, count: int) -> tuple[int, bool]:
             return 0, False
         _TIMES.move_to_end(key)
         for round_ in range(ROUNDS):
-            for plan in range(count):
-                if len(times[plan]) <= round_ and not (round_ and _dropped(times, plan)):
+            live = [plan for plan in range(count) if not (round_ and _dropped(times, plan))]
+            if len(live) == 1:  # (every other plan dropped: no more rounds)
+                return live[0], True
+            for plan in live:
+                if len(times[plan]) <= round_:
                     return plan, False
         return min(range(count), key=lambda plan: min(times[plan])), True
 
@@ -111,21 +144,22 @@ def _dropped(times: list[list[float]], plan: int) -> bool:
     return times[plan][0] >= DECISIVE * min(kept[0] for kept in times)
 
 
-def timed(key: Hashable, count: int, plan: int, seconds: float) -> None:
-    """Keep the time a call with ``key`` took on ``plan`` (the first ``ROUNDS`` of each plan, then each plan's best;
-    not the first call's).
+def timed(key: Hashable, count: int, plan: int, seconds: float, counted: bool = True) -> None:
+    """Keep the time a call with ``key`` took on ``plan`` (the first ``ROUNDS`` of each plan, then each plan's best),
+    where ``counted``; a key met for the first time is remembered either way.
 
-    >>> forget(); timed("k", 2, 0, 9.0); timed("k", 2, 0, 2.0); plan_for("k", 2)
+    >>> forget(); timed("k", 2, 0, 9.0, False); timed("k", 2, 0, 2.0); plan_for("k", 2)
     1
     >>> timed("k", 2, 1, 1.5); timed("k", 2, 0, 3.0); timed("k", 2, 1, 1.0); plan_for("k", 2)
     1
     """
     with _LOCK:
         times = _TIMES.get(key)
-        if times is None:  # (the first call: kernels loaded, a fresh output's pages faulted in; not counted)
-            _TIMES[key] = [[] for _ in range(count)]
+        if times is None:
+            times = _TIMES[key] = [[] for _ in range(count)]
             while len(_TIMES) > KEPT:
                 _TIMES.popitem(last=False)
+        if not counted:
             return
         kept = times[plan]
         if len(kept) < ROUNDS:

@@ -1894,10 +1894,28 @@ def test_a_choice_inside_another_counts_for_it_once_it_has_settled(monkeypatch: 
 
     for _ in range(8):
         assert _tuned.run_fastest("copy", [kernel, plan(14)])
-    # untimed; the walk's rounds (its first plan dropped after one, 50 >= 2 x 4, leaving one: settled at once); then
-    # the copy's plans in turn (its second dropped after one, 14 >= 2 x 4: settled at once)
-    assert took == [50, 50, 4, 4, 14, 4, 4, 4], took
+    # untimed; the walk's first round (once both its plans have a time, the copy counts its calls again); the copy's
+    # plans in turn (its second dropped after one, 14 >= 2 x 4, leaving one: settled at once); the walk's first plan
+    # dropped after one too (50 >= 2 x 4)
+    assert took == [50, 50, 4, 14, 4, 4, 4, 4], took
     assert (_tuned.plan_for("copy", 2), _tuned.plan_for("walk", 2)) == (0, 1)
+    _tuned.forget()
+
+
+def test_an_outer_choice_takes_off_what_the_inner_one_took_beyond_its_fastest_plan(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # while an inner choice takes its second round (a plan of 5 ticks again, its fastest 4), the outer one counts
+    # its calls, less the 1 tick the inner plan took beyond the fastest: the kernel's plan is timed at 4, as it
+    # will run once the walk has settled
+    plan, took = _ticking_plans(monkeypatch)
+
+    def kernel() -> bool:
+        return _tuned.run_fastest("walk", [plan(5), plan(4)])
+
+    for _ in range(8):
+        assert _tuned.run_fastest("copy", [kernel, plan(6)])
+    assert took == [5, 5, 4, 6, 5, 6, 4, 4], took
+    assert _tuned._TIMES["copy"] == [[4, 4], [6, 6]] and _tuned._TIMES["walk"] == [[5, 5], [4, 4]]
     _tuned.forget()
 
 
@@ -1912,7 +1930,7 @@ def test_a_first_call_that_faulted_in_few_pages_counts(monkeypatch: pytest.Monke
 
     for _ in range(6):
         assert _tuned.run_fastest("copy", [kernel, plan(14)])
-    assert took == [50, 4, 4, 14, 4, 4], took
+    assert took == [50, 4, 14, 4, 4, 4], took
     assert (_tuned.plan_for("copy", 2), _tuned.plan_for("walk", 2)) == (0, 1)
     _tuned.forget()
 

@@ -1965,6 +1965,27 @@ def test_loading_machine_code_is_not_a_plans_time_and_compiling_is_not_counted(
     _tuned.forget()
 
 
+def test_the_numpy_path_times_no_route(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # the NumPy path's conversions are not the compiled path's plans: timed under the same key, the NumPy conversion
+    # without the stacked route (288 ms for f32[21840,2048,3]{0,1,2:T(8,128)} laid out) dropped the compiled one
+    # (65 ms) for the stacked kernel (125 ms); the NumPy path takes its routes by rule, and times none
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    _first_calls_fill_pages(monkeypatch)
+    _tuned.forget()
+    shape = shape_of("f32[40,24,3]{0,1,2:T(8,128)}")
+    x = random_array("f32", shape.dimensions, 1)
+    expected = numpy_path(to_physical, x, shape)
+    out = np.empty_like(expected)
+    for _ in range(2):  # (the first call, then the stacked route timed: the conversion without it next)
+        assert np.array_equal(to_physical(x, shape, out=out), expected)
+    (key,) = [key for key in _tuned._TIMES if key[0] == "stacked"]
+    assert [len(times) for times in _tuned._TIMES[key]] == [1, 0]
+    for _ in range(3):
+        assert np.array_equal(numpy_path(to_physical, x, shape, out=out), expected)
+    assert [len(times) for times in _tuned._TIMES[key]] == [1, 0]
+    _tuned.forget()
+
+
 def test_a_choice_inside_another_that_never_runs_does_not_hold_it_back(monkeypatch: pytest.MonkeyPatch) -> None:
     # a route inside a plan that does not apply (its plan returns False: nothing run, nothing timed) is no choice
     # still being timed: the outer plans' times count (else the outer choice never settled, and kept taking its

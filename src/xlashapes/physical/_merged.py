@@ -528,9 +528,7 @@ def _squares(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nb
     across, along = merged.across, merged.along
 
     canon = _canon()
-    lines = merged.side != side_of(width)
-    entry = {(True, False): kernel.merged_lines, (False, False): kernel.merged_squares,
-             (True, True): kernel.merged_lines_canonical, (False, True): kernel.merged_squares_canonical}[lines, canon]
+    entry = _entry_of(kernel, ("merged_lines", "merged_squares"), merged, width, canon)
 
     def part(bounds: tuple[int, int]) -> None:
         entry(target, source, pad, merged.outer, dispatch.address(across), len(across), dispatch.address(along),
@@ -548,10 +546,7 @@ def _direct(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nby
     True: done)."""
     width = pad.itemsize
     canon = _canon()
-    lines = merged.side != side_of(width)
-    entry = {(True, False): kernel.merged_direct_lines, (False, False): kernel.merged_direct,
-             (True, True): kernel.merged_direct_lines_canonical, (False, True): kernel.merged_direct_canonical}[
-        lines, canon]
+    entry = _entry_of(kernel, ("merged_direct_lines", "merged_direct"), merged, width, canon)
     rows, sweep = max(DIRECT_ROWS[width], merged.side), DIRECT_LINES[width]
     pair = int(width >= 4 and not ((merged.across - merged.across[0]) % PAIRED).any())  # (rows whose lines, one a
     # row, would meet the same 4 KiB of offsets: in pairs)
@@ -564,6 +559,20 @@ def _direct(kernel: Any, target: int, source: int, pad: Any, merged: Merged, nby
     if canon:
         dispatch.made_canonical(nbytes)
     return True
+
+
+def _entry_of(kernel: Any, names: tuple[str, str], merged: Merged, width: int, canon: bool) -> Any:
+    """The entry of ``kernel`` that moves ``merged``'s squares: ``names`` (bytes in squares of a line a side, the
+    others), ``_canonical`` where ``canon``.
+
+    >>> class Kernel: merged_lines, merged_squares_canonical = "lines", "squares, canonical"
+    >>> plan = timed_routes([2048, 1024, 16], [16384, 16, 1], [1, 2048, 2097152], 0, 1)[0]
+    >>> [_entry_of(Kernel, ("merged_lines", "merged_squares"), m, 1, canon) for m, canon in zip(_sides(plan, 1),
+    ...                                                                                           (False, True))]
+    ['lines', 'squares, canonical']
+    """
+    name = names[0] if merged.side != side_of(width) else names[1]
+    return getattr(kernel, name + ("_canonical" if canon else ""))
 
 
 def _canon() -> bool:

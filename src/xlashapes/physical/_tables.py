@@ -6,8 +6,9 @@
 - ``merged_staged`` (:mod:`._merged`): the same blocks staged through the cache: each block's source rows copied
   in, transposed there, and its destination rows copied out in runs (whole lines streamed).
 - ``merged_direct`` (:mod:`._merged`): the same squares onto destination rows on the line grid, straight from the
-  source as ``direct_transpose`` (:mod:`._walk`) moves 2-d transposes: bands of source rows swept a few lines at a
-  time, the next sweep prefetched into the second level, every square streamed out.
+  source as ``direct_transpose`` (:mod:`._walk`) moves 2-d transposes, in the same bands (:func:`_swept`, whose rows
+  come from tables or strides): bands of source rows swept a few lines at a time, the next sweep prefetched into the
+  second level, every square streamed out.
 - ``permuted_blocks`` (:mod:`._lane_blocks`): small blocks permuted inside, a group of them at a time through lane
   rows of a scratch.
 """
@@ -40,6 +41,9 @@ from ._shuffles import (
     _table_pair_canonical,
     _table_square,
     _table_square_canonical,
+    _transpose,
+    _transpose_bytes,
+    _transpose_pair,
 )
 
 AHEAD = 4
@@ -156,46 +160,86 @@ def _direct_of(lines: bool, canonical: bool = False) -> Any:
         last: int, rows: int, sweep: int, stream: int, pair: int,
     ) -> None:
         width = _width(pad)
-        lined = lines and width == 1
-        n = LINE if lined else _side(pad)
-        line = LINE // width
-        span = line * sweep
         for block in range(first, last):
             d_at, s_at = _corner(block, outer, width)
-            d, s = dst + d_at, src + s_at
-            for i0 in range(0, along, rows):
-                for u0 in range(0, across, span):
-                    u, i, at = u0 + span, i0, s  # (the next sweep: on along these rows, else the next band's first)
-                    if u >= across:
-                        u, i = 0, i0 + rows
-                        if i >= along and block + 1 < last:
-                            i, at = 0, src + _corner(block + 1, outer, width)[1]
-                    if i < along:
-                        ahead = min(sweep, -(-(across - u) // line))
-                        for k in range(min(rows, along - i)):
-                            _prefetch_run_l2(at + _table_entry(s_rows, i + k) + u * width, ahead)
-                    j0, end = i0, min(i0 + rows, along)
-                    while j0 < end:
-                        if pair and j0 + 2 * n <= end:  # (two lines of each destination row, one after the other)
-                            for c0 in range(u0, min(u0 + span, across), n):
-                                c = min(c0, across - n)
-                                if canonical:
-                                    _table_pair_canonical(d + j0 * width, d_rows + c * 8, s + c * width,
-                                                          s_rows + j0 * 8, stream, pad)
-                                else:
-                                    _table_pair(d + j0 * width, d_rows + c * 8, s + c * width, s_rows + j0 * 8,
-                                                stream, pad)
-                            j0 += 2 * n
-                            continue
-                        j = min(j0, along - n)
-                        for c0 in range(u0, min(u0 + span, across), n):
-                            _moved(d, d_rows, s, s_rows, j, min(c0, across - n), stream if j == j0 else 0, pad,
-                                   lined, canonical)
-                        j0 += n
+            after = src + _corner(block + 1, outer, width)[1] if block + 1 < last else 0
+            _swept(dst + d_at, d_rows, src + s_at, s_rows, after, pad, 0, across, along, rows, sweep, stream, pair,
+                   True, lines and width == 1, canonical)
         if stream:
             _fence()
 
     return _entry(merged_direct, "merged_direct_lines" if lines else "merged_direct", canonical)
+
+
+@_inline
+def _swept(
+    d: int, d_rows: int, s: int, s_rows: int, after: int, pad: Any, first: int, last: int, along: int, rows: int,
+    sweep: int, stream: int, pair: int, tabled: bool, lined: bool, canon: bool,
+) -> None:
+    """A transpose moved straight from the source onto destination rows on the line grid: destination rows
+    ``first <= u < last`` (each ``along`` elements from ``d``), source rows ``i < along`` (``u`` their elements from
+    ``s``), in bands of ``rows`` source rows, each swept ``sweep`` lines of every row at a time while the next
+    sweep's lines (the next band's first; at the last band's end, those at ``after`` where nonzero) are prefetched
+    into the second level, so that memory is read while the squares stream out (``stream``: all but the last square
+    of a band whose side overlaps the one before, stored plainly). Rows are at the entries of the int64 tables at
+    ``d_rows`` and ``s_rows`` where ``tabled`` (merged squares), else ``d_rows`` and ``s_rows`` bytes apart (2-d
+    transposes); ``pair`` (4- and 8-byte words): squares in pairs, two lines of each destination row stored one
+    after the other; ``lined`` (bytes), ``canon`` as :func:`_moved` takes them (constants of the calling entry)."""
+    width = _width(pad)
+    n = (LINE if lined else _side(pad)) if tabled else LINE // width
+    span = LINE // width * sweep
+    for i0 in range(0, along, rows):
+        for u0 in range(first, last, span):
+            u, i, at = u0 + span, i0, s  # (the next sweep: on along these rows, else the next band's first)
+            if u >= last:
+                u, i = first, i0 + rows
+                if i >= along and after:
+                    i, at = 0, after
+            if i < along:
+                ahead = min(sweep, -(-(last - u) * width // LINE))
+                for k in range(min(rows, along - i)):
+                    _prefetch_run_l2(_row(at, s_rows, i + k, tabled) + u * width, ahead)
+            j0, end = i0, min(i0 + rows, along)
+            while j0 < end:
+                if pair and j0 + 2 * n <= end:  # (two lines of each destination row, one after the other)
+                    for c0 in range(u0, min(u0 + span, last), n):
+                        _paired(d, d_rows, s, s_rows, j0, min(c0, last - n), stream, pad, tabled, canon)
+                    j0 += 2 * n
+                    continue
+                j = min(j0, along - n)
+                for c0 in range(u0, min(u0 + span, last), n):
+                    c = min(c0, last - n)
+                    if tabled:
+                        _moved(d, d_rows, s, s_rows, j, c, stream if j == j0 else 0, pad, lined, canon)
+                    elif width == 1:
+                        _transpose_bytes(d + c * d_rows + j, d_rows, s + c + j * s_rows, s_rows,
+                                         _1 if j == j0 else _0, pad)
+                    else:
+                        _transpose(d + c * d_rows + j * width, d_rows // width, s + c * width + j * s_rows,
+                                   s_rows // width, _1 if j == j0 else _0, pad)
+                j0 += n
+
+
+@_inline
+def _row(base: int, rows: int, k: int, tabled: bool) -> int:
+    """The address of row ``k`` from ``base``: at entry ``k`` of the int64 table at ``rows`` where ``tabled``, else
+    ``rows`` bytes apart."""
+    return base + (_table_entry(rows, k) if tabled else k * rows)
+
+
+@_inline
+def _paired(d: int, d_rows: int, s: int, s_rows: int, j: int, c: int, stream: int, pad: Any, tabled: bool,
+            canon: bool) -> None:
+    """Two squares of :func:`_swept` (source rows ``j`` on, destination rows ``c`` on), two lines of each destination
+    row stored one after the other."""
+    width = _width(pad)
+    if tabled and canon:
+        _table_pair_canonical(d + j * width, d_rows + c * 8, s + c * width, s_rows + j * 8, stream, pad)
+    elif tabled:
+        _table_pair(d + j * width, d_rows + c * 8, s + c * width, s_rows + j * 8, stream, pad)
+    else:
+        _transpose_pair(d + c * d_rows + j * width, d_rows // width, s + c * width + j * s_rows, s_rows // width, _1,
+                        pad)
 
 
 merged_direct = _direct_of(False)

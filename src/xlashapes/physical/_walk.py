@@ -32,7 +32,6 @@ from ._intrinsics import (
     _jit,
     _lanes,
     _prefetch_rows,
-    _prefetch_run_l2,
     _put,
     _put_word,
     _side,
@@ -69,7 +68,6 @@ from ._shuffles import (
     _transpose_bytes,
     _transpose_bytes_canonical,
     _transpose_canonical,
-    _transpose_pair,
     _transpose_short_nt,
 )
 from ._side_by_side import (
@@ -85,6 +83,7 @@ from ._side_by_side import (
     _wide_lines_block,
 )
 from ._staging import _stage, _staged_runs, _word_rows
+from ._tables import _swept
 
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1, _2, _3 = np.int64(0), np.int64(1), np.int64(2), np.int64(3)
@@ -862,30 +861,6 @@ def direct_transpose(dst: int, src: int, pad: Any, small: int, du: int, si: int,
     8-byte words in pairs, two lines of each row written one after the other (f32 ``[32768,4096]{0,1}`` 'to',
     rows 128 KiB apart: 1.63 -> 1.40x memcpy)."""
     width = _width(pad)
-    side = LINE // width
-    span = side * lines
-    pair = width >= 4 and du * width % PAIRED == 0  # (two lines of each destination row at a time)
-    for i0 in range(0, small, rows):
-        for u0 in range(first, last, span):
-            u, i = u0 + span, i0
-            if u >= last:
-                u, i = first, i0 + rows
-            if i < small:
-                ahead = min(lines, -(-(last - u) // side))
-                for k in range(min(rows, small - i)):
-                    _prefetch_run_l2(src + (u + (i + k) * si) * width, ahead)
-            j0, end = i0, min(i0 + rows, small)
-            while j0 < end:
-                if pair and j0 + 2 * side <= end:
-                    for c0 in range(u0, min(u0 + span, last), side):
-                        c = min(c0, last - side)
-                        _transpose_pair(dst + (c * du + j0) * width, du, src + (c + j0 * si) * width, si, _1, pad)
-                    j0 += 2 * side
-                    continue
-                j = min(j0, small - side)
-                for c0 in range(u0, min(u0 + span, last), side):
-                    c = min(c0, last - side)
-                    _square(dst + (c * du + j) * width, du * width, src + (c + j * si) * width, si * width,
-                            _1 if j == j0 else _0, pad, width)
-                j0 += side
+    _swept(dst, du * width, src, si * width, 0, pad, first, last, small, rows, lines, 1,
+           int(width >= 4 and du * width % PAIRED == 0), False, False, False)
     _fence()

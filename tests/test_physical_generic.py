@@ -1717,7 +1717,7 @@ def test_merged_squares_take_either_sweep_in_turn_then_the_faster(
         kernel, name = getattr(tables, entry), entry.removesuffix("_canonical")
         monkeypatch.setattr(tables, entry, lambda *args, kernel=kernel, name=name: (
             sweeps.append((name, args[10] if name != "merged_staged" else -1)), kernel(*args))[1])
-    _first_calls_fill_pages(monkeypatch)  # (a conversion's first call into a fresh output: not counted)
+    _no_disturbances(monkeypatch)
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
     plan_for = _tuned.plan_for  # (the copies themselves stay on the kernel: the test after this one times those)
     monkeypatch.setattr(_tuned, "plan_for", lambda key, count: 0 if key[0] == "copy" else plan_for(key, count))
@@ -1751,7 +1751,7 @@ def test_walks_time_merged_squares_beside_their_own_blocks(
     # walks that merged squares do not take by rule (rows of 8 bytes side by side: u8 [8,48,2,43690]{0,1,2,3} 'to'
     # 8.4x memcpy walked, 3.2x as merged squares; squares with both sides long) time merged squares (either sweep)
     # beside their own blocks and keep the fastest; every call writes the same bytes
-    _first_calls_fill_pages(monkeypatch)  # (a conversion's first call into a fresh output: not counted)
+    _no_disturbances(monkeypatch)
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
     monkeypatch.setattr(_passes, "channel_passes", lambda *args: None)  # (u8[3,8,2,6990]{1,2,0,3}: 48 channels)
     plan_for = _tuned.plan_for  # (the copies themselves stay on the kernel)
@@ -1805,7 +1805,7 @@ def test_large_copies_take_the_kernel_or_numpy_whichever_took_less_time(
     # the generic kernel is not always faster than NumPy's strided copy: copies of TUNE_BYTES and more take the
     # kernel (untimed, then timed), then NumPy, then (one DECISIVE times faster) that one for good; every call
     # writes the same bytes (the kernel's walk on its own blocks: no choice timed inside it)
-    _first_calls_fill_pages(monkeypatch)  # (a conversion's first call into a fresh output: not counted)
+    _no_disturbances(monkeypatch)
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
     monkeypatch.setattr(_merged, "timed_routes", lambda *args: [])
     numpy_ticks, kernel_ticks = (1, 5) if numpy_faster else (5, 1)
@@ -1859,20 +1859,17 @@ def test_tiny_interleaved_blocks_go_in_two_passes_through_a_buffer(
     assert len(passes) >= 2, text  # (laid out and read back)
 
 
-def _first_calls_fill_pages(monkeypatch: pytest.MonkeyPatch, filled: bool = True) -> None:
-    """Make every call the tuner times look as if it faulted in more than ``FAULTS`` pages (``filled``: a key's first
-    call never counts, as a conversion's first call into a fresh output does not) or none (it counts), whatever
-    the process really did."""
-    faults = iter(range(0, 1 << 40, _tuned.FAULTS + 1 if filled else 1 << 40))
-    monkeypatch.setattr(_tuned, "_disturbances", lambda: (0.0, 0, next(faults) if filled else 0))
+def _no_disturbances(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every call the tuner times look as if it loaded no machine code and compiled nothing (a stopped clock's
+    ticks are then the plans' own), whatever the process really did."""
+    monkeypatch.setattr(_tuned, "first_uses", lambda: (0.0, 0))
 
 
-def _ticking_plans(monkeypatch: pytest.MonkeyPatch, filled: bool = True) -> tuple[
-        Callable[[float], Callable[[], bool]], list[float]]:
+def _ticking_plans(monkeypatch: pytest.MonkeyPatch) -> tuple[Callable[[float], Callable[[], bool]], list[float]]:
     """(plan(ticks): a plan that takes ``ticks`` of a stopped clock the tuner reads, the ticks the plans took); every
-    timing forgotten; first calls as :func:`_first_calls_fill_pages` makes them."""
+    timing forgotten."""
     _tuned.forget()
-    _first_calls_fill_pages(monkeypatch, filled)
+    _no_disturbances(monkeypatch)
     state = {"now": 0.0}
     monkeypatch.setattr(_tuned.time, "perf_counter", lambda: state["now"])
     took: list[float] = []
@@ -1894,83 +1891,49 @@ def test_a_choice_inside_another_counts_for_it_once_it_has_settled(monkeypatch: 
 
     for _ in range(8):
         assert _tuned.run_fastest("copy", [kernel, plan(14)])
-    # untimed; the walk's first round (once both its plans have a time, the copy counts its calls again); the copy's
-    # plans in turn (its second dropped after one, 14 >= 2 x 4, leaving one: settled at once); the walk's first plan
-    # dropped after one too (50 >= 2 x 4)
-    assert took == [50, 50, 4, 14, 4, 4, 4, 4], took
-    assert (_tuned.plan_for("copy", 2), _tuned.plan_for("walk", 2)) == (0, 1)
-    _tuned.forget()
-
-
-def test_an_outer_choice_takes_off_what_the_inner_one_took_beyond_its_fastest_plan(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # while an inner choice takes its second round (a plan of 5 ticks again, its fastest 4), the outer one counts
-    # its calls, less the 1 tick the inner plan took beyond the fastest: the kernel's plan is timed at 4, as it
-    # will run once the walk has settled
-    plan, took = _ticking_plans(monkeypatch)
-
-    def kernel() -> bool:
-        return _tuned.run_fastest("walk", [plan(5), plan(4)])
-
-    for _ in range(8):
-        assert _tuned.run_fastest("copy", [kernel, plan(6)])
-    assert took == [5, 5, 4, 6, 5, 6, 4, 4], took
-    assert _tuned._TIMES["copy"] == [[4, 4], [6, 6]] and _tuned._TIMES["walk"] == [[5, 5], [4, 4]]
-    _tuned.forget()
-
-
-def test_a_first_call_that_faulted_in_few_pages_counts(monkeypatch: pytest.MonkeyPatch) -> None:
-    # a choice met first inside another's plan on a later call (its output's pages already there) counts that call:
-    # the rule's plan, 50 ticks, runs once, not twice (u8 [3648,96,512,3]{2,1,3,0:T(8,128)(4,1)} laid out: a walk
-    # whose rule's plan took 21x memcpy ran on two calls)
-    plan, took = _ticking_plans(monkeypatch, filled=False)
-
-    def kernel() -> bool:
-        return _tuned.run_fastest("walk", [plan(50), plan(4)])
-
-    for _ in range(6):
-        assert _tuned.run_fastest("copy", [kernel, plan(14)])
-    assert took == [50, 4, 14, 4, 4, 4], took
+    # untimed; the walk's rounds (its first plan dropped after one, 50 >= 2 x 4, leaving one: settled at once); then
+    # the copy's plans in turn (its second dropped after one, 14 >= 2 x 4: settled at once)
+    assert took == [50, 50, 4, 4, 14, 4, 4, 4], took
     assert (_tuned.plan_for("copy", 2), _tuned.plan_for("walk", 2)) == (0, 1)
     _tuned.forget()
 
 
 def test_loading_machine_code_is_not_a_plans_time_and_compiling_is_not_counted(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # a plan whose kernel is first met on its first run (its machine code loaded: seconds the tuner takes off) is
-    # timed on its own work; a call that compiled a kernel is not counted at all (numba compiling for seconds
-    # would drop the plan for good, DECISIVE times slower than the others)
+    # a plan whose kernel is first met on a later call (its machine code loaded then: seconds the tuner takes off)
+    # is timed on its own work; a call that compiled a kernel is not counted at all (numba compiling for seconds
+    # would drop the fastest plan for good, DECISIVE times slower than the others)
     _tuned.forget()
     state = {"now": 0.0, "loading": 0.0, "compiled": 0}
     monkeypatch.setattr(_tuned.time, "perf_counter", lambda: state["now"])
-    monkeypatch.setattr(_tuned, "_disturbances", lambda: (state["loading"], int(state["compiled"]), 0))
+    monkeypatch.setattr(_tuned, "first_uses", lambda: (state["loading"], int(state["compiled"])))
     took: list[str] = []
 
-    def plan(name: str, ticks: float, loading: float = 0.0, compiled: int = 0) -> Callable[[], bool]:
-        def run() -> bool:  # (loading and compiling on the plan's first run only)
+    def plan(name: str, ticks: float, loading: float = 0.0, compiling: float = 0.0) -> Callable[[], bool]:
+        def run() -> bool:  # (loading or compiling on the plan's first run only)
             first = name not in took
             took.append(name)
-            state.update(now=state["now"] + ticks + loading * first, loading=state["loading"] + loading * first,
-                         compiled=state["compiled"] + compiled * first)
+            state.update(now=state["now"] + ticks + (loading + compiling) * first,
+                         loading=state["loading"] + loading * first,
+                         compiled=state["compiled"] + int(compiling > 0 and first))
             return True
         return run
 
-    plans = [plan("loaded", 2, loading=30), plan("compiled", 3, compiled=1), plan("far", 9)]
+    plans = [plan("plain", 3), plan("loaded", 2, loading=30), plan("compiled", 1, compiling=40)]
     for _ in range(7):
         assert _tuned.run_fastest("copy", plans)
-    # the first (32 ticks, 30 of them loading) counted as 2; the second's compiling call not counted (run again);
-    # the third dropped after one (9 >= 2 x 2); then the first for good
-    assert took == ["loaded", "compiled", "compiled", "far", "loaded", "compiled", "loaded"], took
-    assert _tuned._TIMES["copy"] == [[2, 2], [3, 3], [9]]
+    # untimed; each in turn (the second 32 ticks, 30 of them loading: counted as 2; the third's compiling call not
+    # counted, run again: 1); then the first two dropped (3, 2 >= 2 x 1): the third at once
+    assert took == ["plain", "plain", "loaded", "compiled", "compiled", "compiled", "compiled"], took
+    assert _tuned._TIMES["copy"] == [[3], [2], [1, 1]]
     _tuned.forget()
-
 
 def test_the_numpy_path_times_no_route(compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
     # the NumPy path's conversions are not the compiled path's plans: timed under the same key, the NumPy conversion
     # without the stacked route (288 ms for f32[21840,2048,3]{0,1,2:T(8,128)} laid out) dropped the compiled one
     # (65 ms) for the stacked kernel (125 ms); the NumPy path takes its routes by rule, and times none
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
-    _first_calls_fill_pages(monkeypatch)
+    _no_disturbances(monkeypatch)
     _tuned.forget()
     shape = shape_of("f32[40,24,3]{0,1,2:T(8,128)}")
     x = random_array("f32", shape.dimensions, 1)
@@ -2009,8 +1972,8 @@ def test_timed_choices_keep_the_fastest_plan_after_their_rounds(monkeypatch: pyt
     # keys, the least recently used dropped
     _tuned.forget()
     assert [_tuned.plan_for("walk", 2) for _ in range(2)] == [0, 0]  # (nothing timed: the rule's plan)
-    _tuned.timed("walk", 2, 0, 50.0, False)  # (the first call: pages faulted in; not counted)
-    _tuned.timed("far", 2, 0, 50.0, False)
+    _tuned.timed("walk", 2, 0, 50.0)  # (the first call: kernels loaded, pages faulted in; not counted)
+    _tuned.timed("far", 2, 0, 50.0)
     for plan, seconds in [(0, 3.0), (1, 2.0), (0, 1.0), (1, 2.5)]:
         assert _tuned.plan_for("walk", 2) == plan
         _tuned.timed("walk", 2, plan, seconds)

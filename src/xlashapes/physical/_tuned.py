@@ -10,26 +10,26 @@ The generic kernel itself (:mod:`._copy`) is not always faster than NumPy's stri
 a survey of 920 random ones found over 6x memcpy, NumPy was faster (``s32[1024,3,64,24,1]{1,3,0,4,2}`` 19x against
 3.2x; ``f16[2,3,7,2048,195]{0,2,3,4,1}`` 'to' 44x against 11.5x), so a large copy times both as well.
 
-So a copy of at least ``TUNE_BYTES`` takes its plans in turn on its calls with the same key (the rule's plan
-first), ``ROUNDS`` each but those whose first time was ``DECISIVE`` times another's, and from then on the plan with
-the least time on any call; where every plan but one is so dropped after the first round, that one is kept at once.
-The time a call spent loading kernels' machine code is not its plan's; a call that compiled one does not count. A
-key's first call counts only where it faulted in few pages (``FAULTS``): a conversion's first call fills a fresh
-output's (counted, they made NumPy look 3x faster than the kernel on ``s32[384,200,3,1,48]{0,1,2,3,4:T(8,128)}``,
-which then stayed at 15x memcpy instead of 1.6x), but a choice met first inside another's plan, on a later call,
-runs clean, and its rule's plan need not run again for a time (u8 ``[3648,96,512,3]{2,1,3,0:T(8,128)(4,1)}`` laid
-out, 512 MiB: a walk whose rule's plan took 21x memcpy ran it on two calls). The bytes written never depend on the
-plan: only the time does. At most ``KEPT`` keys are remembered, the least recently used dropped; keys of copies
-that repeat within one call (the slabs and boxes of a large conversion) settle within it.
+So a copy of at least ``TUNE_BYTES`` takes its plans in turn on its calls with the same key after the first (the
+rule's plan first), ``ROUNDS`` each but those whose first time was ``DECISIVE`` times another's, and from then on
+the plan with the least time on any call; where every plan but one is so dropped after the first round, that one is
+kept at once. The first call is not timed: it loads the kernels' machine code and faults in a fresh output's pages
+(counted, they made NumPy look 3x faster than the kernel on ``s32[384,200,3,1,48]{0,1,2,3,4:T(8,128)}``, which then
+stayed at 15x memcpy instead of 1.6x). Nor is the time a later call spent loading machine code its plan's (a plan
+first run on a later call loads its kernel then), and a call that compiled a kernel does not count (where no
+machine code is shipped, a plan met first on a later call carried seconds of compiling, and was dropped for good as
+``DECISIVE`` times slower). The bytes written never depend on the plan: only the time does. At most ``KEPT`` keys
+are remembered, the least recently used dropped; keys of copies that repeat within one call (the slabs and boxes of a
+large conversion) settle within it.
 
 Choices nest: the kernel's plan of a copy (against NumPy) may itself time merged squares against the walk's own
-blocks. A call during which an inner choice still had a plan it had never timed does not count for the outer one
-(it timed the inner plan, not the outer): else the walk's first plan, 50x memcpy on ``f16[2,3,7,2048,195]{0,2,3,4,1}``
-'to', set NumPy's 14.5x decisively apart before merged squares (4.1x) ever ran. Once every inner plan has a time,
-the outer one counts its calls again, less what the inner choices took beyond their fastest plans so far, while the
-inner ones take their later rounds: the outer choice settles that many calls sooner, and where it drops the plan
-that holds the inner choices, their later rounds are never taken (u8 ``[3648,96,512,3]{2,1,3,0:T(8,128)(4,1)}`` laid
-out, 512 MiB: the stacked route against the generic one, whose two inner choices took seven calls at 4-22x memcpy).
+blocks. A call during which an inner choice was still taking its plans in turn does not count for the outer one (it
+timed the inner plan, not the outer): else the walk's first plan, 50x memcpy on ``f16[2,3,7,2048,195]{0,2,3,4,1}``
+'to', set NumPy's 14.5x decisively apart before merged squares (4.1x) ever ran. (Counting a key's first call where
+it faulted in few pages, and an outer choice's calls once every inner plan had a time, less what the inner choices
+took beyond their fastest plans, settled the stacked layouts in 5-10 calls instead of 10-15; but it moved the
+explorations of the outer choices into a conversion's first calls: over 40 survey layouts, 12 calls each way took
+4.5-4.8% longer in all, and the best of calls 2-6 of 505 survey layouts was over 2x on 132 against 113.)
 """
 
 from __future__ import annotations
@@ -58,17 +58,12 @@ say the NumPy copy beside a fast kernel, costs one call, not ``ROUNDS``)."""
 KEPT = 512
 """Most keys whose timings are kept."""
 
-FAULTS = 16
-"""Most page faults (of this process, during the call) a key's first call may take and still count: more, and it
-was filling a fresh output's pages, which later calls into the same output do not."""
-
 PAGE = 4096
 """Bytes of a memory page (keys hold the offsets of a copy's ends in theirs: the same walk at other offsets meets
 the cache otherwise)."""
 
 _LOCK = threading.Lock()
-_NESTED = threading.local()  # (untried: whether a choice made inside the running plan had a plan never timed;
-# excess: seconds the choices made inside it took beyond their fastest plans so far)
+_NESTED = threading.local()  # (exploring: whether a choice made inside the running plan was still being timed)
 _TIMES: OrderedDict[Hashable, list[list[float]]] = OrderedDict()
 
 
@@ -77,64 +72,26 @@ def run_fastest(key: Hashable, plans: Sequence[Callable[[], bool]]) -> bool:
     kept) where that plan cannot run.
 
     >>> forget(); ran = []
-    >>> all([run_fastest("k", [lambda: ran.append(0) or True, lambda: ran.append(1) or True]) for _ in range(4)])
-    True
-    >>> ran[0], sorted(set(ran))  # (the rule's plan first, then the other in turn)
-    (0, [0, 1])
+    >>> [run_fastest("k", [lambda: ran.append(0) or True, lambda: ran.append(1) or True]) for _ in range(3)], ran
+    ([True, True, True], [0, 0, 1])
     """
-    plan = plan_for(key, len(plans))
-    untried, excess = getattr(_NESTED, "untried", False), getattr(_NESTED, "excess", 0.0)
-    _NESTED.untried, _NESTED.excess = False, 0.0
-    ran, more = False, 0.0
+    plan, settled = plan_for(key, len(plans)), _choice(key, len(plans))[1]
+    outer = getattr(_NESTED, "exploring", False)
+    _NESTED.exploring = ran = False
     try:
-        before = _disturbances()
+        before = first_uses()
         start = time.perf_counter()
         ran = plans[plan]()
         seconds = time.perf_counter() - start
-        after = _disturbances()
-        if ran:
-            own = seconds - (after[0] - before[0]) - _NESTED.excess  # (less loading, and the inner choices' excess)
-            # (not counted: a plan that took a choice with a plan never timed inside, not its own time; a call that
-            # compiled; a first call that filled a fresh output's pages)
-            counted = not _NESTED.untried and after[1] == before[1] and (
-                key in _TIMES or 0 <= after[2] - before[2] <= FAULTS)
-            timed(key, len(plans), plan, own, counted)
-            fastest = _fastest(key)
-            more = own - min(own, fastest) if counted and fastest is not None else 0.0
-            _NESTED.untried = _NESTED.untried or fastest is None or _untried(key)
-    finally:  # (a plan that did not run, a route that does not apply, tries nothing: it never settles)
-        _NESTED.untried = untried or _NESTED.untried
-        _NESTED.excess = excess + _NESTED.excess + more
-    return bool(ran)
-
-
-def _fastest(key: Hashable) -> float | None:
-    """The least time of any plan of ``key`` so far (None: none timed)."""
-    with _LOCK:
-        times = _TIMES.get(key)
-        return min((min(kept) for kept in times if kept), default=None) if times is not None else None
-
-
-def _untried(key: Hashable) -> bool:
-    """Whether some plan of ``key`` has never been timed (its first round not done)."""
-    with _LOCK:
-        times = _TIMES.get(key)
-        return times is None or not all(times)
-
-
-def _disturbances() -> tuple[float, int, int]:
-    """What calls pay beside their plans' own work, so far: seconds loading kernels' machine code, overloads
-    compiled (:func:`._aot.first_uses`), and this process's page faults (-1 where the platform does not count them).
-
-    >>> loading, compiled, faults = _disturbances(); loading >= 0 and compiled >= 0 and faults >= -1
-    True
-    """
-    try:
-        import resource
-    except ImportError:  # (Windows)
-        return (*first_uses(), -1)
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return (*first_uses(), usage.ru_minflt + usage.ru_majflt)
+        after = first_uses()
+        inner = _NESTED.exploring
+    finally:  # (a plan that did not run, a route that does not apply, explores nothing: it never settles)
+        _NESTED.exploring = outer or (ran and not settled) or _NESTED.exploring
+    if not ran:
+        return False
+    # (not counted: a plan that took a choice still being timed inside, not its own time; a call that compiled)
+    timed(key, len(plans), plan, seconds - (after[0] - before[0]), not inner and after[1] == before[1])
+    return True
 
 
 def plan_for(key: Hashable, count: int) -> int:
@@ -170,20 +127,21 @@ def _dropped(times: list[list[float]], plan: int) -> bool:
 
 
 def timed(key: Hashable, count: int, plan: int, seconds: float, counted: bool = True) -> None:
-    """Keep the time a call with ``key`` took on ``plan`` (the first ``ROUNDS`` of each plan, then each plan's best),
-    where ``counted``; a key met for the first time is remembered either way.
+    """Keep the time a call with ``key`` took on ``plan`` (the first ``ROUNDS`` of each plan, then each plan's best;
+    not the first call's, nor one not ``counted``).
 
-    >>> forget(); timed("k", 2, 0, 9.0, False); timed("k", 2, 0, 2.0); plan_for("k", 2)
+    >>> forget(); timed("k", 2, 0, 9.0); timed("k", 2, 0, 2.0); plan_for("k", 2)
     1
     >>> timed("k", 2, 1, 1.5); timed("k", 2, 0, 3.0); timed("k", 2, 1, 1.0); plan_for("k", 2)
     1
     """
     with _LOCK:
         times = _TIMES.get(key)
-        if times is None:
-            times = _TIMES[key] = [[] for _ in range(count)]
+        if times is None:  # (the first call: kernels loaded, a fresh output's pages faulted in; not counted)
+            _TIMES[key] = [[] for _ in range(count)]
             while len(_TIMES) > KEPT:
                 _TIMES.popitem(last=False)
+            return
         if not counted:
             return
         kept = times[plan]

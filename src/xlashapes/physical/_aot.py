@@ -590,13 +590,15 @@ def numba_module(module: str) -> Any:
 
 
 _UNSET: Any = object()
-_FIRST_USES = [0.0, 0]  # seconds spent loading the overloads first met in this process; overloads compiled
+_FIRST_USES = [0.0, 0]  # seconds spent loading the overloads first met in this process; overloads compiled (or
+# waited for while another process compiled them)
 _CLOCK = time.perf_counter  # (bound here: the loading time is real seconds, whatever clock a test gives the tuner)
 
 
 def first_uses() -> tuple[float, int]:
     """The seconds this process has spent loading kept machine code of overloads it met for the first time, and how
-    many overloads it compiled (a call that did either took longer than its kernels did).
+    many overloads it compiled or waited for another process to compile (a call that did either took longer than
+    its kernels did).
 
     >>> seconds, compiled = first_uses(); seconds >= 0 and compiled >= 0
     True

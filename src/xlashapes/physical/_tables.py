@@ -43,6 +43,8 @@ from ._shuffles import (
     _table_square_canonical,
     _transpose,
     _transpose_bytes,
+    _transpose_bytes_canonical,
+    _transpose_canonical,
     _transpose_pair,
 )
 
@@ -211,12 +213,9 @@ def _swept(
                     c = min(c0, last - n)
                     if tabled:
                         _moved(d, d_rows, s, s_rows, j, c, stream if j == j0 else 0, pad, lined, canon)
-                    elif width == 1:
-                        _transpose_bytes(d + c * d_rows + j, d_rows, s + c + j * s_rows, s_rows,
-                                         _1 if j == j0 else _0, pad)
                     else:
-                        _transpose(d + c * d_rows + j * width, d_rows // width, s + c * width + j * s_rows,
-                                   s_rows // width, _1 if j == j0 else _0, pad)
+                        _strided(d + c * d_rows + j * width, d_rows, s + c * width + j * s_rows, s_rows,
+                                 _1 if j == j0 else _0, pad, canon)
                 j0 += n
 
 
@@ -225,6 +224,23 @@ def _row(base: int, rows: int, k: int, tabled: bool) -> int:
     """The address of row ``k`` from ``base``: at entry ``k`` of the int64 table at ``rows`` where ``tabled``, else
     ``rows`` bytes apart."""
     return base + (_table_entry(rows, k) if tabled else k * rows)
+
+
+@_inline
+def _strided(to: int, step: int, at: int, stride: int, stream: int, pad: Any, canon: bool) -> None:
+    """A square of ``pad``'s words moved from rows ``stride`` bytes apart at ``at`` to rows ``step`` bytes apart at
+    ``to`` (:func:`._shuffles._transpose_bytes` for bytes, :func:`._shuffles._transpose` for wider words); ``canon``
+    (a constant of the calling entry): every byte made 0 or 1 on the way, as pred's are."""
+    width = _width(pad)
+    if width == 1:
+        if canon:
+            _transpose_bytes_canonical(to, step, at, stride, stream, pad)
+        else:
+            _transpose_bytes(to, step, at, stride, stream, pad)
+    elif canon:
+        _transpose_canonical(to, step // width, at, stride // width, stream, pad)
+    else:
+        _transpose(to, step // width, at, stride // width, stream, pad)
 
 
 @_inline

@@ -66,8 +66,6 @@ from ._shuffles import (
     _transpose8,
     _transpose16,
     _transpose_bytes,
-    _transpose_bytes_canonical,
-    _transpose_canonical,
     _transpose_short_nt,
 )
 from ._side_by_side import (
@@ -83,7 +81,7 @@ from ._side_by_side import (
     _wide_lines_block,
 )
 from ._staging import _stage, _staged_runs, _word_rows
-from ._tables import _swept
+from ._tables import _strided, _swept
 
 # typed constants: a literal 0 or 1 in a call would make numba compile the callee once more for it
 _0, _1, _2, _3 = np.int64(0), np.int64(1), np.int64(2), np.int64(3)
@@ -739,21 +737,10 @@ def _square_of(canonical: bool) -> Any:
     one with both took u8 transposes 2.6 -> 3.5 ms)."""
 
     def square(to: int, step: int, at: int, stride: int, stream: int, pad: Any, word: int) -> None:
-        width = _width(pad)
-        if word == 1:
-            if canonical:
-                _transpose_bytes_canonical(to, step, at, stride, stream, pad)
-            else:
-                _transpose_bytes(to, step, at, stride, stream, pad)
-        elif width == 1:
-            if canonical:
-                _transpose_canonical(to, step // 2, at, stride // 2, stream, _WORD)
-            else:
-                _transpose(to, step // 2, at, stride // 2, stream, _WORD)
-        elif canonical:
-            _transpose_canonical(to, step // width, at, stride // width, stream, pad)
-        else:
-            _transpose(to, step // width, at, stride // width, stream, pad)
+        if word == _width(pad):
+            _strided(to, step, at, stride, stream, pad, canonical)
+        else:  # (bytes staged as 2-byte words)
+            _strided(to, step, at, stride, stream, _WORD, canonical)
 
     square.__name__ = square.__qualname__ = "_square_canonical" if canonical else "_square"
     return _subroutine(square)

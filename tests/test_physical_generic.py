@@ -2809,6 +2809,32 @@ def test_channels_whose_planes_keep_their_order_are_one_transpose(
     assert not passes, text
 
 
+def test_the_passes_time_their_slabs_under_one_key_through_one_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # slabs of one copy at other offsets in their pages took a key each (bf16[4,32768,2048]{0,1,2} laid out: 128
+    # keys, each taking its plans in turn on the same five calls, 13-18x memcpy), and a buffer new each call (at
+    # another offset) made new keys call after call: the slabs' keys leave out page offsets, the buffer is the kept one
+    monkeypatch.setattr(_passes, "CHUNK_BYTES", 1000)
+    rows = np.random.default_rng(5).integers(0, 255, (20000, 2, 3), np.uint8)
+    planes = np.ascontiguousarray(rows.transpose(2, 1, 0))
+    target = np.zeros_like(planes)
+    d, s = _copy._normalized(target.transpose(2, 1, 0), rows)
+    shape, d_steps, s_steps, unit = _copy._walk_order(d, s, 1)
+    seen: list[tuple[int, int, int]] = []
+
+    def copy(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], run: Any) -> None:
+        address = _dispatch.address(a)
+        seen.append((_tuned.page_offset(address), _tuned.page_offset(_dispatch.address(b)), address))
+        np.copyto(a, b)
+
+    plan = _passes.channel_passes(d, s, shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, None, copy)
+    assert plan is not None and plan() and plan()
+    assert np.array_equal(target, planes)
+    assert len(seen) >= 40 and {offsets[:2] for offsets in seen} == {(0, 0)}
+    buffers = {address for k, (_, _, address) in enumerate(seen) if k % 2 == 0}  # (each slab's first copy: into it)
+    assert len(buffers) == 1 and buffers.pop() % LINE == 0
+    assert _tuned.page_offset(4096 + 80) == 80  # (past the passes, offsets again)
+
+
 @settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.integers(2, 5), min_size=2, max_size=3), st.integers(2, 300), st.integers(0, 2**32 - 1),
        st.booleans(), st.data())

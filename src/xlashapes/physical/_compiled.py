@@ -377,5 +377,6 @@ def _tiled_from(
             base.rows, base.cols, base.row_stride, plan.tile, width, fused[0] == 8 and not joined)):
         read(0)
         return
-    key = ("tiles read", base._replace(first=offset, last=strips[1]), width, run.threads, address(out) % _tuned.PAGE)
+    key = ("tiles read", base._replace(first=offset, last=strips[1]), width, run.threads,
+           _tuned.page_offset(address(out)))
     _tuned.run_fastest(key, [partial(read, 1), partial(read, 0)])  # (whole tiles first: a single call takes them)

@@ -69,8 +69,8 @@ def _routed(
     for f32 ``[21840,2048,3]{0,1,2:T(8,128)}``, dropped the compiled one, 65 ms, for a stacked kernel of 125)."""
     if max(logical.nbytes, data.nbytes) < _tuned.TUNE_BYTES or dispatch.walker() is None:
         return route()
-    key = (name, geometry.shape, to, dispatch.address(logical) % _tuned.PAGE, dispatch.address(data) % _tuned.PAGE,
-           run.threads)
+    key = (name, geometry.shape, to, _tuned.page_offset(dispatch.address(logical)),
+           _tuned.page_offset(dispatch.address(data)), run.threads)
     return _tuned.run_fastest(key, [route, partial(_tuned.done, rest)])
 
 
@@ -151,8 +151,8 @@ def _fill_elements(
     else:  # (the padding's runs by the kernel, or the pass: which is faster depends on how the copy then writes
         # the lines they share: f16 [200,83886]{0,1:T(8,128)(2,1)} 'to' 5.2 -> 4.3 ms by the kernel, pred
         # [100,335544]{0,1:T(8,128)(4,1)} 5.4 -> 6.6, its copy 3.3 -> 4.5)
-        key = ("padding", geometry.shape, dispatch.address(x) % _tuned.PAGE, dispatch.address(elements) % _tuned.PAGE,
-               run.threads)
+        key = ("padding", geometry.shape, _tuned.page_offset(dispatch.address(x)),
+               _tuned.page_offset(dispatch.address(elements)), run.threads)
         _tuned.run_fastest(key, [by_boxes, whole])
 
 

@@ -80,8 +80,8 @@ def _copy_by_plan(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run
         if not _compiled_copy(d, s, run):
             _numpy_copy(d, s)
         return
-    key = ("copy", d.shape, d.strides, s.strides, d.itemsize, dispatch.address(d) % _tuned.PAGE,
-           dispatch.address(s) % _tuned.PAGE, run.threads, d.nbytes >= run.stream_bytes)
+    key = ("copy", d.shape, d.strides, s.strides, d.itemsize, _tuned.page_offset(dispatch.address(d)),
+           _tuned.page_offset(dispatch.address(s)), run.threads, d.nbytes >= run.stream_bytes)
     plans = [lambda: _compiled_copy(d, s, run), lambda: _numpy_copied(d, s)]
     if not _tuned.run_fastest(key, canonical_plans(plans, d)):
         canonical_after(lambda: _numpy_copied(d, s), d)()  # (no kernel for it: nothing to choose)
@@ -336,7 +336,7 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
         plans += [channels] if channels is not None and not first else []
         if len(plans) > 1:  # (the faster on this copy, timed; a pred copy's time with its pass to canonical bytes)
             key = ("walk", tuple(shape.tolist()), tuple(d_steps.tolist()), tuple(s_steps.tolist()), width,
-                   target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
+                   _tuned.page_offset(target), _tuned.page_offset(source), run.threads, stream)
             _tuned.run_fastest(key, canonical_plans(plans, d))
             return
     plans[0]()
@@ -541,17 +541,18 @@ def _through_planes(
         return False
     if pieces > 1 and (pieces > PLANE_PIECES or n * per < PIECE_BYTES):
         return False
-    stage = np.empty(a * b * count, d.dtype)
     order = (*range(len(shape) - 3), len(shape) - 1, len(shape) - 2, len(shape) - 3)
     outer = tuple(int(x) for x in shape[:-3])
     source = as_strided(s, (*outer, a, b, n), tuple(int(s_steps[k]) * width for k in order))
     target = as_strided(d, (*outer, a, b, n), tuple(int(d_steps[k]) * width for k in order))
-    for index in np.ndindex(*outer):
-        for k0 in range(0, n, count):
-            k = min(count, n - k0)
-            planes = stage[: a * b * k].reshape(a, b, k)
-            _copy(planes, source[index][:, :, k0 : k0 + k], run)
-            _copy(target[index][:, :, k0 : k0 + k], planes, run)
+    with dispatch.temporary(a * b * count * width) as held, _tuned.slabs():  # (as :mod:`._passes`' buffer)
+        stage = held.view(d.dtype)
+        for index in np.ndindex(*outer):
+            for k0 in range(0, n, count):
+                k = min(count, n - k0)
+                planes = stage[: a * b * k].reshape(a, b, k)
+                _copy(planes, source[index][:, :, k0 : k0 + k], run)
+                _copy(target[index][:, :, k0 : k0 + k], planes, run)
     return True
 
 

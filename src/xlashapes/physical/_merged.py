@@ -467,7 +467,7 @@ def merged_copy(target: int, source: int, pad: Any, merged: Merged, nbytes: int,
         runs = direct_runs(target, source, pad, merged.walk, nbytes, run, stream) + runs
     if len(runs) < 2:
         return bool(runs) and runs[0]()
-    key = (*merged.key, target % _tuned.PAGE, source % _tuned.PAGE, run.threads, stream)
+    key = (*merged.key, _tuned.page_offset(target), _tuned.page_offset(source), run.threads, stream)
     return _tuned.run_fastest(key, runs)
 
 

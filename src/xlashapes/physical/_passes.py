@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ._dispatch import Run
+from ._dispatch import Run, temporary
+from ._tuned import slabs
 
 CHUNK_BYTES = 4 << 20
 """Bytes of the copy the buffer takes at a time."""
@@ -182,13 +183,16 @@ def _run_planes(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run, 
             cut = k
             break
     per = max(1, CHUNK_BYTES // (row * math.prod(plane[cut + 1 :])))
-    buffer = np.empty((*whole, min(per, plane[cut]), *plane[cut + 1 :]), dst.dtype)
+    dims = (*whole, min(per, plane[cut]), *plane[cut + 1 :])
     head: tuple[slice, ...] = (slice(None),) * channels
-    for index in product(*(range(n) for n in plane[:cut])):
-        for start in range(0, plane[cut], per):
-            where: tuple[int | slice, ...] = (*head, *index, slice(start, start + per))
-            cut_part: tuple[slice, ...] = (*head, slice(0, min(per, plane[cut] - start)))
-            part = buffer[cut_part]
-            copy(part, src[where], run)
-            copy(dst[where], part, run)
+    with temporary(math.prod(dims) * dst.itemsize) as held, slabs():  # (the same buffer call after call: its pages
+        # faulted in once; the slabs' copies timed under one key: :func:`._tuned.slabs`)
+        buffer = held.view(dst.dtype).reshape(dims)
+        for index in product(*(range(n) for n in plane[:cut])):
+            for start in range(0, plane[cut], per):
+                where: tuple[int | slice, ...] = (*head, *index, slice(start, start + per))
+                cut_part: tuple[slice, ...] = (*head, slice(0, min(per, plane[cut] - start)))
+                part = buffer[cut_part]
+                copy(part, src[where], run)
+                copy(dst[where], part, run)
     return True

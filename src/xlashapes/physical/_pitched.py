@@ -58,8 +58,8 @@ def pitched_copy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run, str
     if len(runs) == 1 or d.nbytes < _tuned.TUNE_BYTES:
         runs[0]()
     else:
-        key = ("pitched", tuple(shape), tuple(axes[1]), tuple(axes[2]), width, target % _tuned.PAGE,
-               source % _tuned.PAGE, run.threads, stream)
+        key = ("pitched", tuple(shape), tuple(axes[1]), tuple(axes[2]), width, _tuned.page_offset(target),
+               _tuned.page_offset(source), run.threads, stream)
         _tuned.run_fastest(key, runs)
     for part_d, part_s in rest:
         np.copyto(part_d, part_s)

@@ -38,7 +38,8 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 
 from ._aot import first_uses
 
@@ -60,9 +61,10 @@ KEPT = 512
 
 PAGE = 4096
 """Bytes of a memory page (keys hold the offsets of a copy's ends in theirs: the same walk at other offsets meets
-the cache otherwise)."""
+the cache otherwise; :func:`page_offset`)."""
 
 _LOCK = threading.Lock()
+_SLABS = threading.local()  # (depth: loops over slabs running on this thread, whose keys leave out page offsets)
 _NESTED = threading.local()  # (exploring: whether a choice made inside the running plan was still being timed)
 _TIMES: OrderedDict[Hashable, list[list[float]]] = OrderedDict()
 
@@ -149,6 +151,35 @@ def timed(key: Hashable, count: int, plan: int, seconds: float, counted: bool = 
             kept.append(seconds)
         else:
             kept[-1] = min(kept[-1], seconds)
+
+
+def page_offset(address: int) -> int:
+    """The offset of ``address`` in its memory page, as keys hold it; 0 inside :func:`slabs`.
+
+    >>> page_offset(4096 * 3 + 80), page_offset(80) == page_offset(4096 + 80)
+    (80, True)
+    """
+    return 0 if getattr(_SLABS, "depth", 0) else address % PAGE
+
+
+@contextmanager
+def slabs() -> Iterator[None]:
+    """Keys made inside (on this thread) leave out page offsets: a copy cut into slabs times them all under one key.
+
+    A copy cut into 4 MiB slabs whose ends are at other offsets in their pages (bf16 ``[4,32768,2048]{0,1,2}`` laid
+    out in two passes, a slab every 32 bytes of offset: 128 keys) took a key per slab, each used once a call: every
+    slab took its plans in turn on the same calls, for five calls (13-18x memcpy each), and the outer choice that
+    timed the passes waited for all of them. Under one key they settle in the first call that takes them.
+
+    >>> with slabs():
+    ...     page_offset(80)
+    0
+    """
+    _SLABS.depth = getattr(_SLABS, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _SLABS.depth -= 1
 
 
 def done(route: Callable[[], object]) -> bool:

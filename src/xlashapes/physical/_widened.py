@@ -111,8 +111,8 @@ def widened_convert(
         plans.reverse()  # (the direct route first)
     if max(logical.nbytes, data.nbytes) < _tuned.TUNE_BYTES:
         return plans[0]()
-    key = ("widened", geometry.shape, to, dispatch.address(logical) % _tuned.PAGE,
-           dispatch.address(data) % _tuned.PAGE, run.threads)
+    key = ("widened", geometry.shape, to, _tuned.page_offset(dispatch.address(logical)),
+           _tuned.page_offset(dispatch.address(data)), run.threads)
     return _tuned.run_fastest(key, plans)
 
 

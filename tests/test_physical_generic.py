@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -1946,6 +1947,46 @@ def test_the_numpy_path_times_no_route(compiled_everywhere: Counter[str], monkey
     for _ in range(3):
         assert np.array_equal(numpy_path(to_physical, x, shape, out=out), expected)
     assert [len(times) for times in _tuned._TIMES[key]] == [1, 0]
+    _tuned.forget()
+
+
+@pytest.mark.parametrize("slower", ["numpy", "kernel"])
+def test_numpy_on_trial_copies_a_part_first_and_stops_there_where_the_kernel_is_far_faster(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, slower: str) -> None:
+    # NumPy's strided copy of a large transpose, tried beside the kernel, took a whole call of 66-100x memcpy (3.76 s
+    # against the kernel's 71 ms, bf16[2048,32768,4] planes to channels): on trial it copies an eighth of its
+    # outermost axis first; where that, scaled to the whole, is DECISIVE times the kernel's time, that is its time
+    # and the kernel copies the whole; else NumPy copies the rest, and its time is the call's
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    monkeypatch.setattr(_copy, "SAMPLED_BYTES", 0)
+    _no_disturbances(monkeypatch)
+    _tuned.forget()
+    copied: list[int] = []
+    numpy_copy, kernel_copy = _copy._numpy_copy, _copy._compiled_copy
+
+    def slow_numpy(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any]) -> None:
+        copied.append(d.size)
+        time.sleep(0.05 if slower == "numpy" else 0)
+        numpy_copy(d, s)
+
+    def slow_kernel(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Any) -> bool:
+        time.sleep(0.05 if slower == "kernel" else 0)
+        return bool(kernel_copy(d, s, run))
+
+    monkeypatch.setattr(_copy, "_numpy_copy", slow_numpy)
+    monkeypatch.setattr(_copy, "_compiled_copy", slow_kernel)
+    x = np.random.default_rng(2).integers(0, 1 << 16, (512, 384)).astype(np.uint16)
+    out = np.zeros((384, 512), np.uint16)
+    for call in range(4):  # (the first untimed, the kernel's, NumPy's trial, the one kept)
+        out[...] = 0
+        _copy._copy(out.T, x, _dispatch.run_settings(1 << 40, 1))
+        assert np.array_equal(out.T, x), call
+    (key,) = [key for key in _tuned._TIMES if key[0] == "copy"]
+    times = _tuned._TIMES[key]
+    if slower == "numpy":  # (its eighth only: 48 of the destination's 384 rows, then the kernel's rows)
+        assert copied == [48 * 512] and times[1][0] >= 8 * 0.05 and _tuned.plan_for(key, 2) == 0, (copied, times)
+    else:  # (its eighth, then the rest; kept, it copies the whole)
+        assert copied == [48 * 512, 336 * 512, 384 * 512] and _tuned.plan_for(key, 2) == 1, (copied, times)
     _tuned.forget()
 
 

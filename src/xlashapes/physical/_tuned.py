@@ -79,21 +79,58 @@ def run_fastest(key: Hashable, plans: Sequence[Callable[[], bool]]) -> bool:
     """
     plan, settled = plan_for(key, len(plans)), _choice(key, len(plans))[1]
     outer = getattr(_NESTED, "exploring", False)
+    trial = getattr(_NESTED, "bound", None), getattr(_NESTED, "estimate", None)  # (an outer plan's)
     _NESTED.exploring = ran = False
+    _NESTED.bound, _NESTED.estimate = None if settled else _least_other(key, plan), None
     try:
         before = first_uses()
         start = time.perf_counter()
         ran = plans[plan]()
         seconds = time.perf_counter() - start
         after = first_uses()
-        inner = _NESTED.exploring
+        inner, estimate = _NESTED.exploring, _NESTED.estimate
     finally:  # (a plan that did not run, a route that does not apply, explores nothing: it never settles)
         _NESTED.exploring = outer or (ran and not settled) or _NESTED.exploring
+        _NESTED.bound, _NESTED.estimate = trial
     if not ran:
         return False
+    if estimate is not None:  # (the plan's own time, from a part of the copy: :func:`estimate`)
+        timed(key, len(plans), plan, estimate, after[1] == before[1])
+        return True
     # (not counted: a plan that took a choice still being timed inside, not its own time; a call that compiled)
     timed(key, len(plans), plan, seconds - (after[0] - before[0]), not inner and after[1] == before[1])
     return True
+
+
+def _least_other(key: Hashable, plan: int) -> float | None:
+    """The least time any plan of ``key`` but ``plan`` has taken (None: none timed yet)."""
+    with _LOCK:
+        times = _TIMES.get(key)
+        kept = [t for other, ts in enumerate(times or []) if other != plan for t in ts]
+    return min(kept) if kept else None
+
+
+def trial_bound() -> float | None:
+    """While the running plan of a choice is on trial (its key not settled), the least time another of its plans
+    took; else None. A plan far slower than that can stop early (:func:`estimate`).
+
+    >>> forget(); seen = []; timed("k", 2, 0, 1.0); timed("k", 2, 0, 1.0)
+    >>> run_fastest("k", [lambda: True, lambda: bool(seen.append(trial_bound())) or True]) and seen
+    [1.0]
+    """
+    return getattr(_NESTED, "bound", None)
+
+
+def estimate(seconds: float) -> None:
+    """Take ``seconds`` as the running plan's time instead of the call's (a plan on trial that timed part of its copy,
+    scaled to the whole, and left the rest to a faster plan: :func:`._copy._numpy_tried`). Counted even where a
+    choice inside was still being timed: the estimate is the plan's own.
+
+    >>> forget(); timed("k", 2, 0, 1.0); timed("k", 2, 0, 1.0)
+    >>> run_fastest("k", [lambda: True, lambda: estimate(5.0) or True]) and _TIMES["k"]
+    [[1.0], [5.0]]
+    """
+    _NESTED.estimate = seconds
 
 
 def plan_for(key: Hashable, count: int) -> int:

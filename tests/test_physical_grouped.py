@@ -411,10 +411,42 @@ def test_temporaries_in_use_at_once_are_distinct_and_only_small_ones_are_kept(
     with _dispatch.temporary(4096) as a, _dispatch.temporary(100) as b:
         assert a.ctypes.data % 64 == b.ctypes.data % 64 == 0 and (a.size, b.size) == (4096, 100)
         assert not np.shares_memory(a, b)
-    with _dispatch.temporary(1000) as c:  # (the larger one was kept, and serves a smaller one)
+    with _dispatch.temporary(1000) as c:  # (both kept: the smallest that fits serves it)
         assert np.shares_memory(a, c)
+    with _dispatch.temporary(50) as d:
+        assert np.shares_memory(b, d)
     monkeypatch.setattr(_dispatch, "KEPT_BYTES", 2048)
-    assert _dispatch.release_temporaries() == 4096
+    assert _dispatch.release_temporaries() == 4096 + 100
     with _dispatch.temporary(4096):
         pass
     assert _dispatch.release_temporaries() == 0  # over KEPT_BYTES: not kept
+
+
+def test_the_temporaries_of_two_routes_are_both_kept_up_to_a_count_and_a_total(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # one route's slabs (16 MiB) and another's temporary (20 MiB), one after the other call after call: one kept
+    # temporary went back and forth between them, new to one of them (its pages faulted in) on most calls
+    _dispatch.release_temporaries()
+    made: list[int] = []
+    real = _dispatch._line_aligned
+    monkeypatch.setattr(_dispatch, "_line_aligned", lambda n: made.append(n) or real(n))
+    for _ in range(3):
+        with _dispatch.temporary(2000):
+            pass
+        with _dispatch.temporary(1600):
+            with _dispatch.temporary(1600):  # (nested: one of its own)
+                pass
+    assert made == [2000, 1600]  # (the nested one took the 2000 the first time: two in all, kept)
+    assert _dispatch.release_temporaries() == 2000 + 1600
+    monkeypatch.setattr(_dispatch, "KEPT_COUNT", 2)
+    with _dispatch.temporary(10), _dispatch.temporary(20), _dispatch.temporary(30):
+        pass
+    assert _dispatch.release_temporaries() == 20 + 10  # (at most two: the one given back longest ago dropped)
+    monkeypatch.setattr(_dispatch, "KEPT_BYTES", 3000)
+    with _dispatch.temporary(1000), _dispatch.temporary(1500):
+        pass
+    assert _dispatch.release_temporaries() == 1000 + 1500
+    with _dispatch.temporary(1000), _dispatch.temporary(1500), _dispatch.temporary(800):
+        pass
+    assert _dispatch.release_temporaries() == 1500 + 1000  # (at most 3000 bytes in all: the 800, given back first,
+    # dropped)

@@ -149,39 +149,48 @@ def scratch(nbytes: int) -> np.ndarray[Any, Any]:
 
 
 KEPT_BYTES = 64 << 20
-"""The largest conversion temporary kept, once its conversion is over, for the next one (:func:`temporary`)."""
-_KEPT: list[np.ndarray[Any, Any]] = []  # at most one idle temporary
+"""Most bytes of conversion temporaries kept, once their conversion is over, for the next ones (:func:`temporary`)."""
+
+KEPT_COUNT = 4
+"""Most temporaries kept for the next conversions (:func:`temporary`)."""
+
+_KEPT: list[np.ndarray[Any, Any]] = []  # idle temporaries, the one given back last at the end
 _KEPT_LOCK = threading.Lock()
 
 
 @contextmanager
 def temporary(nbytes: int) -> Iterator[np.ndarray[Any, Any]]:
-    """A ``uint8`` buffer of ``nbytes`` on a cache line for one conversion's temporary (E(n) groups' bytes): the
-    idle one kept from an earlier conversion when it is large enough, else a new one; afterwards the largest, up to
-    ``KEPT_BYTES``, is kept for the next conversion (:func:`release_temporaries` frees it).
+    """A ``uint8`` buffer of ``nbytes`` on a cache line for one conversion's temporary (E(n) groups' bytes, the
+    slabs of two passes): the smallest idle one kept from an earlier conversion that is large enough, else a new one;
+    afterwards it is kept for the next conversions, at most ``KEPT_COUNT`` of them and ``KEPT_BYTES`` in all, those
+    given back longest ago dropped first (:func:`release_temporaries` frees them).
 
     New memory is not free: the system maps and zeroes each page on first touch, which on this project's machine
     costs more than the conversion's own pass over it (s4 ``[512,256,512]{1,0,2:T(8,128)(2,1)E(4)}`` read back
-    3.2x memcpy with a new 32 MiB temporary, 1.9x with the kept one). Concurrent conversions each get their own.
+    3.2x memcpy with a new 32 MiB temporary, 1.9x with the kept one). Concurrent conversions each get their own, and
+    so do the temporaries of one conversion's routes (one kept temporary went back and forth between a route's
+    slabs and another's, and was new to one of them on most calls).
 
     >>> with temporary(100) as buffer:
     ...     buffer.size, buffer.ctypes.data % 64
     (100, 0)
     """
     with _KEPT_LOCK:
-        held = _KEPT.pop() if _KEPT and _KEPT[0].size >= nbytes else None
+        fits = [k for k, kept in enumerate(_KEPT) if kept.size >= nbytes]
+        held = _KEPT.pop(min(fits, key=lambda k: _KEPT[k].size)) if fits else None
     buffer = held if held is not None else _line_aligned(nbytes)
     try:
         yield buffer[:nbytes]
     finally:
         if buffer.size <= KEPT_BYTES:
             with _KEPT_LOCK:
-                if not _KEPT or _KEPT[0].size < buffer.size:
-                    _KEPT[:] = [buffer]
+                _KEPT.append(buffer)
+                while len(_KEPT) > KEPT_COUNT or sum(kept.size for kept in _KEPT) > KEPT_BYTES:
+                    del _KEPT[0]
 
 
 def release_temporaries() -> int:
-    """Free the temporary kept for the next conversion (:func:`temporary`); returns its size in bytes (0: none).
+    """Free the temporaries kept for the next conversions (:func:`temporary`); returns their size in bytes (0: none).
 
     >>> release_temporaries() >= 0
     True

@@ -20,7 +20,12 @@ first run on a later call loads its kernel then), and a call that compiled a ker
 machine code is shipped, a plan met first on a later call carried seconds of compiling, and was dropped for good as
 ``DECISIVE`` times slower). The bytes written never depend on the plan: only the time does. At most ``KEPT`` keys
 are remembered, the least recently used dropped; keys of copies that repeat within one call (the slabs and boxes of a
-large conversion) settle within it.
+large conversion) settle within it, and a loop over slabs at other page offsets makes them one key (:func:`slabs`).
+
+A plan on trial may stop early: it is told the least time the choice's other plans took (:func:`trial_bound`), and
+one that timed a part of its copy, scaled to the whole, far over that takes that as its time (:func:`estimate`) and
+leaves the rest to a faster plan. NumPy's copy beside the kernel does (:func:`._copy._numpy_tried`): its trial of a
+large transpose cost one call of 66-100x memcpy.
 
 Choices nest: the kernel's plan of a copy (against NumPy) may itself time merged squares against the walk's own
 blocks. A call during which an inner choice was still taking its plans in turn does not count for the outer one (it

@@ -411,10 +411,10 @@ def test_temporaries_in_use_at_once_are_distinct_and_only_small_ones_are_kept(
     with _dispatch.temporary(4096) as a, _dispatch.temporary(100) as b:
         assert a.ctypes.data % 64 == b.ctypes.data % 64 == 0 and (a.size, b.size) == (4096, 100)
         assert not np.shares_memory(a, b)
-    with _dispatch.temporary(1000) as c:  # (both kept: the smallest that fits serves it)
+    with _dispatch.temporary(1000) as c:  # (both kept: the one that fits serves it)
         assert np.shares_memory(a, c)
-    with _dispatch.temporary(50) as d:
-        assert np.shares_memory(b, d)
+    with _dispatch.temporary(50) as d, _dispatch.temporary(50) as e:  # (the one given back last first)
+        assert np.shares_memory(a, d) and np.shares_memory(b, e)
     monkeypatch.setattr(_dispatch, "KEPT_BYTES", 2048)
     assert _dispatch.release_temporaries() == 4096 + 100
     with _dispatch.temporary(4096):

@@ -162,9 +162,9 @@ _KEPT_LOCK = threading.Lock()
 def temporary(nbytes: int) -> Iterator[np.ndarray[Any, Any]]:
     """A ``uint8`` buffer of ``nbytes`` on a cache line for one conversion's temporary (E(n) groups' bytes, the
     slabs of two passes): of the idle ones kept from earlier conversions that are large enough, the one given back
-    last (its lines likeliest still cached: the smallest that fits took s4 ``E(4)`` tiled read back at 512 MiB 1.36
-    -> 1.42x memcpy), else a new one; afterwards it is kept for the next conversions, at most ``KEPT_COUNT`` of them
-    and ``KEPT_BYTES`` in all, those given back longest ago dropped first (:func:`release_temporaries` frees them).
+    last (its lines likeliest still cached; a conversion that takes one temporary at a time keeps using one), else a
+    new one; afterwards it is kept for the next conversions, at most ``KEPT_COUNT`` of them and ``KEPT_BYTES`` in
+    all, those given back longest ago dropped first (:func:`release_temporaries` frees them).
 
     New memory is not free: the system maps and zeroes each page on first touch, which on this project's machine
     costs more than the conversion's own pass over it (s4 ``[512,256,512]{1,0,2:T(8,128)(2,1)E(4)}`` read back

@@ -1899,6 +1899,35 @@ def test_a_choice_inside_another_counts_for_it_once_it_has_settled(monkeypatch: 
     _tuned.forget()
 
 
+def test_a_plan_on_trial_far_slower_than_another_is_dropped_while_a_choice_inside_it_is_still_timed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # bf16[32768,8191]{0,1:T(8,128)(2,1)} read back: its conversion in slabs took 124 ms; the one without, on trial,
+    # timed the walk's three plans and the copy's two inside (0.84-2.1 s each), ten calls of 20-50x memcpy before it
+    # counted; a call FAR times the other plan's time is counted, the choice inside or not
+    plan, took = _ticking_plans(monkeypatch)
+
+    def whole() -> bool:
+        return _tuned.run_fastest("walk", [plan(50), plan(40), plan(60)])
+
+    for _ in range(6):
+        assert _tuned.run_fastest("slabs", [plan(3), whole])
+    # untimed; the slabs; the whole on trial: 50 >= FAR x 3, counted and dropped (>= DECISIVE x 3): the slabs kept
+    assert took == [3, 3, 50, 3, 3, 3], took
+    assert _tuned.plan_for("slabs", 2) == 0 and _tuned._TIMES["slabs"] == [[3, 3], [50]]
+    _tuned.forget()
+    plan, took = _ticking_plans(monkeypatch)  # (an inner plan under FAR x the other's: the inner choice settles first)
+
+    def nearer() -> bool:
+        return _tuned.run_fastest("walk", [plan(10), plan(2)])
+
+    for _ in range(8):
+        assert _tuned.run_fastest("slabs", [plan(3), nearer])
+    # untimed; the slabs; the whole while the walk takes its plans in turn (10 < FAR x 3: not counted), then settled
+    assert took == [3, 3, 10, 10, 2, 2, 3, 2], took
+    assert _tuned.plan_for("slabs", 2) == 1
+    _tuned.forget()
+
+
 def test_loading_machine_code_is_not_a_plans_time_and_compiling_is_not_counted(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # a plan whose kernel is first met on a later call (its machine code loaded then: seconds the tuner takes off)

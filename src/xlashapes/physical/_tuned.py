@@ -35,6 +35,13 @@ it faulted in few pages, and an outer choice's calls once every inner plan had a
 took beyond their fastest plans, settled the stacked layouts in 5-10 calls instead of 10-15; but it moved the
 explorations of the outer choices into a conversion's first calls: over 40 survey layouts, 12 calls each way took
 4.5-4.8% longer in all, and the best of calls 2-6 of 505 survey layouts was over 2x on 132 against 113.)
+
+But a plan on trial whose call took ``FAR`` times the least time another plan of its choice took is counted, a choice
+inside it still being timed or not: it is dropped (``FAR`` is over ``DECISIVE``). Its inner choices would otherwise
+each take their plans in turn on calls that cost that much: bf16 ``[32768,8191]{0,1:T(8,128)(2,1)}`` read back
+(512 MiB), its conversion without slabs on trial beside the slabs' 124 ms, timed the walk's three plans and a copy's
+two inside it, ten calls of 20-50x memcpy (0.84-2.1 s each), and lost; pred ``[7,28528,384,7]{2,0,3,1:...(4,1)}`` read
+back, its conversion without stacked slabs beside their 94 ms, six calls of 10-14x. Each now costs one such call.
 """
 
 from __future__ import annotations
@@ -61,6 +68,10 @@ DECISIVE = 2.0
 """After one round, a plan this many times slower than another takes no more rounds (so a plan that is far slower,
 say the NumPy copy beside a fast kernel, costs one call, not ``ROUNDS``)."""
 
+FAR = 4.0
+"""A plan on trial whose call took this many times the least time another plan of its choice took is dropped on that
+time, though a choice inside it was still being timed (whose other plans might have made it up to that much faster)."""
+
 KEPT = 512
 """Most keys whose timings are kept."""
 
@@ -86,7 +97,8 @@ def run_fastest(key: Hashable, plans: Sequence[Callable[[], bool]]) -> bool:
     outer = getattr(_NESTED, "exploring", False)
     trial = getattr(_NESTED, "bound", None), getattr(_NESTED, "estimate", None)  # (an outer plan's)
     _NESTED.exploring = ran = False
-    _NESTED.bound, _NESTED.estimate = None if settled else _least_other(key, plan), None
+    bound = None if settled else _least_other(key, plan)
+    _NESTED.bound, _NESTED.estimate = bound, None
     try:
         before = first_uses()
         start = time.perf_counter()
@@ -102,8 +114,11 @@ def run_fastest(key: Hashable, plans: Sequence[Callable[[], bool]]) -> bool:
     if estimate is not None:  # (the plan's own time, from a part of the copy: :func:`estimate`)
         timed(key, len(plans), plan, estimate, after[1] == before[1])
         return True
-    # (not counted: a plan that took a choice still being timed inside, not its own time; a call that compiled)
-    timed(key, len(plans), plan, seconds - (after[0] - before[0]), not inner and after[1] == before[1])
+    # (not counted: a plan that took a choice still being timed inside, not its own time, unless ``FAR`` over the
+    # others'; a call that compiled)
+    seconds -= after[0] - before[0]
+    far = bound is not None and seconds >= FAR * bound
+    timed(key, len(plans), plan, seconds, (far or not inner) and after[1] == before[1])
     return True
 
 

@@ -5,6 +5,7 @@ words at a time), typed by an element "witness" scalar (:mod:`._intrinsics` has 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from llvmlite import ir
@@ -35,14 +36,16 @@ def _store(builder: Any, value: Any, pointer: Any, nontemporal: bool) -> None:
     _stream_store(builder, value, pointer)
 
 
-def _stores(builder: Any, pairs: list[tuple[Any, Any]], stream: Any) -> None:
-    """Store each (value, pointer): streamed when the run-time flag ``stream`` (an integer) is nonzero, else
-    plainly. The values are computed once; only the stores are in two versions (one variant to compile)."""
+def _stores(builder: Any, pairs: list[tuple[Any, Any]], stream: Any, rows: list[int] | None = None) -> None:
+    """Store each (value, pointer), streamed where the run-time integer ``stream`` is nonzero, else plainly; with
+    ``rows`` (each pair's destination row), ``stream`` above 1 streams rows from ``stream - 1`` on, leaving the rest."""
     flag = builder.icmp_unsigned("!=", stream, ir.Constant(stream.type, 0))
     with builder.if_else(flag) as (streamed, plain):
         with streamed:
-            for value, pointer in pairs:
-                _store(builder, value, pointer, True)
+            for (value, pointer), row in zip(pairs, rows or [0] * len(pairs)):
+                keep = builder.icmp_unsigned("<=", stream, ir.Constant(stream.type, row + 1))
+                with builder.if_then(keep, likely=True) if rows else nullcontext():
+                    _store(builder, value, pointer, True)
         with plain:
             for value, pointer in pairs:
                 _store(builder, value, pointer, False)
@@ -118,7 +121,8 @@ def _transposer(side: int, grouped: bool = False, native: bool = True, canonical
                                     loaded))
         targets = [_square_row(builder, args, j, grouped, width, vector) for j in range(n)]
         _stores(builder, [(moved[j], builder.gep(targets[j], [ir.Constant(_I64, k)]))
-                          for j in range(n) for k, moved in enumerate(squares)], args[-2])
+                          for j in range(n) for k, moved in enumerate(squares)], args[-2],
+                None if grouped or paired else list(range(n)))
         return context.get_dummy_value()
 
     return _square_intrinsic(codegen, grouped)
@@ -320,7 +324,7 @@ def _byte_square(builder: Any, args: Any, grouped: bool, rows: int = 0,
         if real:
             _masked_stores(builder, pairs, [b % rows < real for b in range(LINE)])
         else:
-            _stores(builder, pairs, args[-2])
+            _stores(builder, pairs, args[-2], None if grouped or rows or rows_at else [*range(h * 32, h * 32 + 32)])
 
 
 @_intrinsic

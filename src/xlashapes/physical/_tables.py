@@ -178,15 +178,16 @@ def _swept(
     d: int, d_rows: int, s: int, s_rows: int, after: int, pad: Any, first: int, last: int, along: int, rows: int,
     sweep: int, stream: int, pair: int, tabled: bool, lined: bool, canon: bool,
 ) -> None:
-    """A transpose moved straight from the source onto destination rows on the line grid: destination rows
-    ``first <= u < last`` (each ``along`` elements from ``d``), source rows ``i < along`` (``u`` their elements from
-    ``s``), in bands of ``rows`` source rows, each swept ``sweep`` lines of every row at a time while the next
-    sweep's lines (the next band's first; at the last band's end, those at ``after`` where nonzero) are prefetched
-    into the second level, so that memory is read while the squares stream out (``stream``: all but the last square
-    of a band whose side overlaps the one before, stored plainly). Rows are at the entries of the int64 tables at
-    ``d_rows`` and ``s_rows`` where ``tabled`` (merged squares), else ``d_rows`` and ``s_rows`` bytes apart (2-d
-    transposes); ``pair`` (4- and 8-byte words): squares in pairs, two lines of each destination row stored one
-    after the other; ``lined`` (bytes), ``canon`` as :func:`_moved` takes them (constants of the calling entry)."""
+    """A transpose moved straight from the source onto destination rows on the line grid: destination rows ``first <= u
+    < last`` (each ``along`` elements from ``d``), source rows ``i < along`` (``u`` their elements from ``s``), in bands
+    of ``rows`` source rows, each swept ``sweep`` lines of every row at a time while the next sweep's lines (the next
+    band's first; at the last band's end, those at ``after`` where nonzero) are prefetched into the second level, so
+    that memory is read while the squares stream out (``stream``: all but the last square of a band whose side overlaps
+    the one before, stored plainly). Rows are at the entries of the int64 tables at ``d_rows`` and ``s_rows`` where
+    ``tabled`` (merged squares), else ``d_rows`` and ``s_rows`` bytes apart (2-d transposes, whose last square of
+    destination rows, overlapping, leaves out those the one before streamed); ``pair`` (4- and 8-byte words): squares in
+    pairs, two lines of each destination row stored one after the other; ``lined`` (bytes), ``canon`` as :func:`_moved`
+    takes them (constants of the calling entry)."""
     width = _width(pad)
     n = (LINE if lined else _side(pad)) if tabled else LINE // width
     span = LINE // width * sweep
@@ -213,9 +214,9 @@ def _swept(
                     c = min(c0, last - n)
                     if tabled:
                         _moved(d, d_rows, s, s_rows, j, c, stream if j == j0 else 0, pad, lined, canon)
-                    else:
+                    else:  # (streamed, a square overlapping the one before leaves out the rows that one wrote)
                         _strided(d + c * d_rows + j * width, d_rows, s + c * width + j * s_rows, s_rows,
-                                 _1 if j == j0 else _0, pad, canon)
+                                 _1 + (c0 - c) if j == j0 else _0, pad, canon)
                 j0 += n
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -63,3 +65,25 @@ def test_unknown_spellings_are_shape_errors(spelling: object, message: str) -> N
 def test_hlo_name_for_numpy_words() -> None:
     assert hlo_name_for("float32") == "f32" and hlo_name_for("BF16") == "bf16" and hlo_name_for("int4") == "s4"
     assert hlo_name_for("tuple") is None and hlo_name_for("x") is None
+
+
+def test_shapes_and_hlo_text_are_read_without_importing_ml_dtypes() -> None:
+    # ml_dtypes 0.7.0 takes ~0.5 s to import: the package and the commands that never make a bf16/fp8/int4 array
+    # leave it unimported; the first such dtype imports it.
+    code = ("import sys, numpy as np, xlashapes as xs\n"
+            "s = xs.parse_shape('bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)S(1)}')\n"
+            "m = xs.parse_hlo_module('HloModule m\\nENTRY e { p = bf16[4,8]{1,0} parameter(0)\\n"
+            "ROOT n = bf16[4,8]{1,0} negate(p) }')\n"
+            "print(s.byte_size(), xs.element_type(np.float32).name, xs.element_type('int8').numpy_dtype,\n"
+            "      'ml_dtypes' in sys.modules)\n"
+            "print(xs.element_type('bf16').numpy_dtype, 'ml_dtypes' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:2] == ["335544320 f32 int8 False", "bfloat16 True"]
+
+
+def test_numpy_dtype_names_are_the_dtypes_own() -> None:
+    named = [t for t in ELEMENT_TYPES.values() if t.numpy_name is not None]
+    assert len(named) == 32
+    for etype in named:
+        assert etype.numpy_dtype_name == str(etype.numpy_dtype), etype
+    assert ELEMENT_TYPES["token"].numpy_dtype_name is None

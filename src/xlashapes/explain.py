@@ -25,7 +25,7 @@ def explain_array(shape: Shape) -> dict[str, Any]:
         "element_type": etype.name,
         "kind": etype.kind,
         "bits": etype.bits,
-        "numpy_dtype": str(etype.numpy_dtype),
+        "numpy_dtype": etype.numpy_dtype_name,
         "dimensions": list(shape.dimensions),
         "dynamic_dimensions": list(shape.dynamic_dimensions),
         "letters": list(shape.dimension_letters() or ()),

@@ -11,10 +11,9 @@ import math
 import warnings
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
-from ..dtypes import ElementType
+from ..dtypes import ElementType, ml_dtypes_module
 from ..shape import Shape
 from ..text import shape_text
 from ._source import Source
@@ -78,7 +77,7 @@ def _integer_range(etype: ElementType) -> tuple[int, int]:
     """The smallest and largest value of an integral (or pred) type."""
     if etype.name == "pred":
         return -(2**63), 2**64 - 1  # XLA reads any integer as a boolean (non-zero is true)
-    info = ml_dtypes.iinfo(etype.numpy_dtype)  # type: ignore[no-untyped-call]
+    info = ml_dtypes_module().iinfo(etype.numpy_dtype)
     return int(info.min), int(info.max)
 
 
@@ -87,7 +86,7 @@ def _check_nan_payload(p: _Literal, written: str, etype: ElementType, token: Any
     if "(" not in written:
         return
     payload = int(written[written.index("(") + 3:-1], 16)
-    mantissa = int(ml_dtypes.finfo(_component_dtype(etype)).nmant)  # type: ignore[no-untyped-call]
+    mantissa = int(ml_dtypes_module().finfo(_component_dtype(etype)).nmant)
     if payload == 0 or payload >= 1 << mantissa:
         raise p.error(f"NaN payload {written[written.index('(') + 1:-1]} does not fit the {mantissa}-bit mantissa "
                       f"of {etype}", token)

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import ml_dtypes
-
 from ..broadcast import broadcast_shape
-from ..dtypes import ELEMENT_TYPES, ElementType
+from ..dtypes import ELEMENT_TYPES, ElementType, ml_dtypes_module
 from ..errors import ShapeError
 from ..shape import UNBOUNDED_SIZE, Shape
 from ._common import PRED, Call, array_shape, like, same_dimensions, text
@@ -36,15 +32,13 @@ def complex_component(etype: ElementType) -> ElementType:
     return ELEMENT_TYPES[_COMPONENT[etype.name]]
 
 
-_FINFO: Any = ml_dtypes  # ml_dtypes.finfo has no type hints
-
 
 def _precision_key(etype: ElementType) -> tuple[bool, int, int, int, bool]:
     """primitive_util::HigherPrecisionType's order: complex, float range, float precision, width, signedness."""
     component = complex_component(etype) if etype.is_complex else etype
     exponent = significand = -1
     if component.is_floating:
-        info = _FINFO.finfo(component.numpy_dtype)
+        info = ml_dtypes_module().finfo(component.numpy_dtype)
         exponent, significand = int(info.maxexp), int(info.nmant) + 1
     return (etype.is_complex, exponent, significand, component.bits, component.kind == "signed")
 

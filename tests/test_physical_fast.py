@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import xlashapes as xs
 from xlashapes import physical
 from xlashapes.physical import _compiled as compiled
 from xlashapes.physical import _dispatch as dispatch
-from xlashapes.physical import _tuned, from_physical, to_physical
+from xlashapes.physical import _slabbed, _tuned, from_physical, to_physical
 from xlashapes.physical._geometry import _geometry as physical_geometry
 from xlashapes.physical._plan import _plan
 
@@ -383,6 +384,25 @@ def test_nan_payloads_survive_the_kernels(calls: Counter[str], monkeypatch: pyte
         assert np.array_equal(buffer, numpy_path(monkeypatch, to_physical, x, text, padding_value=nan))
     # (tiles cut short: the tiled kernels; whole tiles and the 4-byte transpose: the generic kernel)
     assert calls["tiled_to"] and calls["tiled_from"] and calls["walk"] >= 2
+
+
+@pytest.mark.parametrize("text", ["s4[64,1024]{1,0:T(8,128)(2,1)E(4)}", "u4[60,1000]{1,0:T(8,128)E(4)}"])
+def test_packed_layouts_a_tiled_kernel_takes_whole_are_not_cut_into_slabs(
+    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str
+) -> None:
+    # Its temporaries are bounded anyway; slabs cost a kernel call (and a split over the threads) each: 512 MiB of
+    # s4 T(8,128)(2,1)E(4) read back went 1.02-1.08 -> 0.57-0.77x memcpy on two threads.
+    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 4096)
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 5)
+    expected = numpy_path(monkeypatch, to_physical, x, shape)
+    assert expected.nbytes > 4 * 4096
+    buffer = to_physical(x, shape)
+    assert np.array_equal(buffer, expected) and same_bits(from_physical(buffer, shape), x)
+    assert (calls["tiled_to"], calls["tiled_from"]) == (1, 1)
+    mapped = np.memmap(tmp_path / "buffer", np.uint8, "w+", shape=expected.shape)  # (maps: still a chunk at a time)
+    to_physical(x, shape, out=mapped)
+    assert np.array_equal(mapped, expected) and calls["tiled_to"] > 4
 
 
 def test_read_only_and_bytes_buffers(calls: Counter[str]) -> None:

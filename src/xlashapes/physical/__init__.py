@@ -332,7 +332,7 @@ def relayout(
             return
         if _plain(dst):  # the target bytes are: from_physical's
             storage = result[: dst.nbytes].view(dst.storage).reshape(dst.dims)
-            if not (wants_slabs(src, run, False, data, result) and read_in_slabs(data, src, storage, run)):
+            if not (wants_slabs(src, run, False, data, storage) and read_in_slabs(data, src, storage, run)):
                 _read_physical(data, src, storage, run)
             return
         grouped = grouped_pair(src, dst)

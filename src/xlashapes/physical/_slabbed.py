@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._chunks import Bands, Slabs, bands, chunk_steps, row_index, slabs
-from ._compiled import _compiled_plan
+from ._compiled import _compiled_plan, tiled_whole
 from ._convert import _read_physical, _write_physical, grouped_route
 from ._copy import _copy
 from ._dispatch import Run
@@ -59,14 +59,17 @@ def is_mapped(array: Any) -> bool:
 
 
 def wants_slabs(geometry: _Geometry, run: Run, to: bool, *arrays: Any) -> bool:
-    """True when a conversion (``to`` the bytes, or from them) should go slab by slab: large and packed (but E(n)
-    fields whose groups the byte kernels move, whole or in windows), irregular (no factor plan), or mapped."""
+    """True when a conversion (``to`` the bytes, or from them; ``arrays``: the source, then the target) should go slab
+    by slab: large and packed (but E(n) fields whose groups the byte kernels move, whole or in windows, and those a
+    tiled kernel takes whole: :func:`._compiled.tiled_whole`), irregular (no factor plan), or mapped."""
     if geometry.nbytes <= CHUNK_BYTES:
         return False
     if any(is_mapped(a) for a in arrays):
         return True
     if geometry.packed:
-        return grouped_route(geometry, max(a.nbytes for a in arrays), run, to) is None
+        logical = arrays[0] if to else arrays[-1]
+        return grouped_route(geometry, max(a.nbytes for a in arrays), run, to) is None and not tiled_whole(
+            logical, geometry, run, to)
     return _plan(geometry.dims, geometry.layout) is None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -228,6 +229,7 @@ def test_groups_read_back_are_split_in_the_results_own_bytes(
     real = _dispatch.temporary
     monkeypatch.setattr(_dispatch, "temporary", lambda n: made.append(n) or real(n))
     monkeypatch.setattr(_convert, "GROUP_BYTES", 1 << 10)  # (else windows of the groups)
+    monkeypatch.setattr(_convert, "STAGE_SPLIT_BYTES", 1 << 62)  # (one stage however many threads: the next test)
     with grouped_routes() as calls:
         back = from_physical(buffer, shape, threads=threads)
         assert calls["regroup"] == 1 and made == []
@@ -238,6 +240,33 @@ def test_groups_read_back_are_split_in_the_results_own_bytes(
         assert made != [] and calls["regroup"] >= 3
     assert np.array_equal(back.view(np.uint8), canonical_bits(x).reshape(x.shape))
     assert np.array_equal(other.view(np.uint8), canonical_bits(x).reshape(x.shape))
+
+
+@pytest.mark.parametrize("text", [
+    "u4[256,32,66]{0,2,1:T(8,128)E(4)}", "s4[64,128,64,32]{0,1,3,2:T(8,128)(2,1)E(4)}", "s4[16,40,256]{2,0,1:E(4)}",
+    "u2[64,40,64]{1,0,2:T(8,128)(4,1)E(2)}", "s4[64,96,8]{0,1,2:T(8,128)(2,1)E(4)}",
+])
+def test_groups_split_in_place_over_threads_go_in_stages_no_thread_writing_where_another_reads(
+        monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    # each stage the rows whose fields end before the first byte not yet split (half the rest, for two fields a
+    # byte), split over both threads; stages down to one row (no least size), the last on one thread
+    shape = xs.parse_shape(text)
+    monkeypatch.setattr(_convert, "GROUP_BYTES", 1 << 10)
+    monkeypatch.setattr(_convert, "STAGE_SPLIT_BYTES", 0)
+    found = grouping_of(text)
+    assert found is not None
+    rows = found.shape.dimensions[0]
+    stages = _convert._in_place_stages(found, rows * 10, _dispatch.Run(1 << 30, 2))
+    assert stages[0] == (0, rows * (found.per - 1) // found.per) and stages[-1][1] == rows and len(stages) >= 3
+    assert all(a[1] == b[0] for a, b in pairwise(stages))
+    for seed in (3, 4):
+        noise = np.random.default_rng(seed).integers(0, 256, xs.parse_shape(text).byte_size(), dtype=np.uint8)
+        with grouped_routes() as calls:
+            back = from_physical(noise, shape, threads=2)
+        assert calls["regroup"] == len(_convert._in_place_stages(found, back.nbytes // found.per,
+                                                                 _dispatch.Run(1 << 30, 2)))
+        assert calls["regroup"] >= 3
+        assert same_bits(back, numpy_path(from_physical, noise, shape))
 
 
 @pytest.mark.parametrize(("text", "grouped"), [

@@ -269,6 +269,39 @@ def test_groups_split_in_place_over_threads_go_in_stages_no_thread_writing_where
         assert same_bits(back, numpy_path(from_physical, noise, shape))
 
 
+@pytest.mark.parametrize("text", [
+    "s4[16,32,512]{1,0,2:T(8,128)(2,1)E(4)}",  # (runs of 4096 bytes of groups: whole lines)
+    "u4[8,6,333]{1,0,2:T(8,128)(2,1)E(4)}",  # (runs of 1998 bytes: lines, then words, then bytes)
+    "u2[16,3,200]{1,0,2:T(8,128)(4,1)E(2)}",  # (four fields a byte: four lines of fields a line of groups)
+])
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("offset", [0, 3])
+def test_long_runs_of_groups_go_a_line_at_a_time_streamed_or_not(
+        monkeypatch: pytest.MonkeyPatch, text: str, stream: bool, offset: int) -> None:
+    # runs of groups contiguous on both sides (the grouped dim outermost), a line of each at a time: split fields on
+    # the line grid streamed (out= arrays on a line; at an odd offset, plain stores), laid out and read back, whole
+    # groups and windows of them, in place and through a temporary
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 11)
+    expected = numpy_path(to_physical, x, shape, padding_value=1)
+    noise = np.random.default_rng(2).integers(0, 256, expected.size, dtype=np.uint8)
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0 if stream else 1 << 62)
+    monkeypatch.setattr(_permuted, "SHORT_MINOR", 0)
+    room = np.empty(x.nbytes + 64 + offset, np.uint8)
+    start = -room.ctypes.data % 64 + offset
+    out = room[start : start + x.nbytes].view(x.dtype).reshape(x.shape)
+    for budget in (1 << 30, 1 << 10):
+        monkeypatch.setattr(_convert, "GROUP_BYTES", budget)
+        with grouped_routes() as calls:
+            buffer = to_physical(x, shape, padding_value=1)
+            back = from_physical(buffer, shape, out=out)
+            noisy = from_physical(noise, shape)
+        assert calls["regroup"] >= 3
+        assert np.array_equal(buffer, expected)
+        assert np.array_equal(back.view(np.uint8), canonical_bits(x).reshape(x.shape))
+        assert same_bits(noisy, numpy_path(from_physical, noise, shape))
+
+
 @pytest.mark.parametrize(("text", "grouped"), [
     ("s4[256,1024]{0,1:T(8,128)(2,1)E(4)}", False), ("u4[4,64,1024]{1,2,0:T(8,128)(2,1)E(4)}", False),
     ("s4[512,48]{0,1:T(8,128)(2,1)E(4)}", True), ("u4[4,64,96]{1,2,0:T(8,128)(2,1)E(4)}", True),

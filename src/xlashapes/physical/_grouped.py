@@ -192,10 +192,11 @@ def regroup(grouped: np.ndarray[Any, Any], fields: np.ndarray[Any, Any], groupin
         axes = merged if len(merged) > 1 else [(1, 0, 0), *merged]  # (the kernel loops over all axes but the last)
         shape, g_steps, f_steps = (np.array(column, np.int64) for column in zip(*axes))
         kernel = dispatch.kernels().regroup
+        stream = int(not to and fields.nbytes >= run.stream_bytes)  # (split fields: the conversion's output)
 
         def groups(part: tuple[int, int]) -> None:
             kernel(address(bytes_of_groups), address(first), shape, g_steps, f_steps, fields.strides[axis],
-                   grouping.bits, value, int(to), part)
+                   grouping.bits, value, int(to), stream, part)
 
         dispatch.run_parts(groups, dispatch.parts(int(shape[0]), bytes_of_groups.size, run))
     if size % per:

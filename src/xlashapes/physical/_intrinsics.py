@@ -296,6 +296,55 @@ _stream = _streamer(1)
 _stream4 = _streamer(4)
 
 
+def _byte_splat(builder: Any, value: Any) -> Any:
+    """A line of bytes, each the low byte of the integer ``value``."""
+    byte_line = ir.VectorType(ir.IntType(8), LINE)
+    one = builder.insert_element(ir.Constant(byte_line, None), builder.trunc(value, ir.IntType(8)),
+                                 ir.Constant(_I32, 0))
+    return builder.shuffle_vector(one, ir.Constant(byte_line, None), _mask([0] * LINE))
+
+
+def _field_liner(streamed: bool) -> Any:
+    """An intrinsic storing to ``dst`` the line at ``src``, each byte shifted right ``shift`` bits and masked by
+    ``mask`` (one field of each byte of groups); ``streamed``: to a line-aligned ``dst``, past the cache."""
+
+    @_intrinsic
+    def field_line(typingctx: Any, dst: Any, src: Any, shift: Any, mask: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            byte_line = ir.VectorType(ir.IntType(8), LINE)
+            value = builder.load(_at(builder, args[1], byte_line), align=1)
+            value = builder.and_(builder.lshr(value, _byte_splat(builder, args[2])), _byte_splat(builder, args[3]))
+            if streamed:
+                _stream_store(builder, value, _at(builder, args[0], byte_line))
+            else:
+                builder.store(value, _at(builder, args[0], byte_line), align=1)
+            return context.get_dummy_value()
+
+        return types.void(types.intp, types.intp, types.intp, types.intp), codegen
+
+    return field_line
+
+
+_field_line = _field_liner(False)
+_field_line_streamed = _field_liner(True)
+
+
+@_intrinsic
+def _or_field_line(typingctx: Any, dst: Any, src: Any, shift: Any, mask: Any) -> Any:
+    """The line at ``dst`` |= each byte of the line at ``src`` masked by ``mask``, shifted left ``shift`` bits (a
+    field of each byte of groups put in place)."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        byte_line = ir.VectorType(ir.IntType(8), LINE)
+        target = _at(builder, args[0], byte_line)
+        value = builder.and_(builder.load(_at(builder, args[1], byte_line), align=1), _byte_splat(builder, args[3]))
+        value = builder.or_(builder.load(target, align=1), builder.shl(value, _byte_splat(builder, args[2])))
+        builder.store(value, target, align=1)
+        return context.get_dummy_value()
+
+    return types.void(types.intp, types.intp, types.intp, types.intp), codegen
+
+
 @_intrinsic
 def _move_line(typingctx: Any, dst: Any, src: Any) -> Any:
     """Copy one line's worth of bytes (the ranges may overlap), through a register."""

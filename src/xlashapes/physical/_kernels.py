@@ -63,8 +63,6 @@ from ._kinds import (
 )
 from ._shuffles import (
     _interleave2,
-    _nibbles_joined,
-    _nibbles_split,
     _tile_square,
     _turn_lines2,
     _turn_lines4,
@@ -72,13 +70,13 @@ from ._shuffles import (
 )
 from ._tile_parts import (
     _LOW_BITS,
-    _LOW_NIBBLES,
     _U,
     _canonical,
     _deinterleaved_rows,
     _last_lane,
     _nibble_pairs,
-    _regroup_word,
+    _regroup_lines,
+    _regroup_rows,
     _short_tile_to,
     _staged_tile_to,
     _streamed_strip,
@@ -725,77 +723,19 @@ def unpack(
     _pad_stream(line, buffer, carry, first, stream, np.uint8(0), _0, _1)
 
 
-_B0, _B4, _B15 = np.uint8(0), np.uint8(4), np.uint8(15)  # (typed byte constants of the regroup loops)
-
-@_subroutine
-def _regroup_rows(grouped: int, fields: int, n: int, rows: int, g_row: int, f_row: int, member: int, bits: int,
-                  mask: int, to: int) -> None:
-    """``rows`` runs of ``n`` groups made from (``to``) or split into their fields, contiguous on both sides, ``g_row``
-    / ``f_row`` bytes apart, a word at a time and the last ``n % 8`` one by one: one loop for short runs (a call per
-    run of 8 bytes took s4 ``[2048,4096,8]{0,1,2:T(8,128)(2,1)E(4)}`` 10x memcpy; runs of 15 bytes, a call each,
-    s4 ``[34952,128,5,3]{0,1,2,3:T(8,128)(2,1)E(4)}`` 28x) and one run alike."""
-    words = n // 8
-    start = 0
-    if bits == 4 and n == 8 and member == 8 and g_row == 8 and f_row == 16:  # (runs of 8 groups back to back, their
-        start = rows - rows % 8  # two fields' words too: a line of groups at a time, in registers)
-        lanes = _U(mask) * _LOW_BITS
-        for r in range(0, start, 8):
-            if to:
-                _nibbles_joined(grouped + r * 8, fields + r * 16)
-            else:
-                _nibbles_split(grouped + r * 8, fields + r * 16, lanes)
-    if bits == 4 and n % 8 and g_row == n and member == n and f_row == 2 * n:
-        # rows of a few groups back to back (their two fields' rows too): whole words of each row, the last one
-        # reaching into the rows after it, which are then written in turn; the last rows as below (runs of 5: s4
-        # [8,48,5,6990,5]{3,0,2,4,1:T(8,128)E(4)} 7.9 / 9.1x memcpy, now 3.7 / 5.0)
-        spans = (n + 7) // 8  # words of a row
-        last = max(start, rows - 1 - (8 * spans + 2 * n - 1) // n)  # (rows whose words stay within the last row)
-        lanes = _U(mask) * _LOW_BITS
-        for r in range(start, last):
-            g, f = grouped + r * n, fields + r * 2 * n
-            if to:
-                for k in range(spans):
-                    _put_word(g, k, (_get_word(f, k) & _LOW_NIBBLES) | ((_get_word(f + n, k) & _LOW_NIBBLES)
-                                                                       << _U(4)))
-            else:  # (each row's first fields, whose last word reaches into its second ones, then those)
-                for k in range(spans):
-                    _put_word(f, k, _get_word(g, k) & lanes)
-                for k in range(spans):
-                    _put_word(f + n, k, (_get_word(g, k) >> _U(4)) & lanes)
-        start = last
-    per = 8 // bits
-    field = (1 << bits) - 1
-    for r in range(start, rows):
-        g, f = grouped + r * g_row, fields + r * f_row
-        for k in range(words):
-            _regroup_word(g, f, k, member, bits, mask, to)
-        for t in range(8 * words, n):
-            if bits == 4 and to:  # (E(4), the common case: two fields, no loop)
-                _put(g + t, 0, np.uint8((_get(f + t, 0, _B0) & _B15) | (_get(f + t + member, 0, _B0) << _B4)))
-            elif bits == 4:
-                value = _get(g + t, 0, _B0)
-                _put(f + t, 0, np.uint8(value & mask))
-                _put(f + t + member, 0, np.uint8((value >> _B4) & mask))
-            elif to:
-                value = 0
-                for q in range(per):
-                    value |= (np.int64(_get(f + t + q * member, 0, _B0)) & field) << (q * bits)
-                _put(g + t, 0, np.uint8(value))
-            else:
-                word = np.int64(_get(g + t, 0, _B0))
-                for q in range(per):
-                    _put(f + t + q * member, 0, np.uint8((word >> (q * bits)) & mask))
-
-
 @_subroutine
 def _regroup_run(grouped: int, fields: int, n: int, g_step: int, f_step: int, member: int, bits: int, mask: int,
-                 to: int) -> None:
-    """One run of ``n`` bytes of groups (:mod:`._grouped`): made from their fields (``to``) or split into them."""
+                 to: int, stream: int) -> None:
+    """One run of ``n`` bytes of groups (:mod:`._grouped`): made from their fields (``to``) or split into them
+    (``stream``: whole lines of fields on the line grid streamed)."""
     per = 8 // bits
     field = (1 << bits) - 1
     words = n // 8
-    if g_step == 1 and f_step == 1:  # (runs contiguous on both sides: 8 groups a word)
-        _regroup_rows(grouped, fields, 8 * words, _1, _0, _0, member, bits, mask, to)
+    done = 0
+    if g_step == 1 and f_step == 1:  # (runs contiguous on both sides: a line of groups at a time, then words)
+        done = _regroup_lines(grouped, fields, n, member, bits, mask, to, stream)
+        words = (n - done) // 8
+        _regroup_rows(grouped + done, fields + done, 8 * words, _1, _0, _0, member, bits, mask, to)
     elif g_step == 1 and f_step == per and member == 1:  # (a group's fields follow each other)
         if to:
             _pack_words(grouped, fields, words, bits)
@@ -803,7 +743,7 @@ def _regroup_run(grouped: int, fields: int, n: int, g_step: int, f_step: int, me
             _unpack_words(fields, grouped, words, bits, _U(mask) * _LOW_BITS)
     else:
         words = 0
-    for t in range(8 * words, n):
+    for t in range(done + 8 * words, n):
         g, f = grouped + t * g_step, fields + t * f_step
         if to:
             value = 0
@@ -818,10 +758,11 @@ def _regroup_run(grouped: int, fields: int, n: int, g_step: int, f_step: int, me
 
 @_jit
 def regroup(grouped: int, fields: int, shape: Any, g_steps: Any, f_steps: Any, member: int, bits: int, mask: int,
-            to: int, part: tuple[int, int]) -> None:
+            to: int, stream: int, part: tuple[int, int]) -> None:
     """Bytes of groups at ``grouped`` made from (``to``) or split into the fields of elements at ``fields`` (one
     byte each, a group's ``8 / bits`` elements ``member`` bytes apart), over the axes ``shape`` (steps in bytes on
-    each side, the last one innermost), indices [part[0], part[1]) of the first; split fields are masked by ``mask``."""
+    each side, the last one innermost), indices [part[0], part[1]) of the first; split fields are masked by ``mask``,
+    their whole lines on the line grid streamed with ``stream``."""
     axes = shape.size  # (at least two: the caller adds a first axis of 1)
     index = np.zeros(axes, np.int64)
     index[0] = part[0]
@@ -842,12 +783,14 @@ def regroup(grouped: int, fields: int, shape: Any, g_steps: Any, f_steps: Any, m
         if rows > 1:
             _regroup_rows(g, f, inner, rows, g_steps[axes - 2], f_steps[axes - 2], member, bits, mask, to)
         else:
-            _regroup_run(g, f, inner, g_steps[axes - 1], f_steps[axes - 1], member, bits, mask, to)
+            _regroup_run(g, f, inner, g_steps[axes - 1], f_steps[axes - 1], member, bits, mask, to, stream)
         a = outer - 1
         while a > 0 and index[a] + 1 == shape[a]:
             index[a] = 0
             a -= 1
         index[max(a, 0)] += 1
+    if stream:
+        _fence()
 
 
 @_jit

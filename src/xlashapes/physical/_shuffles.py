@@ -42,9 +42,9 @@ def _stores(builder: Any, pairs: list[tuple[Any, Any]], stream: Any, rows: list[
     flag = builder.icmp_unsigned("!=", stream, ir.Constant(stream.type, 0))
     with builder.if_else(flag) as (streamed, plain):
         with streamed:
-            for (value, pointer), row in zip(pairs, rows or [0] * len(pairs)):
-                keep = builder.icmp_unsigned("<=", stream, ir.Constant(stream.type, row + 1))
-                with builder.if_then(keep, likely=True) if rows else nullcontext():
+            for k, (value, pointer) in enumerate(pairs):
+                keep = builder.icmp_unsigned("<=", stream, ir.Constant(stream.type, rows[k] + 1)) if rows else None
+                with nullcontext() if keep is None else builder.if_then(keep, likely=True):
                     _store(builder, value, pointer, True)
         with plain:
             for value, pointer in pairs:

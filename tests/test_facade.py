@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import subprocess
+import sys
 import types
 import typing
 from typing import Any
@@ -23,9 +25,29 @@ def ruff_sorted(names: list[str]) -> list[str]:
 
 
 def facade_names() -> list[str]:
-    """The public names the package namespace holds: everything not private and not a submodule, plus ``ops``."""
-    return ruff_sorted([name for name, value in vars(xs).items()
-                        if not name.startswith("_") and (not isinstance(value, types.ModuleType) or name == "ops")])
+    """The public names the package namespace holds (everything not private and not a submodule, plus ``ops``) and
+    those it imports on first use (``_LAZY``)."""
+    held = [name for name, value in vars(xs).items()
+            if not name.startswith("_") and (not isinstance(value, types.ModuleType) or name == "ops")]
+    return ruff_sorted(list({*held, *xs._LAZY, "ops"}))
+
+
+def test_the_heavy_submodules_are_imported_on_first_use() -> None:
+    # the HLO reader, the memory model, the physical-bytes engine and the element-wise ops wait for their first
+    # name: a command that only reads shapes does not import them (0.2 s)
+    code = ("import sys, xlashapes as xs\n"
+            "xs.explain(xs.parse_shape('bf16[8,128]{1,0:T(8,128)(2,1)}'))\n"
+            "heavy = ['xlashapes.physical', 'xlashapes.hlo', 'xlashapes.memory', 'xlashapes.ops', 'numba']\n"
+            "print([m for m in heavy if m in sys.modules])\n"
+            "print(xs.to_physical is sys.modules['xlashapes.physical'].to_physical, xs.hlo.HloModule is xs.HloModule)\n"
+            "loaded = {m.split('.')[1] for m in sys.modules if m.startswith('xlashapes.')}\n"
+            "print(sorted(set(xs._LAZY.values()) - loaded))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:3] == ["[]", "True True", "['interop', 'memory']"]  # (the HLO reader infers shapes)
+    for name, module in xs._LAZY.items():
+        assert getattr(xs, name) is getattr(importlib.import_module(f"xlashapes.{module}"), name)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = xs.nothing
 
 
 def test_all_is_the_sorted_list_of_public_names() -> None:

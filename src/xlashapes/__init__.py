@@ -12,32 +12,64 @@ module: ``xlashapes.layout.tiled_dimensions``, ``xlashapes.hlo.Attributes``, ``x
 [2.0, 2.0]
 """
 
-from types import ModuleType as _ModuleType
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
-from . import ops
 from .broadcast import binary_op_shape, broadcast_shape, lower_binary
 from .dtypes import ELEMENT_TYPES, ElementType, element_type
 from .errors import ParseError, ShapeError, XlaShapesError
 from .explain import explain
-from .hlo import HloComputation, HloInstruction, HloModule, parse_hlo_module, parse_instruction
 from .indexing import dimension_stride, indices_in_memory_order, linear_index, multi_index
-from .inference import infer_shape
-from .interop import (
-    from_jax_array,
-    from_jax_layout,
-    from_proto_bytes,
-    from_xla_client_shape,
-    to_jax_layout,
-    to_proto_bytes,
-    to_xla_client_shape,
-)
 from .layout import Layout, SplitConfig, default_layout
-from .memory import MemoryReport, memory_report
-from .physical import from_physical, relayout, to_physical
 from .shape import UNBOUNDED_SIZE, Shape, make_shape, opaque_shape, token_shape, tuple_shape
 from .text import parse_layout, parse_shape, shape_text
 from .tiling import COMBINE_DIMENSION
 from .tpu import TpuAdvice, tpu_advice, tpu_layout
+
+if _TYPE_CHECKING:
+    from . import ops
+    from .hlo import HloComputation, HloInstruction, HloModule, parse_hlo_module, parse_instruction
+    from .inference import infer_shape
+    from .interop import (
+        from_jax_array,
+        from_jax_layout,
+        from_proto_bytes,
+        from_xla_client_shape,
+        to_jax_layout,
+        to_proto_bytes,
+        to_xla_client_shape,
+    )
+    from .memory import MemoryReport, memory_report
+    from .physical import from_physical, relayout, to_physical
+
+_LAZY = {
+    **dict.fromkeys(("HloComputation", "HloInstruction", "HloModule", "parse_hlo_module", "parse_instruction"), "hlo"),
+    "infer_shape": "inference",
+    **dict.fromkeys(("from_jax_array", "from_jax_layout", "from_proto_bytes", "from_xla_client_shape", "to_jax_layout",
+                     "to_proto_bytes", "to_xla_client_shape"), "interop"),
+    **dict.fromkeys(("MemoryReport", "memory_report"), "memory"),
+    **dict.fromkeys(("from_physical", "relayout", "to_physical"), "physical"),
+}
+"""The facade's names imported on first use, by the submodule that holds them: the HLO reader, the memory model and
+the physical-bytes engine take 0.2 s to import, which a command that only reads a shape need not pay."""
+
+_SUBMODULES = ("broadcast", "cli", "dtypes", "errors", "explain", "hlo", "indexing", "inference", "interop", "layout",
+               "memory", "ops", "physical", "render", "shape", "text", "tiling", "tpu")
+"""The public submodules (``dir()`` lists them; ``xlashapes.hlo`` ... import on first use)."""
+
+
+def __getattr__(name: str) -> _Any:
+    """A facade name or submodule imported on first use (:data:`_LAZY`)."""
+    if name in _LAZY:
+        value = getattr(_importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = _importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 
@@ -96,6 +128,4 @@ __all__ = [
 
 def __dir__() -> list[str]:
     """The facade's names (``__all__``), ``__version__`` and the public submodules, for ``dir()`` and completion."""
-    submodules = [name for name, value in globals().items()
-                  if not name.startswith("_") and isinstance(value, _ModuleType) and name not in __all__]
-    return sorted({*__all__, "__version__", *submodules})
+    return sorted({*__all__, "__version__", *_SUBMODULES})

@@ -3142,3 +3142,20 @@ def test_tiles_cut_short_take_padded_rows_only_for_a_mib_of_rows_a_call(monkeypa
         x = random_array(str(shape.element_type), shape.dimensions, 3)
         assert np.array_equal(to_physical(x, shape), numpy_path(to_physical, x, shape)), text
         assert (calls["rows"] > 0) == taken, (text, calls)
+
+
+@pytest.mark.parametrize("text", ["f32[64,1024]{1,0:T(128)}", "u8[5,999]{1,0}", "bf16[3,4000]{1,0:T(4000)}"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_walk_of_one_run_goes_over_the_threads_in_pieces_of_whole_lines(
+        compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, threads: int) -> None:
+    # a layout whose bytes are the logical array's is one run: it went on one thread whatever the threads asked
+    # (f32 T(128) 512 MiB, two threads: 1.04x one thread's memcpy, which two threads do in 0.53)
+    monkeypatch.setattr(_dispatch, "THREAD_BYTES", 0)
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 4)
+    expected = numpy_path(to_physical, x, shape)
+    buffer = to_physical(x, shape, threads=threads)
+    assert compiled_everywhere["walk"] == threads
+    assert np.array_equal(buffer, expected)
+    assert same_bits(from_physical(buffer, shape, threads=threads), x)
+    assert compiled_everywhere["walk"] == 2 * threads

@@ -482,6 +482,8 @@ def _walked(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: 
 
     kind, step = walk_kind(shape.tolist(), d_steps.tolist(), s_steps.tolist(), unit, width, target, stream)
     kernel = getattr(walk, WALKS[kind])
+    line = LINE // width
+    one_run = split < 0 and len(shape) == 1  # (one run: cut at whole lines, a piece per thread)
 
     def part(bounds: tuple[int, int]) -> None:
         work = np.empty(2 * len(shape), np.int64)
@@ -491,8 +493,16 @@ def _walked(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: 
         scratch = dispatch.address(room) + (-dispatch.address(room)) % LINE
         tags = scratch - dispatch.address(room) + block + LINE
         room[tags : tags + 4 * 8] = 0  # (which source lines the gather area holds: none yet)
+        if one_run:
+            first, last = line_range(bounds, line, int(shape[0]))
+            kernel(target + first * int(d_steps[0]) * width, source + first * int(s_steps[0]) * width, pad,
+                   np.array([last - first], np.int64), d_steps, s_steps, unit, 0, 1, stream, work, scratch, block)
+            return
         kernel(target, source, pad, shape, d_steps, s_steps, unit, bounds[0], bounds[1], stream, work, scratch, block)
 
+    if one_run:
+        dispatch.run_parts(part, dispatch.parts(max(1, int(shape[0]) // line), d.nbytes, run))
+        return True
     units = int(shape[split]) if split >= 0 else 1
     dispatch.run_parts(part, dispatch.parts(units, d.nbytes, run, step) if split >= 0 else [(0, 1)])
     return True

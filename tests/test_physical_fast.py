@@ -405,6 +405,21 @@ def test_packed_layouts_a_tiled_kernel_takes_whole_are_not_cut_into_slabs(
     assert np.array_equal(mapped, expected) and calls["tiled_to"] > 4
 
 
+@pytest.mark.parametrize("text", ["s4[8,5,24,256]{3,2,1,0:T(1,128)E(4)}", "u4[12,4000]{1,0:T(1,1000)E(4)}"])
+def test_packed_layouts_in_the_arrays_order_are_packed_whole_not_in_slabs(
+    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    # fields in the logical array's order, of the type's own bits: one pass of the packing kernels, no temporary
+    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 4096)
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 6)
+    expected = numpy_path(monkeypatch, to_physical, x, shape)
+    assert expected.nbytes > 4 * 4096
+    buffer = to_physical(x, shape)
+    assert np.array_equal(buffer, expected) and same_bits(from_physical(buffer, shape), x)
+    assert (calls["pack"], calls["unpack"]) == (1, 1)
+
+
 def test_read_only_and_bytes_buffers(calls: Counter[str]) -> None:
     shape = xs.parse_shape("bf16[16,256]{1,0:T(8,128)(2,1)}")
     x = random_array("bf16", (16, 256), 3)

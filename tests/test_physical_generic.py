@@ -3159,3 +3159,43 @@ def test_a_walk_of_one_run_goes_over_the_threads_in_pieces_of_whole_lines(
     assert np.array_equal(buffer, expected)
     assert same_bits(from_physical(buffer, shape, threads=threads), x)
     assert compiled_everywhere["walk"] == 2 * threads
+
+
+@pytest.mark.parametrize("other", [1e-4, 100.0])
+def test_passes_on_trial_far_slower_on_their_first_chunk_leave_the_copy_to_the_walk(
+        monkeypatch: pytest.MonkeyPatch, other: float) -> None:
+    # the first chunk timed and scaled to the whole: DECISIVE times the other plan's time, the estimate is kept and
+    # the fallback (the walk's own blocks) copies the whole; else the passes go on (u8 [48,11200,1024]{0,1,2} laid
+    # out, 512 MiB: a trial of 5.8 s, 100x memcpy, against the walk's 95 ms)
+    monkeypatch.setattr(_passes, "TRIED_BYTES", 0)
+    monkeypatch.setattr(_passes, "CHUNK_BYTES", 4096)
+    n = 8192
+    a = np.arange(n * 3 * 2, dtype=np.uint32).astype(np.uint8).reshape(n, 3, 2)
+    out = np.zeros((2, 3, n), np.uint8)
+    copies: list[int] = []
+    fell: list[int] = []
+
+    def slow(d: np.ndarray, s: np.ndarray, run: Any) -> None:
+        time.sleep(0.002)
+        copies.append(d.size)
+        np.copyto(d, s)
+
+    def walk() -> bool:
+        fell.append(1)
+        np.copyto(out, a.transpose(2, 1, 0))
+        return True
+
+    plan = _passes.channel_passes(out.transpose(1, 0, 2), a.transpose(1, 2, 0), [3, 2, n], [n, 3 * n, 1],
+                                  [2, 1, 6], 1, None, slow, walk)
+    assert plan is not None
+    _tuned.forget()
+    _tuned.timed("k", 2, 0, other)  # (a key's first call: not counted)
+    _tuned.timed("k", 2, 0, other)
+    assert _tuned.run_fastest("k", [lambda: True, plan])
+    assert np.array_equal(out, a.transpose(2, 1, 0))
+    chunks = -(-n // (4096 // 6))
+    if other < 1:
+        assert fell == [1] and len(copies) == 2 and _tuned._TIMES["k"][1][0] >= 0.004 * out.nbytes / copies[0]
+    else:
+        assert fell == [] and len(copies) == 2 * chunks and _tuned._TIMES["k"][1][0] < 100
+    _tuned.forget()

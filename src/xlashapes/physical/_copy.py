@@ -366,7 +366,7 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
         return
     walked = partial(_walked, walk, d, s, shape, d_steps, s_steps, unit, run, stream)
     axes = shape.tolist(), d_steps.tolist(), s_steps.tolist()
-    channels = _passes.channel_passes(d, s, *axes, unit, run, _copy) if PASSES else None
+    channels = _passes.channel_passes(d, s, *axes, unit, run, _copy, walked) if PASSES else None
     first = channels is not None and channels.first  # (short rows: the passes by rule)
     found = _lane_blocks.lane_blocks(*axes, width) if LANES else None
     lanes = _lane_blocks.lane_plan(target, source, pad, found, d.nbytes, run) if found is not None else None
@@ -426,7 +426,8 @@ def _timed_plans(
     plans += [partial(_walked, walk, d, s, *order, unit, run, stream)] if order is not None else []
     if gathers_runs(*axes, unit, d.itemsize, stream):
         plans.append(partial(_walked, walk, d, s, shape, d_steps, s_steps, unit, run, 2))
-    passes = _passes.two_passes(d, s, *axes, unit, run, _copy) if PASSES else None
+    walked = partial(_walked, walk, d, s, shape, d_steps, s_steps, unit, run, stream)
+    passes = _passes.two_passes(d, s, *axes, unit, run, _copy, walked) if PASSES else None
     batched = _batched_plan(walk, d, s, pad, shape, d_steps, s_steps, run, stream, BATCH_TIMED_BYTES) if (
         unit >= 1 and unit == len(shape) - 2) else None
     return plans + [plan for plan in (passes, batched) if plan is not None]

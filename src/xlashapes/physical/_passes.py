@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -31,10 +32,16 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ._dispatch import Run, temporary
-from ._tuned import slabs
+from ._tuned import DECISIVE, estimate, slabs, trial_bound
 
 CHUNK_BYTES = 4 << 20
 """Bytes of the copy the buffer takes at a time."""
+
+TRIED_BYTES = 16 << 20
+"""Copies of at least this many bytes, on trial beside a plan already timed, time their first chunk and, where that
+time scaled to the whole is ``DECISIVE`` times the other plan's, leave the copy to their ``fallback`` (the walk's own
+blocks): their trial of a wide copy took one call of 100x memcpy (u8 ``[48,11200,1024]{0,1,2}`` laid out, 512 MiB:
+5.8 s against the walk's 95 ms)."""
 
 TINY_BYTES = 1024
 """Largest block (bytes) the two passes take."""
@@ -53,7 +60,8 @@ Copy = Callable[[np.ndarray[Any, Any], np.ndarray[Any, Any], Run], None]
 
 
 def two_passes(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: list[int], d_steps: list[int],
-               s_steps: list[int], unit: int, run: Run, copy: Copy) -> Callable[[], bool] | None:
+               s_steps: list[int], unit: int, run: Run, copy: Copy, fallback: Callable[[], bool] | None = None
+               ) -> Callable[[], bool] | None:
     """The copy ``d[...] = s`` (a walk: axes in its order, steps in elements, ``unit`` its source-contiguous axis)
     as two passes through a buffer, each by ``copy``; None where its block is not a tiny interleaved one with an outer
     axis continuing its rows on the other side.
@@ -86,16 +94,18 @@ def two_passes(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: list[int
     axes = [k for k in outer if k != o] + [o, *order[::-1]]  # (the buffer's order, its minor axis last)
     dst = as_strided(d, [shape[k] for k in axes], [d_steps[k] * width for k in axes])
     src = as_strided(s, [shape[k] for k in axes], [s_steps[k] * width for k in axes])
-    return partial(_run_passes, dst, src, run, copy)
+    return partial(_run_passes, dst, src, run, copy, fallback)
 
 
-def _run_passes(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run, copy: Copy) -> bool:
+def _run_passes(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run, copy: Copy,
+                fallback: Callable[[], bool] | None) -> bool:
     """``dst[...] = src`` through a C-ordered buffer of the same axes, ``CHUNK_BYTES`` of them at a time (True)."""
-    return _run_planes(dst, src, run, copy, 0)
+    return _run_planes(dst, src, run, copy, 0, fallback)
 
 
 def channel_passes(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: list[int], d_steps: list[int],
-                   s_steps: list[int], unit: int, run: Run, copy: Copy) -> Planes | None:
+                   s_steps: list[int], unit: int, run: Run, copy: Copy, fallback: Callable[[], bool] | None = None
+                   ) -> Planes | None:
     """The copy ``d[...] = s`` (a walk, as :func:`two_passes` takes it) between rows of a few channels (axes that
     make one run of each row: ``f16[1118481,3,5]``, 15 channels, a 3 x 5 grid) and planes of the other axes, one
     plane a channel, in another order of the channels or with the planes in another shape (``{0,1,2}``: plane (k, j)
@@ -135,7 +145,7 @@ def channel_passes(d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], shape: list
             width = d.itemsize
             dst = as_strided(d, [shape[j] for j in order], [d_steps[j] * width for j in order])
             src = as_strided(s, [shape[j] for j in order], [s_steps[j] * width for j in order])
-            return Planes(dst, src, run, copy, taken)
+            return Planes(dst, src, run, copy, taken, fallback)
     return None
 
 
@@ -152,6 +162,7 @@ class Planes:
     run: Run
     copy: Copy
     channels: int
+    fallback: Callable[[], bool] | None = None
 
     @property
     def first(self) -> bool:
@@ -165,15 +176,17 @@ class Planes:
         """The copy, in two passes (True: done)."""
         _PASSES.depth = getattr(_PASSES, "depth", 0) + 1
         try:
-            return _run_planes(self.dst, self.src, self.run, self.copy, self.channels)
+            return _run_planes(self.dst, self.src, self.run, self.copy, self.channels, self.fallback)
         finally:
             _PASSES.depth -= 1
 
 
-def _run_planes(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run, copy: Copy, channels: int) -> bool:
+def _run_planes(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run, copy: Copy, channels: int,
+                fallback: Callable[[], bool] | None = None) -> bool:
     """``dst[...] = src`` through a C-ordered buffer of the same axes, every index of the first ``channels`` axes
     and ``CHUNK_BYTES`` of the others at a time (cut on the outermost other axis whose inner ones hold more, the axes
-    outside it one index at a time; True)."""
+    outside it one index at a time; True); on trial, far slower on its first chunk than another plan was, by
+    ``fallback`` (:data:`TRIED_BYTES`)."""
     whole, plane = dst.shape[:channels], dst.shape[channels:]
     row = math.prod(whole) * dst.itemsize
     cut, inside = 0, row
@@ -188,6 +201,8 @@ def _run_planes(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run, 
     with temporary(math.prod(dims) * dst.itemsize) as held, slabs():  # (the same buffer call after call: its pages
         # faulted in once; the slabs' copies timed under one key: :func:`._tuned.slabs`)
         buffer = held.view(dst.dtype).reshape(dims)
+        bound = trial_bound() if fallback is not None and dst.nbytes >= TRIED_BYTES else None
+        began = time.perf_counter()
         for index in product(*(range(n) for n in plane[:cut])):
             for start in range(0, plane[cut], per):
                 where: tuple[int | slice, ...] = (*head, *index, slice(start, start + per))
@@ -195,4 +210,10 @@ def _run_planes(dst: np.ndarray[Any, Any], src: np.ndarray[Any, Any], run: Run, 
                 part = buffer[cut_part]
                 copy(part, src[where], run)
                 copy(dst[where], part, run)
+                if bound is not None and fallback is not None:  # (the first chunk on trial: its time scaled)
+                    whole = (time.perf_counter() - began) * dst.nbytes / part.nbytes
+                    if whole >= DECISIVE * bound:
+                        estimate(whole)
+                        return fallback()
+                    bound = None
     return True

@@ -386,11 +386,16 @@ def test_nan_payloads_survive_the_kernels(calls: Counter[str], monkeypatch: pyte
     assert calls["tiled_to"] and calls["tiled_from"] and calls["walk"] >= 2
 
 
-@pytest.mark.parametrize("text", ["s4[64,1024]{1,0:T(8,128)(2,1)E(4)}", "u4[60,1000]{1,0:T(8,128)E(4)}"])
-def test_packed_layouts_a_tiled_kernel_takes_whole_are_not_cut_into_slabs(
-    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str
+@pytest.mark.parametrize(("text", "kernels"), [
+    ("s4[64,1024]{1,0:T(8,128)(2,1)E(4)}", ("tiled_to", "tiled_from")),  # (tiled kernels: fields packed tile by tile)
+    ("u4[60,1000]{1,0:T(8,128)E(4)}", ("tiled_to", "tiled_from")),
+    ("s4[8,5,24,256]{3,2,1,0:T(1,128)E(4)}", ("pack", "unpack")),  # (fields in the array's order: one pass)
+    ("u4[12,4000]{1,0:T(1,1000)E(4)}", ("pack", "unpack")),
+])
+def test_packed_layouts_converted_whole_without_temporaries_are_not_cut_into_slabs(
+    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str, kernels: tuple[str, str]
 ) -> None:
-    # Its temporaries are bounded anyway; slabs cost a kernel call (and a split over the threads) each: 512 MiB of
+    # Their temporaries are bounded anyway; slabs cost a kernel call (and a split over the threads) each: 512 MiB of
     # s4 T(8,128)(2,1)E(4) read back went 1.02-1.08 -> 0.57-0.77x memcpy on two threads.
     monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 4096)
     shape = xs.parse_shape(text)
@@ -399,25 +404,10 @@ def test_packed_layouts_a_tiled_kernel_takes_whole_are_not_cut_into_slabs(
     assert expected.nbytes > 4 * 4096
     buffer = to_physical(x, shape)
     assert np.array_equal(buffer, expected) and same_bits(from_physical(buffer, shape), x)
-    assert (calls["tiled_to"], calls["tiled_from"]) == (1, 1)
+    assert (calls[kernels[0]], calls[kernels[1]]) == (1, 1)
     mapped = np.memmap(tmp_path / "buffer", np.uint8, "w+", shape=expected.shape)  # (maps: still a chunk at a time)
     to_physical(x, shape, out=mapped)
-    assert np.array_equal(mapped, expected) and calls["tiled_to"] > 4
-
-
-@pytest.mark.parametrize("text", ["s4[8,5,24,256]{3,2,1,0:T(1,128)E(4)}", "u4[12,4000]{1,0:T(1,1000)E(4)}"])
-def test_packed_layouts_in_the_arrays_order_are_packed_whole_not_in_slabs(
-    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str
-) -> None:
-    # fields in the logical array's order, of the type's own bits: one pass of the packing kernels, no temporary
-    monkeypatch.setattr(_slabbed, "CHUNK_BYTES", 4096)
-    shape = xs.parse_shape(text)
-    x = random_array(str(shape.element_type), shape.dimensions, 6)
-    expected = numpy_path(monkeypatch, to_physical, x, shape)
-    assert expected.nbytes > 4 * 4096
-    buffer = to_physical(x, shape)
-    assert np.array_equal(buffer, expected) and same_bits(from_physical(buffer, shape), x)
-    assert (calls["pack"], calls["unpack"]) == (1, 1)
+    assert np.array_equal(mapped, expected) and calls[kernels[0]] > 4
 
 
 def test_read_only_and_bytes_buffers(calls: Counter[str]) -> None:

@@ -381,7 +381,7 @@ def _walk(walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], run: Run,
         # the source first, where the destination rows are on the line grid: :func:`._merged.direct_runs`)
         plans[:0] = _merged.direct_runs(target, source, pad, walk_axes, d.nbytes, run, stream) if MERGED else []
         plans += [lanes] if lanes is not None and not tiny else []
-        plans += _timed_plans(walk, d, s, pad, shape, d_steps, s_steps, unit, run, stream)
+        plans += _timed_plans(walk, d, s, pad, shape, d_steps, s_steps, unit, run, stream, walked)
         plans += [channels] if channels is not None and not first else []
         if len(plans) > 1:  # (the faster on this copy, timed; a pred copy's time with its pass to canonical bytes)
             key = ("walk", tuple(shape.tolist()), tuple(d_steps.tolist()), tuple(s_steps.tolist()), width,
@@ -415,9 +415,11 @@ def _lanes_first(found: _lane_blocks.LaneBlocks, shape: Sequence[int], d_steps: 
 def _timed_plans(
     walk: Any, d: np.ndarray[Any, Any], s: np.ndarray[Any, Any], pad: Any, shape: np.ndarray[Any, Any],
     d_steps: np.ndarray[Any, Any], s_steps: np.ndarray[Any, Any], unit: int, run: Run, stream: int,
+    walked: Callable[[], bool],
 ) -> list[Callable[[], bool]]:
-    """The plans a large walk times beside its own blocks (:mod:`._tuned`): merged squares (either sweep), two passes
-    through a buffer for tiny interleaved blocks (:mod:`._passes`), a batch of smaller 2-d transposes staged."""
+    """The plans a large walk times beside its own blocks (``walked``, which the passes fall back on: :mod:`._tuned`):
+    merged squares (either sweep), two passes through a buffer for tiny interleaved blocks (:mod:`._passes`), a batch
+    of smaller 2-d transposes staged."""
     target, source = dispatch.address(d), dispatch.address(s)
     axes = shape.tolist(), d_steps.tolist(), s_steps.tolist()
     plans = _merged.merged_runs(target, source, pad, _merged.timed_routes(*axes, unit, d.itemsize), d.nbytes, run,
@@ -426,7 +428,6 @@ def _timed_plans(
     plans += [partial(_walked, walk, d, s, *order, unit, run, stream)] if order is not None else []
     if gathers_runs(*axes, unit, d.itemsize, stream):
         plans.append(partial(_walked, walk, d, s, shape, d_steps, s_steps, unit, run, 2))
-    walked = partial(_walked, walk, d, s, shape, d_steps, s_steps, unit, run, stream)
     passes = _passes.two_passes(d, s, *axes, unit, run, _copy, walked) if PASSES else None
     batched = _batched_plan(walk, d, s, pad, shape, d_steps, s_steps, run, stream, BATCH_TIMED_BYTES) if (
         unit >= 1 and unit == len(shape) - 2) else None

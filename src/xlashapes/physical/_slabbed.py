@@ -61,7 +61,8 @@ def is_mapped(array: Any) -> bool:
 def wants_slabs(geometry: _Geometry, run: Run, to: bool, *arrays: Any) -> bool:
     """True when a conversion (``to`` the bytes, or from them; ``arrays``: the source, then the target) should go slab
     by slab: large and packed (but E(n) fields whose groups the byte kernels move, whole or in windows, and those a
-    tiled kernel takes whole: :func:`._compiled.tiled_whole`), irregular (no factor plan), or mapped."""
+    tiled kernel or the packing kernels take whole with no temporary: :func:`._compiled.tiled_whole`,
+    :func:`_packed_in_order`), irregular (no factor plan), or mapped."""
     if geometry.nbytes <= CHUNK_BYTES:
         return False
     if any(is_mapped(a) for a in arrays):

@@ -10,6 +10,7 @@ import numpy as np
 
 from ._intrinsics import (
     _0,
+    _1,
     _copy,
     _field_line,
     _field_line_streamed,
@@ -248,6 +249,20 @@ def _tile_rows_split(dst: int, pitch: int, src: int, r_size: int, c_size: int, p
                 _deinterleave2(d + c * width, pitch, s + c * 2 * width, _0, pad)
             else:
                 _deinterleave4(d + c * width, pitch, s + c * 4 * width, _0, pad)
+
+
+@_subroutine
+def _tile_rows_streamed(dst: int, src: int, r_size: int, c_size: int, p: int, pad: Any) -> None:
+    """A whole tile's ``r_size`` rows of ``(p,1)`` sub-tiles at ``src`` split straight into rows back to back at
+    ``dst`` (on a line; rows of ``c_size`` elements, whole lines) and streamed out, a lane of ``p`` rows at a time."""
+    width, lanes = _width(pad), _lanes(pad)
+    for g in range(r_size // p):
+        d, s = dst + g * p * c_size * width, src + g * p * c_size * width
+        for c in range(0, c_size, lanes):
+            if p == 2:
+                _deinterleave2(d + c * width, c_size, s + c * 2 * width, _1, pad)
+            else:
+                _deinterleave4(d + c * width, c_size, s + c * 4 * width, _1, pad)
 
 
 @_subroutine

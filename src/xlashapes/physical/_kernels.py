@@ -81,8 +81,8 @@ from ._tile_parts import (
     _staged_tile_to,
     _streamed_strip,
     _tile_rows_split,
-    _tile_rows_streamed,
     _tile_to,
+    _tiles_streamed,
 )
 
 _U32, _U64 = np.uint32(0), np.uint64(0)  # the witnesses of 4- and 8-byte words
@@ -311,8 +311,8 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
     array at ``out``; ``canonical``, each tile's bytes are also made canonical (``geometry.canon``); ``packed``,
     unpacked from ``geometry.bits``-bit fields; ``tile_rows``, rows of one tile of ``(p,1)`` sub-tiles back to back
     (:func:`tile_rows_joined`), split straight into those rows (:func:`_tile_rows_split`; constants of the closure,
-    as :func:`_tiled_to_of`: an entry of its own, so that the other entries' machine code stays as it was); whole
-    tiles of such rows, each whole lines, on a line and streamed, straight into the output (:func:`_tile_rows_streamed`:
+    as :func:`_tiled_to_of`: an entry of its own, so that the other entries' machine code stays as it was). Whole
+    tiles of joined rows of whole lines on a line, streamed, are split straight into the output (``_tiles_streamed``:
     staged, then copied out of the stream's scratch, they took 1.45x memcpy, a C model of the split 1.03)."""
 
     def tiled_from(src: int, out: int, scratch: int, pad: Any, geometry: Any, batch: Any) -> None:
@@ -347,8 +347,8 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
         pitch = cols * width if joined else row_bytes
         pos = -1  # (joined: where the stream has got to)
         direct = geometry.direct != 0 and geometry.stream != 0 and not (joined or packed or tile_rows) and p > 1
-        lined = tile_rows and geometry.stream != 0 and cols == c_size and piece % LINE == 0  # (rows of one whole
-        # tile, each whole lines)
+        lined = joined and geometry.stream != 0 and cols % c_size == 0 and piece % LINE == 0 and p > 1 and not (
+            packed or (canonical and canon != 0))  # (strips of whole tiles, rows of whole lines, as they are)
         if joined:
             tile = scratch + LINE + r_size * pitch + LINE
         for strip in range(geometry.first, geometry.last):
@@ -361,15 +361,14 @@ def _tiled_from_of(canonical: bool, packed: bool, tile_rows: bool = False) -> An
                 _streamed_strip(start, step, t, col_tiles, r_size, c_size, p, pad, scratch, canon if canonical else 0)
                 t, stream = t + col_tiles * r_size * piece, 1
                 continue
-            if lined and valid == r_size and start % LINE == 0:  # (whole tiles of whole-line rows: split straight
-                # into the output, streamed; bf16 {0:T(1024)(128)(2,1)} 'from', 512 MiB, 1.45 -> 1.13-1.22x memcpy)
+            if lined and valid == r_size and start % LINE == 0:  # (whole tiles of joined rows of whole lines: split
+                # straight into the output, streamed; bf16 {0:T(1024)(128)(2,1)} 'from', 512 MiB, 1.45 -> 1.13-1.22x
+                # memcpy through the scratch)
                 if pos >= 0:  # (the joined stream's partial last line written out before the scratch is used again)
                     _close(lines[0], scratch + LINE, carries[0], firsts[0])
                     pos = -1
-                if r_size <= TILES_AHEAD_ROWS:
-                    _prefetch_run_l2(t + TILES_AHEAD, r_size * piece // LINE)
-                _tile_rows_streamed(start, t, r_size, c_size, p, pad)
-                t, stream = t + r_size * piece, 1
+                _tiles_streamed(start, step, t, col_tiles, r_size, c_size, p, pad)
+                t, stream = t + col_tiles * r_size * piece, 1
                 continue
             if not joined or start != pos:
                 if joined and pos >= 0:

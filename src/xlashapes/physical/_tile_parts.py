@@ -19,13 +19,14 @@ from ._intrinsics import (
     _inline,
     _lanes,
     _or_field_line,
+    _prefetch_run_l2,
     _put,
     _put_word,
     _stream,
     _subroutine,
     _width,
 )
-from ._kinds import LINE
+from ._kinds import LINE, TILES_AHEAD, TILES_AHEAD_ROWS
 from ._shuffles import (
     _deinterleave2,
     _deinterleave4,
@@ -252,17 +253,22 @@ def _tile_rows_split(dst: int, pitch: int, src: int, r_size: int, c_size: int, p
 
 
 @_subroutine
-def _tile_rows_streamed(dst: int, src: int, r_size: int, c_size: int, p: int, pad: Any) -> None:
-    """A whole tile's ``r_size`` rows of ``(p,1)`` sub-tiles at ``src`` split straight into rows back to back at
-    ``dst`` (on a line; rows of ``c_size`` elements, whole lines) and streamed out, a lane of ``p`` rows at a time."""
+def _tiles_streamed(dst: int, step: int, src: int, tiles: int, r_size: int, c_size: int, p: int, pad: Any) -> None:
+    """A strip of ``tiles`` whole tiles of ``(p,1)`` sub-tiles at ``src`` split straight into its ``r_size`` rows at
+    ``dst`` (``step`` elements apart, each on a line; ``c_size`` a multiple of a line's elements) and streamed out, a
+    lane of ``p`` rows at a time, each tile's next but one prefetched into the second level (``TILES_AHEAD``)."""
     width, lanes = _width(pad), _lanes(pad)
-    for g in range(r_size // p):
-        d, s = dst + g * p * c_size * width, src + g * p * c_size * width
-        for c in range(0, c_size, lanes):
-            if p == 2:
-                _deinterleave2(d + c * width, c_size, s + c * 2 * width, _1, pad)
-            else:
-                _deinterleave4(d + c * width, c_size, s + c * 4 * width, _1, pad)
+    for j in range(tiles):
+        t = src + j * r_size * c_size * width
+        if r_size <= TILES_AHEAD_ROWS:
+            _prefetch_run_l2(t + TILES_AHEAD, r_size * c_size * width // LINE)
+        for g in range(r_size // p):
+            d, s = dst + (g * p * step + j * c_size) * width, t + g * p * c_size * width
+            for c in range(0, c_size, lanes):
+                if p == 2:
+                    _deinterleave2(d + c * width, step, s + c * 2 * width, _1, pad)
+                else:
+                    _deinterleave4(d + c * width, step, s + c * 4 * width, _1, pad)
 
 
 @_subroutine

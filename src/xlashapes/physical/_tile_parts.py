@@ -256,7 +256,8 @@ def _tile_rows_split(dst: int, pitch: int, src: int, r_size: int, c_size: int, p
 def _tiles_streamed(dst: int, step: int, src: int, tiles: int, r_size: int, c_size: int, p: int, pad: Any) -> None:
     """A strip of ``tiles`` whole tiles of ``(p,1)`` sub-tiles at ``src`` split straight into its ``r_size`` rows at
     ``dst`` (``step`` elements apart, each on a line; ``c_size`` a multiple of a line's elements) and streamed out, a
-    lane of ``p`` rows at a time, each tile's next but one prefetched into the second level (``TILES_AHEAD``)."""
+    lane of ``p`` rows at a time; tiles of at most ``TILES_AHEAD_ROWS`` rows prefetch the bytes ``TILES_AHEAD`` on
+    into the second level."""
     width, lanes = _width(pad), _lanes(pad)
     for j in range(tiles):
         t = src + j * r_size * c_size * width

@@ -626,38 +626,32 @@ def test_a_subroutine_is_typed_once_and_linked_into_each_entry_that_calls_it() -
             assert len([line for line in code if line.startswith("define") and name in line]) == 1, (entry, name)
 
 
-@pytest.mark.parametrize("text", ["s8[40,100]{1,0:T(8,128)(4,1)}", "u8[3,9,1]{2,1,0:T(8,128)(4,1)}",
-                                  "s8[17,63]{1,0:T(8,128)(4,1)}", "u8[24,65]{1,0:T(8,128)(4,1)}",
-                                  "bf16[2,11,100]{2,1,0:T(8,128)(2,1)}", "f16[16,32]{1,0:T(16,128)(2,1)}",
-                                  "s8[64,128]{1,0:T(32,128)(4,1)}", "u8[5,200,20]{2,1,0:T(32,128)(4,1)}",
-                                  "bf16[3,20,128]{2,1,0:T(8,128)(2,1)}", "u8[70,128]{1,0:T(32,128)(4,1)}"])
+ONE_TILE_ROWS = ["s8[40,100]{1,0:T(8,128)(4,1)}", "u8[3,9,1]{2,1,0:T(8,128)(4,1)}", "s8[17,63]{1,0:T(8,128)(4,1)}",
+                 "u8[24,65]{1,0:T(8,128)(4,1)}", "bf16[2,11,100]{2,1,0:T(8,128)(2,1)}",
+                 "f16[16,32]{1,0:T(16,128)(2,1)}", "s8[64,128]{1,0:T(32,128)(4,1)}",
+                 "u8[5,200,20]{2,1,0:T(32,128)(4,1)}", "bf16[3,20,128]{2,1,0:T(8,128)(2,1)}",
+                 "u8[70,128]{1,0:T(32,128)(4,1)}"]
+TILES_OF_ROWS = ["s8[2,20,256]{2,1,0:T(8,128)(4,1)}", "bf16[3,12,256]{2,1,0:T(8,128)(2,1)}",
+                 "u8[40,384]{1,0:T(8,128)(4,1)}"]
+
+
+@pytest.mark.parametrize(("text", "entry"), [*((text, "tiled_from_tile_rows") for text in ONE_TILE_ROWS),
+                                             *((text, "tiled_from_physical") for text in TILES_OF_ROWS)])
 @pytest.mark.parametrize(("stream", "offset"), [(True, 0), (True, 24), (False, 8)])
-def test_rows_of_one_tile_read_back_split_straight_into_their_joined_rows(
-    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, stream: bool, offset: int,
+def test_short_rows_read_back_split_straight_into_their_joined_rows(
+    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, entry: str, stream: bool, offset: int,
 ) -> None:
     # rows of at most a tile's columns of (p,1) sub-tiles, back to back in the logical array, are split straight
     # into those rows a lane of each at a time, the lanes from the last: a lane past a row's end runs into the next
     # rows, which their own lanes write after it (s8 [N,100] 'from', 512 MiB, 1.63 -> 1.19x memcpy of the tiles on an
-    # Intel Xeon, with the tiles prefetched into the second level); rows of 1 to 128 bytes, cut short, 2-byte words;
-    # whole tiles of rows of whole lines, on a line and streamed, straight into the output (after a strip cut short,
-    # whose joined stream is closed first: a batch of 20 rows)
+    # Intel Xeon, with the tiles prefetched into the second level); rows of 1 to 128 bytes, cut short, 2-byte words.
+    # Whole tiles of such rows (or of short rows of several tiles: ``entry`` tiled_from_physical), each whole lines,
+    # on a line and streamed, go straight into the output, not through the joined stream's scratch (s8
+    # [N,256]{1,0:T(8,128)(4,1)} 'from', 512 MiB, 1.55 -> 1.28x memcpy), after strips cut short too (batches of 20 rows,
+    # whose joined stream is closed first)
     shape = xs.parse_shape(text)
     check_both_paths(monkeypatch, shape, None, len(text), stream, offset)
-    assert calls["tiled_from_tile_rows"] >= 3, calls
-
-
-@pytest.mark.parametrize("text", ["s8[2,20,256]{2,1,0:T(8,128)(4,1)}", "bf16[3,12,256]{2,1,0:T(8,128)(2,1)}",
-                                  "u8[40,384]{1,0:T(8,128)(4,1)}"])
-@pytest.mark.parametrize(("stream", "offset"), [(True, 0), (True, 24), (False, 0)])
-def test_joined_strips_of_whole_tiles_read_back_split_straight_into_the_output(
-    calls: Counter[str], monkeypatch: pytest.MonkeyPatch, text: str, stream: bool, offset: int,
-) -> None:
-    # short rows of whole tiles and whole lines, back to back: on a line and streamed, each strip's tiles are split
-    # straight into the output, not staged in the joined stream's scratch (s8 [N,256]{1,0:T(8,128)(4,1)} 'from', 512
-    # MiB, 1.55 -> 1.28x memcpy on an Intel Xeon); after a strip cut short, whose joined stream is closed first
-    shape = xs.parse_shape(text)
-    check_both_paths(monkeypatch, shape, None, len(text), stream, offset)
-    assert calls["tiled_from_physical"] >= 3, calls
+    assert calls[entry] >= 3, calls
 
 
 @pytest.mark.parametrize("text", ["bf16[4096]{0:T(1024)(128)(2,1)}", "bf16[1280]{0:T(1024)(128)(2,1)}",

@@ -563,6 +563,20 @@ def _remainder(value: Any, by: int) -> Any:
     return value & (by - 1) if by & (by - 1) == 0 else value % by
 
 
+def _divmod(value: Any, by: int) -> tuple[Any, Any]:
+    """``(value // by, value % by)``: a shift and a mask for a power of two, else one division and a multiply (NumPy
+    divides int64 arrays by a scalar without a division instruction, but its remainder and divmod use one: 2.5x
+    slower here; 10M offsets of f32 ``[3000,5000]{0,1:T(8,128)}`` 1.85 -> 1.7x ``np.unravel_index``).
+
+    >>> _divmod(100, 24), _divmod(100, 16)
+    ((4, 4), (6, 4))
+    """
+    if by & (by - 1) == 0:
+        return _divided(value, by), _remainder(value, by)
+    quotient = value // by
+    return quotient, value - quotient * by
+
+
 def _joined(outer: Any, tile: int, inner: Any) -> Any:
     """``outer * tile + inner``, as a shift and an or when ``tile`` is a power of two (``inner < tile``)."""
     if isinstance(outer, int) and outer == 0:
@@ -601,9 +615,9 @@ def _fast_backward(step: TileStep, coords: list[Any], bounds: list[int], valid: 
         parts: list[Any] = []
         part_bounds: list[int] = []
         for size in reversed(group.sizes[1:]):
-            parts.append(_remainder(merged, size))
+            merged, part = _divmod(merged, size)
+            parts.append(part)
             part_bounds.append(min(size, bound))
-            merged = _divided(merged, size)
             bound = -(-bound // size)
         parts.append(merged)
         part_bounds.append(bound)
@@ -626,12 +640,9 @@ def _fast_indices(plan: _Plan, chunk: Int64Array, target: Int64Array, valid_out:
     for size in reversed(plan.final[1:]):
         if size == 1:
             coords.append(0)
-        elif size & (size - 1):
-            rest, coord = np.divmod(rest, size)  # one pass for both
-            coords.append(coord)
         else:
-            coords.append(_remainder(rest, size))
-            rest = _divided(rest, size)
+            rest, coord = _divmod(rest, size)
+            coords.append(coord)
         bounds.append(size)
     if plan.final:
         coords.append(rest)  # past final[0] only in the tail padding, which ``valid`` already refuses

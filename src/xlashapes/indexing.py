@@ -581,6 +581,8 @@ def _joined(outer: Any, tile: int, inner: Any) -> Any:
     """``outer * tile + inner``, as a shift and an or when ``tile`` is a power of two (``inner < tile``)."""
     if isinstance(outer, int) and outer == 0:
         return inner
+    if tile == 1 and isinstance(inner, int) and inner == 0:  # (a dim a tile of 1 covers: as it was, no pass)
+        return outer
     if tile & (tile - 1) == 0:
         shifted = outer << (tile.bit_length() - 1)
         return shifted if isinstance(inner, int) and inner == 0 else shifted | inner

@@ -553,16 +553,6 @@ def _evaluated(plan: _Plan, evaluators: Evaluators | None, original: NDArray[Any
 # ----------------------------------------------------------------------------------------------------
 
 
-def _divided(value: Any, by: int) -> Any:
-    """``value // by``, as a shift when ``by`` is a power of two (ints or int64 arrays, non-negative)."""
-    return value >> (by.bit_length() - 1) if by & (by - 1) == 0 else value // by
-
-
-def _remainder(value: Any, by: int) -> Any:
-    """``value % by``, as a mask when ``by`` is a power of two (ints or int64 arrays, non-negative)."""
-    return value & (by - 1) if by & (by - 1) == 0 else value % by
-
-
 def _divmod(value: Any, by: int) -> tuple[Any, Any]:
     """``(value // by, value % by)``: a shift and a mask for a power of two, else one division and a multiply (NumPy
     divides int64 arrays by a scalar without a division instruction, but its remainder and divmod use one: 2.5x
@@ -572,7 +562,7 @@ def _divmod(value: Any, by: int) -> tuple[Any, Any]:
     ((4, 4), (6, 4))
     """
     if by & (by - 1) == 0:
-        return _divided(value, by), _remainder(value, by)
+        return value >> (by.bit_length() - 1), value & (by - 1)
     quotient = value // by
     return quotient, value - quotient * by
 

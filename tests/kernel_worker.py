@@ -90,7 +90,9 @@ OTHER_PATHS = [
     # merged squares onto rows on the line grid moved straight from the source (a large copy's first plan), every
     # width, pred's bytes (and words of (4,1) sub-tiles) made 0 or 1 on the way
     "bf16[4,64,256]{0,1,2}@0!", "u8[48,100,256]{0,1,2}@0!", "f32[8,40,1024]{0,1,2}@0!", "f64[4,32,512]{0,1,2}@0!",
-    "pred[48,64,256]{0,1,2}@0!", "pred[256,1024]{0,1:T(8,128)(4,1)}@0!"]
+    "pred[48,64,256]{0,1,2}@0!", "pred[256,1024]{0,1:T(8,128)(4,1)}@0!",
+    # multi_index's kernel (one overload for every shape)
+    "index:bf16[300,500]{0,1:T(8,128)(2,1)}"]
 CASES = NEEDED + OTHER_PATHS
 COMPILED = ["u4[64,256]{1,0:E(4)}", "f32[64,256]{0,1}", "bf16[40,100]{1,0:T(1,128)}", "s16[72,1030]{0,1:P(75,1040)}",
             "bf16[64,256]{1,0:T(8,128)(2,1)}"]
@@ -119,7 +121,12 @@ def placed(n: int, offset: int = 16) -> np.ndarray[Any, Any]:
 def digest_of(text: str) -> str:
     """The digest of the bytes both directions give for ``text``, with one and two threads (``...@k``: outputs
     ``k`` bytes past a cache line, else 16; ``...>{layout}``: and relaid out to that layout; ``...!``: every plan
-    timing chooses among run, each over the whole output)."""
+    timing chooses among run, each over the whole output; ``index:...``: ``multi_index`` of random offsets)."""
+    if text.startswith("index:"):
+        shape = shape_of(text.removeprefix("index:"))
+        offsets = np.random.default_rng(len(text)).integers(0, shape.physical_element_count(), 100_000)
+        indices, valid = xs.multi_index(shape, offsets)
+        return hashlib.sha256(indices.tobytes() + valid.tobytes()).hexdigest()
     if text.endswith("!"):
         saved = _tuned.TUNE_BYTES, _tuned.run_fastest
         _tuned.TUNE_BYTES, _tuned.run_fastest = 0, _every_plan
@@ -161,7 +168,7 @@ def report() -> dict[str, Any]:
     chosen = os.environ.get("XLASHAPES_WORKER_CASES", "")
     digests = {text: digest_of(text) for text in (chosen.split("|") if chosen else CASES)[part::parts]}
     native = {}
-    for entries in (dispatch.walker(), dispatch.kernels(), dispatch.stacker()):
+    for entries in (dispatch.walker(), dispatch.kernels(), dispatch.stacker(), dispatch.indexer()):
         for name, entry in vars(entries).items() if entries is not None else ():
             if hasattr(entry, "natives"):
                 native[name] = sorted(key for key, loaded in entry.natives.items() if loaded is not None)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -391,6 +393,116 @@ def test_index_math_on_small_tiled_shapes(shape: xs.Shape) -> None:
     check_untiled_layouts_match_numpy_strides(shape)
     check_memory_order_iteration(shape)
     check_next_index_walks_row_major(shape)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The compiled multi_index kernel (a program of the NumPy path's walk, run by one kernel for every shape)
+# ----------------------------------------------------------------------------------------------------
+
+
+def compiled_multi_index(shape: xs.Shape | str, offsets: np.ndarray) -> tuple[bool, np.ndarray, np.ndarray]:
+    """Whether the compiled kernel ran for ``offsets`` of any count, and the indices and valid mask it gave."""
+    from xlashapes.physical import _dispatch
+
+    plan = indexing._plan(shape)
+    indices = np.full((offsets.size, plan.rank), 7, dtype=np.int64)
+    valid = np.zeros(offsets.size, dtype=np.bool_)
+    with mock.patch.dict(os.environ, {"XLASHAPES_NO_NUMBA": ""}), mock.patch.object(_dispatch, "NUMBA_BYTES", 0), \
+            mock.patch.object(_dispatch, "FIRST_NUMBA_BYTES", 0):
+        ran = indexing._compiled_indices(plan, offsets.reshape(-1), indices, valid, offsets)
+    return ran, indices, valid
+
+
+def numpy_multi_index(shape: xs.Shape | str, offsets: np.ndarray) -> Any:
+    """``multi_index`` on the NumPy path."""
+    with mock.patch.dict(os.environ, {"XLASHAPES_NO_NUMBA": "1"}):
+        return multi_index(shape, offsets)
+
+
+@PROPERTY
+@given(tiled_shapes())
+def test_compiled_multi_index_equals_the_numpy_path_on_every_offset(shape: xs.Shape) -> None:
+    pytest.importorskip("numba")
+    offsets = np.arange(shape.physical_element_count(), dtype=np.int64)
+    ran, indices, valid = compiled_multi_index(shape, offsets)
+    assert ran == (shape.rank > 0 and indexing.inverse_program(shape) is not None)
+    if ran:
+        expected_indices, expected_valid = numpy_multi_index(shape, offsets)
+        np.testing.assert_array_equal(indices, expected_indices)
+        np.testing.assert_array_equal(valid, expected_valid)
+
+
+@pytest.mark.parametrize("text", ["f32[3000,5000]{0,1:T(8,128)}", "bf16[4096,4096]{1,0:T(8,128)(2,1)}",
+                                  "s4[3,100,384,500]{1,2,3,0:T(8,128)(2,1)E(4)}", "f32[3,1,5]{2,1,0:T(2,1,2)}",
+                                  "u8[5,6,7]{2,1,0:T(2,*,3)}", "f32[10,11]{0,1:T(8,128)L(1000)}",
+                                  "pred[100000]{0:T(1024)(128)(4,1)}", "f32[999,7]{0,1:T(3,5)(2,1)}",
+                                  "s8[3,1501199875790165]{0,1}", "f32[49,1000]{0,1}", "u8[7,103,33]{1,2,0}"])
+def test_compiled_multi_index_on_random_offsets_of_the_benchmark_and_odd_shapes(text: str) -> None:
+    # divisors that are not powers of two go through doubles: a quotient one short is corrected (1/49 and 1/103 round
+    # down so far that 98 * (1/49) is below 2: the last two shapes); offsets up to the last one, near 2**52
+    pytest.importorskip("numba")
+    count = xs.parse_shape(text).physical_element_count()
+    rng = np.random.default_rng(5)
+    offsets = np.concatenate([rng.integers(0, count, 50_000), np.arange(max(0, count - 3000), count)])
+    ran, indices, valid = compiled_multi_index(text, offsets)
+    assert ran
+    expected_indices, expected_valid = numpy_multi_index(text, offsets)
+    np.testing.assert_array_equal(indices, expected_indices)
+    np.testing.assert_array_equal(valid, expected_valid)
+    assert valid.any() and (indices[valid] >= 0).all() and (indices[~valid] == -1).all()
+
+
+def test_compiled_multi_index_names_the_first_offset_out_of_range() -> None:
+    pytest.importorskip("numba")
+    offsets = np.arange(70_000) % 24
+    offsets[66_666] = 24
+    offsets[66_667] = -3
+    with pytest.raises(xs.ShapeError, match="offset\\[66666\\] = 24 is out of range"):
+        compiled_multi_index(S35, offsets)
+    offsets[66_666] = 0
+    with pytest.raises(xs.ShapeError, match="offset\\[66667\\] = -3 is out of range"):
+        compiled_multi_index(S35, offsets)
+
+
+def test_large_offsets_take_the_compiled_kernel_and_small_ones_numpy() -> None:
+    pytest.importorskip("numba")
+    from xlashapes.physical import _dispatch
+
+    kernel = _dispatch.indexer()
+    assert kernel is not None
+    calls = []
+    def kernel_call(*args: Any) -> None:
+        calls.append(args)
+        args[-1][0] = -1  # (no offset out of range)
+
+    with mock.patch.object(kernel, "multi_indices", kernel_call):
+        with mock.patch.dict(os.environ, {"XLASHAPES_NO_NUMBA": ""}):
+            multi_index(S35, np.zeros(1000, dtype=np.int64))
+            assert not calls
+            multi_index(S35, np.zeros(1 << 22, dtype=np.int32))  # (68 MiB of indices: past the first-use threshold)
+            assert len(calls) == 1 and calls[0][0].dtype == np.int64 and calls[0][1].shape == (1 << 22, 2)
+
+
+def test_offsets_past_2_to_the_52_stay_on_the_numpy_path() -> None:
+    # (the kernel divides through doubles, exact below 2**52)
+    text = f"s8[3,{(1 << 52) // 3 + 1}]{{0,1}}"
+    offsets = np.array([0, 1, (1 << 52) + 1])
+    assert not compiled_multi_index(text, offsets)[0]
+    indices, valid = multi_index(text, offsets)
+    assert indices.tolist() == [[0, 0], [1, 0], [2, (1 << 52) // 3]] and valid.all()
+
+
+def test_a_program_holds_only_what_the_kernel_makes() -> None:
+    program, registers = indexing.inverse_program("f32[3000,5000]{0,1:T(8,128)}")
+    codes = dict(zip(["split", "join", "below", "store"], range(4)))
+    assert program[:, 0].tolist() == [codes[n] for n in ("split",) * 3 + ("join",) * 2 + ("below",) + ("store",) * 2]
+    assert program[program[:, 0] == codes["split"], 2].tolist() == [128, 8, 24]  # (the offset's last three digits)
+    assert program[program[:, 0] == codes["below"], 2].tolist() == [3000]  # (5000 rows fill their tiles)
+    reads = {0: (1,), 1: (1, 4)}
+    writes = {0: (3, 4), 1: (3,)}
+    for row in program.tolist():  # never written where it is read: the kernel's loops vectorize
+        assert not {row[k] for k in reads.get(row[0], ())} & {row[k] for k in writes.get(row[0], ())}
+    assert registers == 5
 
 
 

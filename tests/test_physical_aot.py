@@ -263,8 +263,8 @@ def test_the_kept_objects_share_the_numba_cache_directory() -> None:
     from xlashapes.physical import _intrinsics
 
     assert _cache.kernels_digest() == _intrinsics._SOURCES
-    kernels = {"_intrinsics.py", "_kernel_args.py", "_kernels.py", "_kinds.py", "_shuffles.py", "_side_by_side.py",
-               "_stacks.py", "_staging.py", "_tables.py", "_tile_parts.py", "_walk.py"}
+    kernels = {"_intrinsics.py", "_inverse.py", "_kernel_args.py", "_kernels.py", "_kinds.py", "_shuffles.py",
+               "_side_by_side.py", "_stacks.py", "_staging.py", "_tables.py", "_tile_parts.py", "_walk.py"}
     assert set(_cache.KERNEL_SOURCES) == kernels
     # (every module of numba code, one that builds on the intrinsics, is digested: else a change to it would leave
     # the kept and shipped machine code of the old one in use)
@@ -306,11 +306,13 @@ def test_a_numba_that_cannot_be_imported_or_compile_leaves_the_conversion_to_the
     monkeypatch.setenv("XLASHAPES_NO_NUMBA", "1")
     expected = xlashapes.to_physical(x, shape)
     expected_relayout = xlashapes.relayout(expected, shape, transposed)
+    offsets = np.arange(0, 64 * 256, 3)
+    indices, valid = xlashapes.multi_index(shape, offsets)
     monkeypatch.delenv("XLASHAPES_NO_NUMBA")
     monkeypatch.setattr(_aot, "load", lambda *args: None)  # nothing kept for these calls
     monkeypatch.setattr(_aot, "numba_module", unimportable)
     monkeypatch.setattr(_aot, "_FAILED", [])
-    kept = {name: _aot.Entries(name) for name in ("_walk", "_kernels", "_stacks", "_tables")}
+    kept = {name: _aot.Entries(name) for name in ("_walk", "_kernels", "_stacks", "_tables", "_inverse")}
     monkeypatch.setattr(_dispatch, "import_entries", kept.__getitem__)
     monkeypatch.setattr(_dispatch, "NUMBA_BYTES", 0)
     monkeypatch.setattr(_dispatch, "FIRST_NUMBA_BYTES", 0)
@@ -320,6 +322,7 @@ def test_a_numba_that_cannot_be_imported_or_compile_leaves_the_conversion_to_the
         lambda: np.array_equal(xlashapes.to_physical(x, shape), expected),
         lambda: np.array_equal(xlashapes.from_physical(expected, shape), x),
         lambda: np.array_equal(xlashapes.relayout(expected, shape, transposed), expected_relayout),
+        lambda: all(map(np.array_equal, xlashapes.multi_index(shape, offsets), (indices, valid))),
         lambda: pack_file(tmp_path / "x.npy", shape, tmp_path / "x.bin") == expected.nbytes and np.array_equal(
             np.fromfile(tmp_path / "x.bin", np.uint8), expected),
         lambda: unpack_file(tmp_path / "x.bin", shape, tmp_path / "y.npy") == expected.nbytes and np.array_equal(

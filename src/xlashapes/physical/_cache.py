@@ -26,8 +26,8 @@ def cache_directory() -> str:
     return os.path.join(os.path.abspath(base), "xlashapes")
 
 
-KERNEL_SOURCES = ("_intrinsics.py", "_kernel_args.py", "_kernels.py", "_kinds.py", "_shuffles.py", "_side_by_side.py",
-                  "_stacks.py", "_staging.py", "_tables.py", "_tile_parts.py", "_walk.py")
+KERNEL_SOURCES = ("_intrinsics.py", "_inverse.py", "_kernel_args.py", "_kernels.py", "_kinds.py", "_shuffles.py",
+                  "_side_by_side.py", "_stacks.py", "_staging.py", "_tables.py", "_tile_parts.py", "_walk.py")
 """The kernel source files digested into the cache's subdirectory name (numba's files and the kept objects)."""
 
 

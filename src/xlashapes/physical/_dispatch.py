@@ -117,6 +117,11 @@ def tabler() -> Any:
     return _entries_of("_tables")
 
 
+def indexer() -> Any:
+    """The ``multi_index`` kernel's entry point (``multi_indices``: :mod:`._inverse`), or None (as :func:`kernels`)."""
+    return _entries_of("_inverse")
+
+
 def _entries_of(module: str) -> Any:
     """The entry points of kernel module ``module``, or None (as :func:`kernels`)."""
     if not compiled_enabled() or _aot.numba_failed():

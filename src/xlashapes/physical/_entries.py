@@ -24,6 +24,7 @@ ENTRIES = {
                  "tiled_from_canonical", "tiled_from_packed", "tiled_from_tile_rows", "pack", "unpack",
                  "transpose_nibbles", "swap_fields", "turn_lines", "regroup", "tile_squares"),
     "_stacks": ("tiled_stacked",),
+    "_inverse": ("multi_indices",),
     "_tables": ("merged_squares", "merged_lines", "merged_staged", "merged_squares_canonical", "merged_lines_canonical",
                 "merged_staged_canonical", "merged_direct", "merged_direct_lines", "merged_direct_canonical",
                 "merged_direct_lines_canonical", "permuted_blocks"),

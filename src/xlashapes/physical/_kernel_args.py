@@ -36,3 +36,8 @@ class TiledGeometry(NamedTuple):
     canon: int = 0
     direct: int = 0
 
+
+
+INVERSE_OPERATIONS = {"split": 0, "join": 1, "below": 2, "store": 3}
+"""The codes of the ``multi_index`` kernel's operations (:mod:`._inverse`), by the names
+:func:`xlashapes.indexing.inverse_program` records them under."""

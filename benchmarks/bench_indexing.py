@@ -1,11 +1,15 @@
 """Time ``linear_index`` / ``multi_index`` on 10 million random inputs against NumPy's ravel/unravel (run by hand).
 
+``multi_index`` of that many offsets takes the compiled kernel where it runs (:mod:`xlashapes.physical._inverse`);
+its NumPy path (``XLASHAPES_NO_NUMBA=1``) is timed in the same rounds.
+
     /work/venv/bin/python benchmarks/bench_indexing.py [--count N] [--repeat R]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
 import numpy as np
 
@@ -38,12 +42,32 @@ def main() -> None:
         offsets = rng.integers(0, shape.physical_element_count(), size=args.count, dtype=np.int64)
         multi_index(shape, offsets[:10])
         logical = offsets % shape.element_count()  # the same count of in-range offsets for NumPy (padded shapes)
-        ours, numpy = best_times(
-            [lambda: multi_index(shape, offsets), lambda: np.unravel_index(logical, shape.dimensions)],  # noqa: B023
+        ours, numpy, numpy_path = best_times(
+            [lambda: multi_index(shape, offsets), lambda: np.unravel_index(logical, shape.dimensions),  # noqa: B023
+             lambda: numpy_path_multi_index(shape, offsets)],  # noqa: B023
             args.repeat,
         )
         print(f"{text:40s} multi_index  {ours * 1e3:8.1f} ms   np.unravel_index (untiled)     {numpy * 1e3:8.1f} ms"
-              f"   ratio {ours / numpy:5.2f}x   ({args.count:,} offsets, best of {args.repeat})")
+              f"   ratio {ours / numpy:5.2f}x   ({args.count:,} offsets, best of {args.repeat}; {kernels_summary()})")
+        print(f"{'':40s} its NumPy path {numpy_path * 1e3:6.1f} ms   ratio {numpy_path / numpy:5.2f}x")
+
+
+def kernels_summary() -> str:
+    """Which path ``multi_index`` has taken in this process: the compiled kernel once it ran (a new process takes it
+    for outputs of 64 MiB and up, or 1 MiB once compiled code is loaded), else the NumPy path."""
+    from xlashapes.physical import _dispatch
+
+    kernel = _dispatch.indexer()
+    return "compiled kernel" if kernel is not None and kernel.multi_indices.natives else "NumPy path"
+
+
+def numpy_path_multi_index(shape: xs.Shape, offsets: np.ndarray) -> object:
+    """``multi_index`` on its NumPy path."""
+    os.environ["XLASHAPES_NO_NUMBA"] = "1"
+    try:
+        return multi_index(shape, offsets)
+    finally:
+        del os.environ["XLASHAPES_NO_NUMBA"]
 
 
 if __name__ == "__main__":

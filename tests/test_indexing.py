@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
 from typing import Any
 from unittest import mock
 
@@ -490,6 +492,19 @@ def test_offsets_past_2_to_the_52_stay_on_the_numpy_path() -> None:
     assert not compiled_multi_index(text, offsets)[0]
     indices, valid = multi_index(text, offsets)
     assert indices.tolist() == [[0, 0], [1, 0], [2, (1 << 52) // 3]] and valid.all()
+
+
+def test_the_first_kernel_threshold_is_the_physical_engines() -> None:
+    from xlashapes.physical import _dispatch
+
+    assert indexing._FIRST_KERNEL_BYTES == _dispatch.FIRST_NUMBA_BYTES
+
+
+def test_small_offsets_in_a_new_process_do_not_import_the_physical_engine() -> None:
+    code = ("import sys, numpy as np, xlashapes as xs; i, v = xs.multi_index('f32[3000,5000]{0,1:T(8,128)}', "
+            "np.arange(200_000)); print(*i[-1].tolist(), int(v.sum()), 'xlashapes.physical' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["447", "66", "195392", "False"]  # (3000 = 23 tiles of 128 and 56: padding)
 
 
 def test_a_program_holds_only_what_the_kernel_makes() -> None:

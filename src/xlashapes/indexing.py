@@ -7,6 +7,13 @@ dims with 1s to its length, merges ``*`` dims into the next more minor one, spli
 in the final dims (:meth:`Shape.physical_dimensions`); offsets up to ``Shape.physical_element_count()`` that hold
 no element (tile padding, legacy padding, tail padding ``L(n)``) are padding.
 
+Arrays of indices or offsets go through the levels a chunk at a time with NumPy (``linear_index`` 0.8-1.2x
+``np.ravel_multi_index``); ``multi_index`` of many offsets records its walk once per shape as a short program that
+one compiled kernel runs for every layout (:func:`inverse_program`, :mod:`xlashapes.physical._inverse`:
+0.84-0.95x ``np.unravel_index`` where the NumPy path took 1.4-1.9x). Like the physical bytes' kernels, it runs for
+outputs of 64 MiB and up in a new process, of 1 MiB once their compiled code is loaded, and never with
+``XLASHAPES_NO_NUMBA=1``; the NumPy path is the reference the tests compare it against.
+
 >>> from xlashapes import parse_shape
 >>> s = parse_shape("f32[3,5]{1,0:T(2,2)}")
 >>> linear_index(s, (2, 3)), multi_index(s, 17), multi_index(s, 9)
@@ -16,6 +23,7 @@ no element (tile padding, legacy padding, tail padding ``L(n)``) are padding.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -848,6 +856,10 @@ def _multi_indices(plan: _Plan, offsets: Any) -> tuple[Int64Array, NDArray[np.bo
     return indices.reshape((*array.shape, plan.rank)), valid.reshape(array.shape)
 
 
+_FIRST_KERNEL_BYTES = 64 << 20
+"""Outputs at least this large take the compiled kernel in a process that has not loaded the physical bytes' engine
+(``physical._dispatch.FIRST_NUMBA_BYTES``; once it is loaded, its thresholds decide)."""
+
 _KERNEL_LIMIT = 1 << 52
 """Offsets the compiled kernel takes: below this they are exact as doubles (its divisions by reciprocals)."""
 
@@ -856,11 +868,13 @@ def _compiled_indices(plan: _Plan, flat: Int64Array, indices: Int64Array, valid:
                       original: NDArray[Any]) -> bool:
     """Fill ``indices`` and ``valid`` for the offsets ``flat`` with the compiled kernel; False when it does not run
     here (small work, as the physical bytes' thresholds say; no kernels; a program it cannot hold)."""
-    from .physical import _dispatch as dispatch  # (only for work this large: the physical engine's import)
-
     nbytes = indices.nbytes + valid.nbytes
-    if nbytes < dispatch.NUMBA_BYTES or plan.physical_count > _KERNEL_LIMIT or not plan.rank:
+    if plan.physical_count > _KERNEL_LIMIT or not plan.rank:
         return False
+    if nbytes < _FIRST_KERNEL_BYTES and "xlashapes.physical._dispatch" not in sys.modules:
+        return False  # (no import of the physical engine, 0.2 s, for work it would not take)
+    from .physical import _dispatch as dispatch
+
     if nbytes < dispatch.run_settings(0, 1, nbytes).numba_bytes:
         return False
     recorded = _program_of(plan)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import xlashapes as xs
 from profiles import examples
-from xlashapes import indexing
+from xlashapes import _index_inverse, indexing
 from xlashapes.indexing import (
     dimension_stride,
     indices_in_memory_order,
@@ -411,7 +411,7 @@ def compiled_multi_index(shape: xs.Shape | str, offsets: np.ndarray) -> tuple[bo
     valid = np.zeros(offsets.size, dtype=np.bool_)
     with mock.patch.dict(os.environ, {"XLASHAPES_NO_NUMBA": ""}), mock.patch.object(_dispatch, "NUMBA_BYTES", 0), \
             mock.patch.object(_dispatch, "FIRST_NUMBA_BYTES", 0):
-        ran = indexing._compiled_indices(plan, offsets.reshape(-1), indices, valid, offsets)
+        ran = _index_inverse._compiled_indices(plan, offsets.reshape(-1), indices, valid, offsets)
     return ran, indices, valid
 
 
@@ -427,7 +427,7 @@ def test_compiled_multi_index_equals_the_numpy_path_on_every_offset(shape: xs.Sh
     pytest.importorskip("numba")
     offsets = np.arange(shape.physical_element_count(), dtype=np.int64)
     ran, indices, valid = compiled_multi_index(shape, offsets)
-    assert ran == (shape.rank > 0 and indexing.inverse_program(shape) is not None)
+    assert ran == (shape.rank > 0 and _index_inverse.inverse_program(shape) is not None)
     if ran:
         expected_indices, expected_valid = numpy_multi_index(shape, offsets)
         np.testing.assert_array_equal(indices, expected_indices)
@@ -497,7 +497,7 @@ def test_offsets_past_2_to_the_52_stay_on_the_numpy_path() -> None:
 def test_the_first_kernel_threshold_is_the_physical_engines() -> None:
     from xlashapes.physical import _dispatch
 
-    assert indexing._FIRST_KERNEL_BYTES == _dispatch.FIRST_NUMBA_BYTES
+    assert _index_inverse._FIRST_KERNEL_BYTES == _dispatch.FIRST_NUMBA_BYTES
 
 
 def test_small_offsets_in_a_new_process_do_not_import_the_physical_engine() -> None:
@@ -508,7 +508,7 @@ def test_small_offsets_in_a_new_process_do_not_import_the_physical_engine() -> N
 
 
 def test_a_program_holds_only_what_the_kernel_makes() -> None:
-    program, registers = indexing.inverse_program("f32[3000,5000]{0,1:T(8,128)}")
+    program, registers = _index_inverse.inverse_program("f32[3000,5000]{0,1:T(8,128)}")
     codes = dict(zip(["split", "join", "below", "store"], range(4)))
     assert program[:, 0].tolist() == [codes[n] for n in ("split",) * 3 + ("join",) * 2 + ("below",) + ("store",) * 2]
     assert program[program[:, 0] == codes["split"], 2].tolist() == [128, 8, 24]  # (the offset's last three digits)
@@ -573,9 +573,9 @@ def check_every_evaluation_path_agrees(shape: xs.Shape) -> None:
         unit[:, dim] = column
         assert np.array_equal(out, linear_index(shape, unit)), (str(shape), dim, terms)
     offsets = np.arange(shape.physical_element_count(), dtype=np.int64)
-    if indexing._fast_inverse(plan) and offsets.size:
+    if _index_inverse._fast_inverse(plan) and offsets.size:
         fast, fast_valid = np.empty((offsets.size, shape.rank), dtype=np.int64), np.empty(offsets.size, dtype=bool)
-        indexing._fast_indices(plan, offsets, fast, fast_valid)
+        _index_inverse._fast_indices(plan, offsets, fast, fast_valid)
         columns, ok = indexing._indices_by_levels(plan, offsets)
         walked_back = np.stack([np.broadcast_to(c, offsets.shape) for c in columns], axis=-1) if columns else fast
         assert np.array_equal(fast_valid, np.broadcast_to(ok, offsets.shape)), str(shape)

@@ -1,12 +1,12 @@
 """The compiled kernel of ``multi_index`` on many offsets: a program of the inverse walk, run a chunk at a time, numba.
 
-**Why.** The NumPy path (:func:`xlashapes.indexing._fast_indices`) takes 12-17 passes over each chunk of offsets, one
-ufunc call and one temporary each, and was 1.3-1.8x ``np.unravel_index`` on 10M offsets. The walk itself is the same
-for every offset: :func:`xlashapes.indexing.inverse_program` records it once per shape as a few operations on
-registers (columns of a chunk of offsets), and this kernel runs those operations over each chunk, every one a short
-loop over values in the L1 cache that the compiler vectorizes. One kernel takes every layout: the program, not the
-machine code, differs between shapes. Measured (``benchmarks/bench_indexing.py``, 10M offsets, this 2-core machine):
-0.84-0.87x ``np.unravel_index`` on the three shapes, against 1.56-1.84x for the NumPy path in the same run.
+**Why.** The NumPy path (:func:`xlashapes._index_inverse._fast_indices`) takes 12-17 passes over each chunk of
+offsets, one ufunc call and one temporary each, and was 1.3-1.8x ``np.unravel_index`` on 10M offsets. The walk itself
+is the same for every offset: :func:`xlashapes._index_inverse.inverse_program` records it once per shape as a few
+operations on registers (rows of a chunk of offsets), and this kernel runs those operations over each chunk, every one
+a short loop over values in the cache that the compiler vectorizes. One kernel takes every layout: the program, not
+the machine code, differs between shapes. Measured (``benchmarks/bench_indexing.py``, 10M offsets, this 2-core
+machine): 0.79-0.87x ``np.unravel_index`` on its three shapes, against 1.31-1.84x for the NumPy path in the same runs.
 
 **Divisions.** A register split by a power of two is a shift and a mask. Any other divisor is a multiplication by
 its reciprocal in doubles, truncated, then corrected by one where the remainder says so: vectorized, where a 64-bit

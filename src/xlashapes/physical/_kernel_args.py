@@ -40,4 +40,4 @@ class TiledGeometry(NamedTuple):
 
 INVERSE_OPERATIONS = {"split": 0, "join": 1, "below": 2, "store": 3}
 """The codes of the ``multi_index`` kernel's operations (:mod:`._inverse`), by the names
-:func:`xlashapes.indexing.inverse_program` records them under."""
+:func:`xlashapes._index_inverse.inverse_program` records them under."""

@@ -485,6 +485,20 @@ def test_large_offsets_take_the_compiled_kernel_and_small_ones_numpy() -> None:
             assert len(calls) == 1 and calls[0][0].dtype == np.int64 and calls[0][1].shape == (1 << 22, 2)
 
 
+def test_read_only_and_strided_offsets_take_the_one_shipped_overload() -> None:
+    pytest.importorskip("numba")
+    from xlashapes.physical import _dispatch
+
+    offsets = np.arange(0, 240_000, 2) % 24
+    expected = numpy_multi_index(S35, offsets[::3])
+    offsets.flags.writeable = False
+    ran, indices, valid = compiled_multi_index(S35, offsets[::3])
+    assert ran and np.array_equal(indices, expected[0]) and np.array_equal(valid, expected[1])
+    kernel = _dispatch.indexer()
+    assert kernel is not None
+    assert list(kernel.multi_indices.natives) == ["A1<i8Cwa,A2<i8Cwa,A1|u1Cwa,A2<i8Cwa,A2<i8Cwa,i,A1<i8Cwa"]
+
+
 def test_offsets_past_2_to_the_52_stay_on_the_numpy_path() -> None:
     # (the kernel divides through doubles, exact below 2**52)
     text = f"s8[3,{(1 << 52) // 3 + 1}]{{0,1}}"

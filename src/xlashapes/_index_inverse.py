@@ -351,7 +351,8 @@ def _compiled_indices(plan: _Plan, flat: Int64Array, indices: Int64Array, valid:
     program, count = recorded
     from .physical._aot import Unavailable
 
-    offsets = np.ascontiguousarray(flat)
+    usual = flat.flags.c_contiguous and flat.flags.writeable and flat.flags.aligned
+    offsets = flat if usual else np.array(flat, dtype=np.int64)  # (one kernel overload, the one shipped)
     registers = np.empty((count + 1, _KERNEL_CHUNK), dtype=np.int64)
     bad = np.empty(1, dtype=np.int64)
     try:

@@ -62,12 +62,16 @@ def kernels_summary() -> str:
 
 
 def numpy_path_multi_index(shape: xs.Shape, offsets: np.ndarray) -> object:
-    """``multi_index`` on its NumPy path."""
+    """``multi_index`` on its NumPy path; ``XLASHAPES_NO_NUMBA`` left as the caller set it."""
+    saved = os.environ.get("XLASHAPES_NO_NUMBA")
     os.environ["XLASHAPES_NO_NUMBA"] = "1"
     try:
         return multi_index(shape, offsets)
     finally:
-        del os.environ["XLASHAPES_NO_NUMBA"]
+        if saved is None:
+            del os.environ["XLASHAPES_NO_NUMBA"]
+        else:
+            os.environ["XLASHAPES_NO_NUMBA"] = saved
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ no element (tile padding, legacy padding, tail padding ``L(n)``) are padding.
 Arrays of indices or offsets go through the levels a chunk at a time with NumPy (``linear_index`` 0.8-1.2x
 ``np.ravel_multi_index``); ``multi_index`` of many offsets records its walk once per shape as a short program that
 one compiled kernel runs for every layout (:func:`._index_inverse.inverse_program`, :mod:`xlashapes.physical._inverse`:
-0.84-0.95x ``np.unravel_index`` where the NumPy path took 1.4-1.9x). Like the physical bytes' kernels, it runs for
-outputs of 64 MiB and up in a new process, of 1 MiB once their compiled code is loaded, and never with
-``XLASHAPES_NO_NUMBA=1``; the NumPy path is the reference the tests compare it against.
+0.70-0.91x ``np.unravel_index`` from 100K to 10M offsets, where the NumPy path took 1.0-1.9x). Like the physical
+bytes' kernels, it runs for outputs of 64 MiB and up in a new process, of 1 MiB once their compiled code is loaded,
+and never with ``XLASHAPES_NO_NUMBA=1``; the NumPy path is the reference the tests compare it against.
 
 >>> from xlashapes import parse_shape
 >>> s = parse_shape("f32[3,5]{1,0:T(2,2)}")

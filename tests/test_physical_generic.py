@@ -3109,7 +3109,8 @@ def test_runs_back_to_back_gathered_into_whole_lines(compiled_everywhere: Counte
     offered: list[int] = []
 
     def forced(key: Any, plans: Any) -> bool:
-        gathered = [plan for plan in plans if isinstance(plan, partial) and plan.args[-1] == 2]
+        gathered = [plan for plan in plans  # (the walk's plan in whole lines: its last argument, stream, 2)
+                    if isinstance(plan, partial) and plan.func is _copy._walked and plan.args[-1] == 2]
         if key[0] == "walk":
             offered.append(len(gathered))
         return bool((gathered or plans)[0]())

@@ -55,9 +55,8 @@ def short_run_shapes(draw: st.DrawFn) -> xs.Shape:
     etype = draw(st.sampled_from(sorted(WIDTHS)))
     n = side_of(WIDTHS[etype])
     minor = draw(st.integers(-(-n // 2), n - 1))
-    dims = [draw(st.integers(2, 40)), draw(st.integers(1, 9)), draw(st.integers(2, 7)), minor]
-    order = draw(st.sampled_from([(2, 0, 3, 1), (2, 1, 3, 0), (1, 0, 3, 2)]))
-    return xs.make_shape(etype, dims, layout=xs.Layout(order))
+    dims = [draw(st.integers(2, 40)), draw(st.integers(2, 9)), draw(st.integers(2, min(7, n - 1))), minor]
+    return xs.make_shape(etype, dims, layout=xs.Layout((2, 0, 3, 1)))
 
 
 @FAST
@@ -78,7 +77,7 @@ def test_padded_squares_give_the_numpy_paths_bytes(shape: xs.Shape, seed: int, t
 
 
 @pytest.mark.parametrize("text", ["s32[139,100,5,12]{2,0,3,1}", "u8[40,9,7,12]{2,0,3,1}", "bf16[30,6,5,24]{2,0,3,1}",
-                                  "f64[50,3,4,6]{2,1,3,0}"])
+                                  "f64[50,30,4,6]{2,0,3,1}"])
 def test_short_runs_laid_out_go_in_padded_squares(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
     # s32[139,1000,5,12]{2,0,3,1} laid out: runs of 12 words read, 5 written; merged, a transpose of 12 x 695 whose
     # 12 make no square of 16: it went through the walk's blocks at 3.3-5x memcpy, in squares padded to 16 1.5-1.9

@@ -25,7 +25,8 @@ from test_physical import random_array  # tests/ is on sys.path
 from test_physical_fast import compiled_for_any_size, numpy_path
 from test_physical_generic import family_shapes
 
-FAST = settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+FAST = settings(max_examples=examples(80), deadline=None, suppress_health_check=list(HealthCheck))  # (a third
+# of the family shapes split into slabs)
 
 
 def _rest_of(to: bool, convert: Any, geometry: _Geometry, run: _dispatch.Run) -> _convert.RestOf:

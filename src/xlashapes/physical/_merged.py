@@ -105,8 +105,8 @@ DIRECT = True
 beside the others (False: never, for comparison)."""
 
 PADDED = True
-"""Where the groups make no squares, squares of an across group of half a side and more padded to a side
-(:func:`_short`) timed beside the walk's plans (False: never, for comparison)."""
+"""Where the groups make no squares and the walk's own block is short both ways, squares of an across group of half
+a side and more padded to a side (:func:`_short`) timed beside the walk's plans (False: never, for comparison)."""
 
 DIRECT_ACROSS = 1 << 14
 """Most elements of the across group (source-contiguous rows, swept) of merged squares moved straight (the rest of a
@@ -299,7 +299,9 @@ def timed_routes(
         return []
     axes = tuple(shape), tuple(d_steps), tuple(s_steps)
     plans = list(_routes(*axes, unit, width, (OUTER_MOST, INNER_MOST)))
-    return plans or (list(_short_routes(*axes, width)) if PADDED else [])
+    tiny = max(shape[unit], shape[-1]) < side_of(width)  # (the walk's own block short both ways: else its blocks
+    # are as fast, and two more plans on trial cost calls: s32 [8,87381,12]{1,0,2} 'to', 12 channels to planes)
+    return plans or (list(_short_routes(*axes, width)) if PADDED and tiny else [])
 
 
 @lru_cache(maxsize=256)

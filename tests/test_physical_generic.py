@@ -2698,7 +2698,8 @@ def test_relayouts_between_tiled_transposes_equal_numpy_path(kind: tuple[str, in
 WIDENED = ["bf16[5,300,7]{0,2,1:T(8,128)(2,1)}", "f16[7,9,13]{0,2,1:T(8,128)(2,1)}",
            "pred[3,200,5]{0,2,1:T(8,128)(4,1)}", "pred[2,30,682]{1,2,0:T(8,128)(4,1)}",
            "u8[4,6,3,10,7]{1,4,2,0,3:T(8,128)(4,1)}", "s8[3,4,200,6]{2,3,0,1:T(32,128)(4,1)}",
-           "u8[3,20,2049]{0,2,1:T(8,128)(4,1)}"]
+           "u8[3,20,2049]{0,2,1:T(8,128)(4,1)}", "s4[4,30,7]{0,2,1:T(8,128)(2,1)E(4)}",
+           "u2[3,5,9,6]{1,3,2,0:T(8,128)(4,1)E(2)}"]
 
 
 @pytest.mark.parametrize("text", WIDENED)
@@ -2811,24 +2812,28 @@ def test_rows_moved_as_words_never_read_past_their_arrays(compiled_everywhere: C
     "bf16[300,7]{0,1:T(8,128)(2,1)}",  # (rank 2: slabs of the transposed array, _transposed)
     "bf16[5,7,300]{1,2,0:T(8,128)(2,1)}",  # (the minor dim is the tiles' columns)
     "f32[5,300,7]{0,2,1:T(8,128)}",  # (no sub-tiles)
-    "s4[5,300,7]{0,2,1:T(8,128)(2,1)E(4)}",  # (E(4) fields: packed, not taken)
+    "s4[5,300,7]{0,2,1:T(8,128)(2,1)E(4)}",  # (E(4) fields, pairs of rows of 7: taken, widened to 8)
     "u8[5,300,7]{0,2,1:T(8,128)(2,1)}",  # (pairs of rows of 7: taken, widened to 8)
+    "s4[5,300,8]{0,2,1:T(8,128)(2,1)E(4)}",  # (rows a whole number of pairs)
 ])
 def test_the_widened_route_takes_only_odd_grouped_minor_dims(text: str) -> None:
     found = _widened.widened(_geometry(shape_of(text)))
-    assert (found is not None) == text.startswith("u8"), text
+    taken = {"s4[5,300,7]{0,2,1:T(8,128)(2,1)E(4)}", "u8[5,300,7]{0,2,1:T(8,128)(2,1)}"}
+    assert (found is not None) == (text in taken), text
     if found is not None:
         assert found.dims == (5, 300, 8) and found.nbytes == _geometry(shape_of(text)).nbytes
 
 
 @settings(FAST, max_examples=examples(30))
-@given(st.sampled_from([("bf16", 2, 8), ("f16", 2, 16), ("s8", 4, 32), ("u8", 4, 8), ("pred", 4, 8)]),
+@given(st.sampled_from([("bf16", 2, 8), ("f16", 2, 16), ("s8", 4, 32), ("u8", 4, 8), ("pred", 4, 8), ("s4", 2, 8),
+                        ("u4", 4, 8), ("u2", 4, 8)]),
        st.lists(st.integers(1, 12), min_size=1, max_size=3), st.integers(1, 40), st.integers(0, 2**32 - 1),
        st.data())
 def test_widened_conversions_give_the_numpy_paths_bytes(
         compiled_everywhere: Counter[str], monkeypatch: pytest.MonkeyPatch, kind: tuple[str, int, int],
         outer: list[int], minor: int, seed: int, data: st.DataObject) -> None:
-    # any rank 3-5 layout whose tiles' rows are the logical minor dim, grouped (p,1), any chunk size
+    # any rank 3-5 layout whose tiles' rows are the logical minor dim, grouped (p,1), any chunk size, E(n) fields
+    # packed or not
     name, group, rows = kind
     monkeypatch.setattr(_widened, "CHUNK_BYTES", data.draw(st.sampled_from([1, 500, 1 << 20])))
     dims = [*outer, data.draw(st.integers(1, 300)), minor]
@@ -2836,7 +2841,8 @@ def test_widened_conversions_give_the_numpy_paths_bytes(
     columns = data.draw(st.sampled_from([k for k in range(rank - 1)]))
     rest = data.draw(st.permutations([k for k in range(rank - 1) if k != columns]))
     order = ",".join(map(str, [columns, rank - 1, *rest]))
-    text = f"{name}[{','.join(map(str, dims))}]{{{order}:T({rows},128)({group},1)}}"
+    fields = {"s4": "E(4)", "u4": "E(4)", "u2": "E(2)"}.get(name, "")  # (sub-byte types packed too)
+    text = f"{name}[{','.join(map(str, dims))}]{{{order}:T({rows},128)({group},1){fields}}}"
     shape = xs.parse_shape(text)
     x = random_array(name, shape.dimensions, seed)
     round_trip_off_the_grid(x, shape, seed % 64)

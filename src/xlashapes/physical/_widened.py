@@ -29,7 +29,9 @@ seeds (worst direction): over 10x 7 -> 0, over 5x 18 -> 12, median 6.6 -> 4.1, w
 E(n) fields take it too (their padding fields hold the padding value's field, as the added elements do): s4
 ``[200,47934,7]{0,2,1:T(8,128)(2,1)E(4)}`` made its bytes of pairs three groups a row at a time, the seventh field
 of each row by NumPy (:mod:`._grouped`), 16-18x memcpy both ways; widened to 8, whole rows of pairs, 5.4-6.4 laid
-out, 4.3-6 read back.
+out, 4.3-6 read back. Read back, they take the widened array first even where the rows are long: s4
+``[5,2048,6553]{1,2,0:T(8,128)(2,1)E(4)}`` 17x directly, 3.7x widened, its calls 2-4 19-34x with the direct route
+first, 6-9x so; s4 ``[7,200,23967]{1,2,0:...}`` 21-37x -> 5-10x.
 """
 
 from __future__ import annotations
@@ -113,8 +115,8 @@ def widened_convert(
         return False
     through = partial(_through, logical, geometry.dims[-1], pad, data, run, to, convert, chunks)
     plans = [through, partial(_tuned.done, direct)]
-    if geometry.dims[-1] >= LONG_ROWS:
-        plans.reverse()  # (the direct route first)
+    if geometry.dims[-1] >= LONG_ROWS and (to or not geometry.packed):
+        plans.reverse()  # (the direct route first; E(n) fields read back: the widened array first, whatever the rows)
     if max(logical.nbytes, data.nbytes) < _tuned.TUNE_BYTES:
         return plans[0]()
     key = ("widened", geometry.shape, to, _tuned.page_offset(dispatch.address(logical)),

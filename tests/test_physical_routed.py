@@ -1,5 +1,5 @@
-"""The conversion without a route, timed beside it (:func:`xlashapes.physical._convert._routed`): on trial, an eighth
-of its slabs first, and the rest or the route after that, bit for bit as on the NumPy path."""
+"""The conversion without a route, timed beside it (:mod:`xlashapes.physical._trials`): on trial, an eighth of its
+slabs first, and the rest or the route after that, bit for bit as on the NumPy path."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import xlashapes as xs
 import xlashapes.physical as physical
 from profiles import examples
-from xlashapes.physical import _convert, _dispatch, _tuned, from_physical, to_physical
+from xlashapes.physical import _convert, _dispatch, _trials, _tuned, _widened, from_physical, to_physical
 from xlashapes.physical._chunks import slabs
 from xlashapes.physical._geometry import _Geometry, _geometry
 
@@ -29,7 +29,7 @@ FAST = settings(max_examples=examples(80), deadline=None, suppress_health_check=
 # of the family shapes split into slabs)
 
 
-def _rest_of(to: bool, convert: Any, geometry: _Geometry, run: _dispatch.Run) -> _convert.RestOf:
+def _rest_of(to: bool, convert: Any, geometry: _Geometry, run: _dispatch.Run) -> _trials.RestOf:
     """``convert`` (a step of either direction: ``_write_plan``, ``_read_plan``) as the routes take it."""
     if to:
         return partial(_convert._written, convert, physical._padding_storage(geometry, None), run)
@@ -60,7 +60,7 @@ def test_the_conversion_without_a_route_by_slabs_is_the_whole_conversion(
             logical, data = np.zeros(x.shape, geometry.storage), expected
             rest_of = _rest_of(False, _convert._read_plan, geometry, run)
         for low, high in ((0, first), (first, cut.outer)):
-            _convert._rest_on(rest_of, cut, low, high, logical, data)
+            _trials.rest_on(rest_of, cut, low, high, logical, data)
     if to:
         assert np.array_equal(data, expected), shape
     else:
@@ -78,7 +78,7 @@ def test_the_conversion_without_a_route_on_trial_stops_after_an_eighth_where_the
     # route converts the whole; else the other slabs follow and the call is its time
     compiled_for_any_size(monkeypatch)
     monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
-    monkeypatch.setattr(_convert, "SAMPLED_BYTES", 0)
+    monkeypatch.setattr(_trials, "SAMPLED_BYTES", 0)
     monkeypatch.setattr(_tuned, "first_uses", lambda: (0.0, 0))
     _tuned.forget()
     shape = xs.parse_shape("bf16[256,127]{0,1:T(8,128)(2,1)}")  # (16 slabs of 8 rows of dim 1: 2 of them first)
@@ -137,7 +137,7 @@ def test_a_conversion_without_a_route_too_small_or_unsplit_is_not_cut_on_trial(
     monkeypatch.setattr(_tuned, "first_uses", lambda: (0.0, 0))
     for text, sampled in (("bf16[256,127]{0,1:T(8,128)(2,1)}", 1 << 30), ("bf16[256,40]{0,1:T(8,128)(2,1)}", 0)):
         _tuned.forget()
-        monkeypatch.setattr(_convert, "SAMPLED_BYTES", sampled)
+        monkeypatch.setattr(_trials, "SAMPLED_BYTES", sampled)
         shape = xs.parse_shape(text)
         geometry, run = _geometry(shape), _dispatch.run_settings(1 << 40, 1)
         x = random_array("bf16", shape.dimensions, 4)
@@ -149,11 +149,47 @@ def test_a_conversion_without_a_route_too_small_or_unsplit_is_not_cut_on_trial(
             _convert._read_plan(*args)
 
         logical = np.zeros(x.shape, geometry.storage)
-        plan = partial(_convert._rest_tried, lambda: True, _rest_of(False, rest, geometry, run), geometry, logical,
+        plan = partial(_trials.rest_tried, lambda: True, _rest_of(False, rest, geometry, run), geometry, logical,
                        expected)
         _tuned.timed("k", 2, 0, 1.0)  # (the first call, untimed; then the route's time: the bound of the trial,
         _tuned.timed("k", 2, 0, 1e-9)  # an eighth of any conversion far over it)
         assert _tuned.run_fastest("k", [lambda: True, plan])
         assert pieces == [x.shape[1]], (text, pieces)
         assert np.array_equal(logical, physical._logical_storage(x, geometry)), text
+    _tuned.forget()
+
+
+def test_the_conversion_without_the_widened_array_on_trial_stops_after_an_eighth(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # pred[3,97,1024,16,7]{1,4,0,2,3:T(8,128)(4,1)} read back without the widened array took 559 ms on trial against
+    # its 34 (a call of 71x memcpy): the widened route's choice takes the same trial in part
+    compiled_for_any_size(monkeypatch)
+    monkeypatch.setattr(_tuned, "TUNE_BYTES", 0)
+    monkeypatch.setattr(_trials, "SAMPLED_BYTES", 0)
+    monkeypatch.setattr(_tuned, "first_uses", lambda: (0.0, 0))
+    _tuned.forget()
+    shape = xs.parse_shape("bf16[5,300,7]{0,2,1:T(8,128)(2,1)}")  # (300 slabs of dim 1: 37 of them first)
+    geometry, run = _geometry(shape), _dispatch.run_settings(1 << 40, 1)
+    x = random_array("bf16", shape.dimensions, 7)
+    expected = numpy_path(monkeypatch, to_physical, x, shape)
+    storage = physical._logical_storage(x, geometry)
+    rows: list[int] = []
+
+    def slow_direct(data: np.ndarray[Any, Any], part: _Geometry, result: np.ndarray[Any, Any], run: Any) -> None:
+        rows.append(part.dims[1])
+        time.sleep(0.05)
+        _convert._read_routes(data, part, result, run)
+
+    logical = np.zeros_like(storage)
+    seen: list[list[int]] = []
+    for call in range(12):  # (the widened array's plan until the choices inside it settle, then the direct route's
+        logical[...] = 0  # trial: its eighth only, then dropped)
+        rows.clear()
+        assert _widened.widened_convert(logical, geometry, None, expected, run, False, _convert._read_physical,
+                                        partial(_convert._read, slow_direct, run))
+        assert np.array_equal(logical, storage), call
+        seen += [list(rows)] if rows else []
+    assert seen == [[37]], seen
+    (key,) = [key for key in _tuned._TIMES if key[0] == "widened"]
+    assert _tuned.plan_for(key, 2) == 0 and _tuned._TIMES[key][1][0] >= 8 * 0.05, _tuned._TIMES[key]
     _tuned.forget()

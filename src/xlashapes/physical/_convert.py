@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import replace
@@ -14,9 +13,7 @@ import numpy as np
 
 from . import _dispatch as dispatch
 from . import _tuned
-from ._chunks import Slabs, row_index, slabs
 from ._compiled import _compiled_plan, _compiled_read, _compiled_write
-from ._copy import SAMPLE, SAMPLED_BYTES
 from ._dispatch import Run
 from ._geometry import _canonical_copy, _canonicalize, _check_size, _Geometry, _geometry
 from ._grouped import Grouping, grouping, pad_byte, regroup, short_runs
@@ -42,6 +39,7 @@ from ._plan import (
 from ._reference import _reference_elements, _reference_logical
 from ._stacked import stacked_convert
 from ._transposed import transposed_convert
+from ._trials import RestOf, rest_tried
 from ._widened import widened_convert
 
 
@@ -62,12 +60,12 @@ def _routed(
     data: np.ndarray[Any, Any], run: Run, to: bool,
 ) -> bool:
     """``route()`` (False where it does not apply); where it does, a copy of ``_tuned.TUNE_BYTES`` and more times it
-    against the conversion without it (``rest_of`` on the whole: :func:`_rest_tried`), and keeps the faster (the
-    rules that pick the routes through slabs and bands were measured against the generic kernel of their day:
-    'from', x memcpy, route -> without: stacked f16 ``[29127,12,16,3]{0,2,3,1:T(8,128)(2,1)}`` 3.0 -> 9.9 but pred
-    ``[1398101,12,2]{0,1,2:T(8,128)(4,1)}`` 5.3 -> 3.9, f32 ``[2621,200,16]{0,1,2:T(4,128)}`` 2.7 -> 2.0; bands u8
-    ``[1024,7,668,7]{2,1,0,3:T(8,128)(4,1)}`` 2.7 -> 9.0 but s8 ``[12,116,1000,24]{2,0,1,3:T(8,128)(4,1)}`` 4.0 ->
-    2.5; read back, the slabs of :mod:`._transposed`: ``._transposed.FEW_ROWS``). On the NumPy path nothing is
+    against the conversion without it (``rest_of`` on the whole, on trial in part: :mod:`._trials`), and keeps the
+    faster (the rules that pick the routes through slabs and bands were measured against the generic kernel of their
+    day: 'from', x memcpy, route -> without: stacked f16 ``[29127,12,16,3]{0,2,3,1:T(8,128)(2,1)}`` 3.0 -> 9.9 but
+    pred ``[1398101,12,2]{0,1,2:T(8,128)(4,1)}`` 5.3 -> 3.9, f32 ``[2621,200,16]{0,1,2:T(4,128)}`` 2.7 -> 2.0; bands
+    u8 ``[1024,7,668,7]{2,1,0,3:T(8,128)(4,1)}`` 2.7 -> 9.0 but s8 ``[12,116,1000,24]{2,0,1,3:T(8,128)(4,1)}`` 4.0
+    -> 2.5; read back, the slabs of :mod:`._transposed`: ``._transposed.FEW_ROWS``). On the NumPy path nothing is
     timed: its conversions are not the compiled path's plans (timed under the same key, the NumPy conversion without
     the stacked route, 288 ms for f32 ``[21840,2048,3]{0,1,2:T(8,128)}``, dropped the compiled one, 65 ms, for a
     stacked kernel of 125)."""
@@ -75,46 +73,7 @@ def _routed(
         return route()
     key = (name, geometry.shape, to, _tuned.page_offset(dispatch.address(logical)),
            _tuned.page_offset(dispatch.address(data)), run.threads)
-    return _tuned.run_fastest(key, [route, partial(_rest_tried, route, rest_of, geometry, logical, data)])
-
-
-RestOf = Callable[[np.ndarray[Any, Any], _Geometry, np.ndarray[Any, Any]], None]
-"""A conversion without a route, on (the logical array, its geometry, the flat physical bytes) or a slab of them."""
-
-def _rest_tried(route: Callable[[], bool], rest_of: RestOf, geometry: _Geometry, logical: np.ndarray[Any, Any],
-                data: np.ndarray[Any, Any]) -> bool:
-    """The conversion without a route (``rest_of`` on the whole), as the timed plan beside ``route`` (True: done).
-
-    On trial (:func:`._tuned.trial_bound`), a layout of ``SAMPLED_BYTES`` or more that splits into ``SAMPLE`` slabs
-    or more (:func:`._chunks.slabs`) converts the first ``1 / SAMPLE`` of them first, as NumPy's copy on trial does
-    (:func:`._copy._numpy_tried`). Where that part's time, scaled to the whole, is ``DECISIVE`` times the route's,
-    that is its time (:func:`._tuned.estimate`) and the route converts the whole; else the other slabs follow, and
-    the call's time is its own. Its trial took a call of 26-31x memcpy once a process: bf16
-    ``[32768,8191]{0,1:T(8,128)(2,1)}`` read back (512 MiB) without its slabs of the transposed array, 1.3-1.5 s
-    against their 0.14 s (``FAR`` dropped it after that one call)."""
-    bound = _tuned.trial_bound()
-    large = bound is not None and max(logical.nbytes, data.nbytes) >= SAMPLED_BYTES
-    cut = slabs(geometry.shape, geometry.bits) if large else None
-    first = cut.outer // SAMPLE // cut.step * cut.step if cut is not None else 0
-    if cut is None or bound is None or first < 1:
-        rest_of(logical, geometry, data)
-        return True
-    start = time.perf_counter()
-    _rest_on(rest_of, cut, 0, first, logical, data)
-    whole = (time.perf_counter() - start) * cut.outer / first
-    if whole >= _tuned.DECISIVE * bound and route():
-        _tuned.estimate(whole)
-    else:
-        _rest_on(rest_of, cut, first, cut.outer, logical, data)
-    return True
-
-
-def _rest_on(rest_of: RestOf, cut: Slabs, first: int, last: int, logical: np.ndarray[Any, Any],
-             data: np.ndarray[Any, Any]) -> None:
-    """``rest_of`` on slabs [first, last) of ``cut``: their logical rows, their layout, their bytes."""
-    start, end = cut.byte_range(first, last)
-    rest_of(logical[row_index(cut.axis, *cut.rows(first, last))], _geometry(cut.piece(first, last)),
-            data[start:end])
+    return _tuned.run_fastest(key, [route, partial(rest_tried, route, rest_of, geometry, logical, data)])
 
 
 def _written(convert: Callable[..., None], pad: np.ndarray[Any, Any], run: Run, x: np.ndarray[Any, Any],
@@ -134,7 +93,7 @@ def _write_unstacked(
 ) -> None:
     """The rest of :func:`_write_physical` past the stacked route: through the widened array or not."""
     if not widened_convert(x, geometry, pad, buffer, run, True, _write_physical,
-                           partial(_write_routes, x, geometry, pad, buffer, run)):
+                           partial(_written, _write_routes, pad, run)):
         _write_routes(x, geometry, pad, buffer, run)
 
 
@@ -236,7 +195,7 @@ def _read_unstacked(
 ) -> None:
     """The rest of :func:`_read_physical` past the stacked route: through the widened array or not."""
     if not widened_convert(result, geometry, None, data, run, False, _read_physical,
-                           partial(_read_routes, data, geometry, result, run)):
+                           partial(_read, _read_routes, run)):
         _read_routes(data, geometry, result, run)
 
 

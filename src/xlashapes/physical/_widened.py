@@ -52,6 +52,7 @@ from ._copy import _copy
 from ._dispatch import Run
 from ._geometry import _Geometry, _geometry
 from ._plan import cut_rows, padded_rows
+from ._trials import RestOf, rest_tried
 
 CHUNK_BYTES = 16 << 20
 """Bytes of the scratch array one chunk of slabs takes (the widened rows of those slabs; for E(n) fields, of storage
@@ -100,12 +101,13 @@ def widened(geometry: _Geometry) -> _Geometry | None:
 
 def widened_convert(
     logical: np.ndarray[Any, Any], geometry: _Geometry, pad: np.ndarray[Any, Any] | None, data: np.ndarray[Any, Any],
-    run: Run, to: bool, convert: Callable[..., None], direct: Callable[[], None],
+    run: Run, to: bool, convert: Callable[..., None], direct: RestOf,
 ) -> bool:
     """Lay ``logical`` out into ``data`` (``to``: ``convert(scratch, geometry, pad, bytes, run)`` lays a chunk out)
     or read it back (``convert(bytes, geometry, scratch, run)``) through the widened array (:func:`widened`), a chunk
-    of slabs at a time, or by the ``direct`` route, whichever took less time on the same conversion before
-    (:mod:`._tuned`; the widened array first); False (nothing done) when the route does not apply (or the compiled
+    of slabs at a time, or by the ``direct`` route (``direct(logical, geometry, data)``, on trial in part:
+    :mod:`._trials`), whichever took less time on the same conversion before (:mod:`._tuned`; the widened array
+    first); False (nothing done) when the route does not apply (or the compiled
     kernels are not there, or the array is small, or its scratch array would be more than ``WHOLE_BYTES``)."""
     wide = widened(geometry)
     if wide is None or logical.nbytes < run.numba_bytes or dispatch.walker() is None:
@@ -114,7 +116,7 @@ def widened_convert(
     if chunks is None:
         return False
     through = partial(_through, logical, geometry.dims[-1], pad, data, run, to, convert, chunks)
-    plans = [through, partial(_tuned.done, direct)]
+    plans = [through, partial(rest_tried, through, direct, geometry, logical, data)]  # (on trial in part: _trials)
     if geometry.dims[-1] >= LONG_ROWS and (to or not geometry.packed):
         plans.reverse()  # (the direct route first; E(n) fields read back: the widened array first, whatever the rows)
     if max(logical.nbytes, data.nbytes) < _tuned.TUNE_BYTES:

@@ -37,11 +37,12 @@ def _rest_of(to: bool, convert: Any, geometry: _Geometry, run: _dispatch.Run) ->
 
 
 @FAST
-@given(family_shapes(), st.integers(1, 8), st.booleans(), st.integers(0, 2**32))
+@given(family_shapes(), st.integers(1, 8), st.booleans(), st.booleans(), st.integers(0, 2**32))
 def test_the_conversion_without_a_route_by_slabs_is_the_whole_conversion(
-        shape: xs.Shape, first: int, to: bool, seed: int) -> None:
+        shape: xs.Shape, first: int, to: bool, outermost: bool, seed: int) -> None:
     # the trial's part and the rest after it: two conversions of slabs [0, first) and [first, outer) (their logical
-    # rows strided where the slabs cut a minor logical dim), whose bytes are the whole conversion's
+    # rows strided where the slabs cut a minor logical dim), whose bytes are the whole conversion's; the rest of the
+    # stacked route's choice (every route after it) or of the slabs' and bands' (the plan's boxes)
     cut = slabs(shape, _geometry(shape).bits)
     if cut is None or cut.outer < 2:
         return
@@ -55,10 +56,10 @@ def test_the_conversion_without_a_route_by_slabs_is_the_whole_conversion(
         compiled_for_any_size(patch)
         if to:
             logical, data = physical._logical_storage(x, geometry), np.full(len(expected), 0xA5, np.uint8)
-            rest_of = _rest_of(True, _convert._write_plan, geometry, run)
+            rest_of = _rest_of(True, _convert._write_unstacked if outermost else _convert._write_plan, geometry, run)
         else:
             logical, data = np.zeros(x.shape, geometry.storage), expected
-            rest_of = _rest_of(False, _convert._read_plan, geometry, run)
+            rest_of = _rest_of(False, _convert._read_unstacked if outermost else _convert._read_plan, geometry, run)
         for low, high in ((0, first), (first, cut.outer)):
             _trials.rest_on(rest_of, cut, low, high, logical, data)
     if to:

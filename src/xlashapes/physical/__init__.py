@@ -31,8 +31,9 @@ whose ``(p,1)`` sub-tiles' rows are an odd length, through slabs of the transpos
 ``_permuted`` (sub-tiled layouts whose short logical minor dim is outside the tiles, through bands of the array permuted
 into physical order), ``_intrinsics`` (the numba building blocks), ``_shuffles`` (register transposes and interleaves),
 ``_kernels`` / ``_walk`` / ``_side_by_side`` / ``_stacks`` / ``_tables`` (the numba kernels), ``_entries`` / ``_aot``
-(their machine code kept on disk and loaded without numba), ``_prebuilt`` (that machine code shipped for baseline CPUs)
-and ``_reference``.
+(their machine code kept on disk and loaded without numba), ``_prebuilt`` (that machine code shipped for baseline CPUs),
+``_widened`` (odd ``(p,1)``-grouped minor dims through the widened array), ``_trials`` (a conversion without a route
+tried on a part of its slabs first) and ``_reference``.
 
 **Compiled path.** numba is a default dependency where it ships wheels (x86-64 and 64-bit ARM, CPython < 3.14; an
 environment marker leaves it out elsewhere, and ``pip install xlashapes[fast]`` asks for it explicitly). Why numba and

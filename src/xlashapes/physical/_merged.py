@@ -200,19 +200,24 @@ def _groups(shape: list[int], d_steps: Sequence[float], s_steps: Sequence[float]
     """
     across, cut_across = _group(shape, s_steps, most[0])
     along, cut_along = _group(shape, d_steps, most[1])
-    best: tuple[tuple[int, int], int, int] | None = None
-    for a in range(len(across), 0, -1):
-        for b in range(len(along), 0, -1):
-            if {axis for axis, _ in across[:a]} & {axis for axis, _ in along[:b]}:
-                continue
-            sides = _elements(across[:a]), _elements(along[:b])
-            key = (min(sides), sides[0] * sides[1])
-            if min(sides) >= side and (best is None or key > best[0]):
-                best = (key, a, b)
-    if best is None:
+    pairs = [((min(sides), sides[0] * sides[1]), a, b) for a, b, sides in _disjoint(across, along)
+             if min(sides) >= side]
+    if not pairs:
         return None
-    _, a, b = best
+    _, a, b = max(pairs, key=lambda pair: pair[0])
     return across[:a], along[:b], cut_across and a == len(across), cut_along and b == len(along)
+
+
+def _disjoint(across: Group, along: Group) -> list[tuple[int, int, tuple[int, int]]]:
+    """The runs of each group's axes from the minor end that share no axis: (axes of ``across`` taken, of ``along``,
+    the elements of each), the longest first.
+
+    >>> _disjoint(((2, 12), (3, 5)), ((3, 5), (1, 139)))
+    [(1, 2, (12, 695)), (1, 1, (12, 5))]
+    """
+    return [(a, b, (_elements(across[:a]), _elements(along[:b]))) for a in range(len(across), 0, -1)
+            for b in range(len(along), 0, -1)
+            if not {axis for axis, _ in across[:a]} & {axis for axis, _ in along[:b]}]
 
 
 def _span(group: Group, steps: Sequence[float]) -> float:
@@ -345,17 +350,10 @@ def _short(shape: list[int], d_steps: Sequence[int], s_steps: Sequence[int], wid
         return None
     across, _ = _group(shape, s_steps, INNER_MOST if inner_across else OUTER_MOST)
     along, _ = _group(shape, d_steps, OUTER_MOST if inner_across else INNER_MOST)
-    best: tuple[tuple[int, int], int, int] | None = None
-    for a in range(len(across), 0, -1):
-        for b in range(len(along), 0, -1):
-            if {axis for axis, _ in across[:a]} & {axis for axis, _ in along[:b]}:
-                continue
-            sides = _elements(across[:a]), _elements(along[:b])
-            if n <= 2 * sides[0] < 2 * n and sides[1] >= n and (best is None or sides > best[0]):
-                best = (sides, a, b)
-    if best is None:
+    pairs = [(sides, a, b) for a, b, sides in _disjoint(across, along) if n <= 2 * sides[0] < 2 * n and sides[1] >= n]
+    if not pairs:
         return None
-    (rows, _), a, b = best
+    (rows, _), a, b = max(pairs, key=lambda pair: pair[0])
     merged = _blocks(across[:a], along[:b], shape, d_steps, s_steps, width, inner_across, n)
     if merged is None:
         return None

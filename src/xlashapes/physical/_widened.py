@@ -107,8 +107,8 @@ def widened_convert(
     or read it back (``convert(bytes, geometry, scratch, run)``) through the widened array (:func:`widened`), a chunk
     of slabs at a time, or by the ``direct`` route (``direct(logical, geometry, data)``, on trial in part:
     :mod:`._trials`), whichever took less time on the same conversion before (:mod:`._tuned`; the widened array
-    first); False (nothing done) when the route does not apply (or the compiled
-    kernels are not there, or the array is small, or its scratch array would be more than ``WHOLE_BYTES``)."""
+    first); False (nothing done) when the route does not apply (or the compiled kernels are not there, or the array
+    is small, or its scratch array would be more than ``WHOLE_BYTES``)."""
     wide = widened(geometry)
     if wide is None or logical.nbytes < run.numba_bytes or dispatch.walker() is None:
         return False

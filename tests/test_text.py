@@ -438,7 +438,12 @@ def _seconds_to_parse(text: str) -> float:
     ],
 )
 def test_one_megabyte_lines_parse_or_fail_in_linear_time(text: str) -> None:
-    assert _seconds_to_parse(text) < 1.0
+    # the least CPU time of up to three parses: a parse takes 0.15-0.2 s here, but on a busy 2-core host one took
+    # 1.03 s of CPU beside the other test worker; a parser slower than linear takes more than the bound every time
+    times: list[float] = []
+    while len(times) < 3 and (not times or times[-1] >= 1.0):
+        times.append(_seconds_to_parse(text))
+    assert min(times) < 1.0, times
 
 
 def test_lexer_is_linear_on_runs_of_question_marks() -> None:

@@ -118,3 +118,24 @@ def test_groups_that_make_squares_take_no_padded_ones() -> None:
     assert not _merged.timed_routes([1000, 139, 7, 5], [4865, 5, 695, 1], [35, 35000, 1, 7], 2, 4)
     assert [plan.reach for plan in _merged.timed_routes([1000, 139, 12, 5], [8340, 5, 695, 1], [60, 60000, 1, 12],
                                                         2, 4)] == [16, 16]
+
+
+@pytest.mark.parametrize("text", ["s32[64,10,4,12]{2,0,3,1}", "bf16[64,10,4,24]{2,0,3,1}", "f64[64,10,4,6]{2,0,3,1}"])
+def test_padded_squares_streamed_out_write_their_first_rows_right(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    # destination rows of whole lines on the line grid take streaming stores: a square's first rows are streamed
+    # twice, the copies' elements first, their own after (the later store to the same bytes wins)
+    shape = xs.parse_shape(text)
+    x = random_array(str(shape.element_type), shape.dimensions, 8)
+    expected = numpy_path(monkeypatch, to_physical, x, shape)
+    taken = _padded_forced(monkeypatch)
+    monkeypatch.setattr(_dispatch, "STREAM_BYTES", 0)
+    streamed: list[bool] = []
+    real = _merged._squares
+
+    def squares(kernel: Any, target: int, source: int, pad: Any, merged: Any, *rest: Any) -> bool:
+        streamed.append(target % 64 == 0 and not (merged.across % 64).any() and merged.side * pad.itemsize == 64)
+        return bool(real(kernel, target, source, pad, merged, *rest))
+
+    monkeypatch.setattr(_merged, "_squares", squares)
+    assert np.array_equal(to_physical(x, shape), expected), text
+    assert taken and streamed and all(streamed), (text, taken, streamed)
